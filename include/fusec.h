@@ -1,0 +1,253 @@
+/* fusec.h: the public C interface of libfusec, the kernel-fusion JIT compiler.
+ *
+ * A program compiles a .fuse source once into a module, looks its functions up by name,
+ * and launches them on tensors it owns. Every call returns a fusec_status; a message for
+ * the last failure of a handle is kept on that handle (fusec_module_message).
+ *
+ *     fusec_options opt;
+ *     fusec_options_init(&opt);
+ *     fusec_module *m = NULL;
+ *     if (fusec_module_compile_file("gelu.fuse", &opt, &m) != FUSEC_OK) {
+ *         fprintf(stderr, "%s", fusec_module_diagnostics(m));
+ *     }
+ *     fusec_function *f = NULL;
+ *     fusec_module_function(m, "gelu", &f);
+ *     fusec_tensor x = {xs, FUSEC_F32, 1, {n}}, y = {ys, FUSEC_F32, 1, {n}};
+ *     fusec_launch(f, &x, 1, &y, 1, NULL);
+ *     fusec_module_free(m);
+ *
+ * Thread safety: functions without a handle are safe from any thread. A module and its
+ * functions may be used from several threads at once once compiled (launches only read
+ * them); fusec_module_free must not race with any other use of the module.
+ */
+#ifndef FUSEC_H
+#define FUSEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define FUSEC_API
+#elif defined(__GNUC__)
+#define FUSEC_API __attribute__((visibility("default")))
+#else
+#define FUSEC_API
+#endif
+
+/* ---- version -------------------------------------------------------------------------- */
+
+#define FUSEC_VERSION_MAJOR 0
+#define FUSEC_VERSION_MINOR 1
+#define FUSEC_VERSION_PATCH 0
+#define FUSEC_VERSION_NUMBER                                                                   \
+    (FUSEC_VERSION_MAJOR * 10000 + FUSEC_VERSION_MINOR * 100 + FUSEC_VERSION_PATCH)
+#define FUSEC_VERSION_STRING "0.1.0"
+
+/* The library's FUSEC_VERSION_NUMBER: compare with the header's to detect a mismatch. */
+FUSEC_API unsigned fusec_version_number(void);
+FUSEC_API const char *fusec_version_string(void);
+
+/* ---- statuses ------------------------------------------------------------------------- */
+
+/* Values are pinned: they never change meaning between versions. */
+typedef enum fusec_status {
+    FUSEC_OK = 0,
+    FUSEC_ERR_INVALID_ARGUMENT = 1, /* a NULL handle, an out-of-range value, a bad option */
+    FUSEC_ERR_SOURCE = 2,           /* the source did not compile: see the diagnostics */
+    FUSEC_ERR_IO = 3,               /* a file could not be read or written */
+    FUSEC_ERR_NOT_FOUND = 4,        /* no function of that name */
+    FUSEC_ERR_SHAPE = 5,            /* a tensor's rank or dims do not fit the signature */
+    FUSEC_ERR_DTYPE = 6,            /* a tensor's dtype is not the parameter's */
+    FUSEC_ERR_OUT_OF_MEMORY = 7,
+    FUSEC_ERR_UNSUPPORTED = 8,      /* the target is not built in, or cannot do this */
+    FUSEC_ERR_NO_DEVICE = 9,        /* no CUDA driver or device was found */
+    FUSEC_ERR_COMPILER = 10,        /* the backend compiler (NVRTC, LLVM) failed */
+    FUSEC_ERR_DRIVER = 11,          /* the CUDA driver failed */
+    FUSEC_ERR_RUNTIME = 12,         /* the program failed at run time (max of an empty axis) */
+    FUSEC_ERR_INTERNAL = 13,        /* a bug in fusec */
+} fusec_status;
+
+/* A short constant description of a status ("source error"); never NULL. */
+FUSEC_API const char *fusec_status_string(fusec_status s);
+
+/* ---- dtypes --------------------------------------------------------------------------- */
+
+/* Element types. Host storage: bool as uint8_t (0/1), f16 and bf16 as uint16_t bits. */
+typedef enum fusec_dtype {
+    FUSEC_BOOL = 0,
+    FUSEC_I32 = 1,
+    FUSEC_I64 = 2,
+    FUSEC_F16 = 3,
+    FUSEC_BF16 = 4,
+    FUSEC_F32 = 5,
+    FUSEC_F64 = 6,
+} fusec_dtype;
+
+FUSEC_API const char *fusec_dtype_name(fusec_dtype t); /* "f32"; "?" when out of range */
+FUSEC_API size_t fusec_dtype_size(fusec_dtype t);      /* bytes; 0 when out of range */
+
+/* Converts count host elements from one dtype to another (src and dst must not overlap):
+ * to f16/bf16 rounds to nearest even (integers beyond 2^53 go through double first); float
+ * to integer truncates toward zero and saturates (NaN gives 0); integer to integer wraps;
+ * anything to bool is `!= 0`. */
+FUSEC_API fusec_status fusec_convert(fusec_dtype from, const void *src, fusec_dtype to,
+                                     void *dst, size_t count);
+
+/* ---- options -------------------------------------------------------------------------- */
+
+typedef enum fusec_target {
+    FUSEC_TARGET_AUTO = 0, /* CUDA when a GPU and its driver are present, else the CPU */
+    FUSEC_TARGET_CUDA = 1,
+    FUSEC_TARGET_CPU = 2,
+    FUSEC_TARGET_REF = 3, /* the reference interpreter (float64): slow, the oracle */
+} fusec_target;
+
+typedef struct fusec_options {
+    size_t struct_size;     /* sizeof(fusec_options): set by fusec_options_init */
+    fusec_target target;
+    const char *arch;       /* "sm_90": CUDA code for that architecture; NULL: the GPU's own */
+    int no_fuse;            /* every operation its own kernel (the unfused baseline) */
+    int fast_math;          /* approximate transcendentals */
+    int no_cache;           /* neither read nor write the disk cache */
+    const char *cache_dir;  /* NULL: $FUSEC_CACHE_DIR, $XDG_CACHE_HOME/fusec, ~/.cache/fusec */
+    int verbose;            /* collect phase timings and per-kernel reports (fusec_module_report) */
+    const char *dump_after; /* pass name: record the IR after that pass (fusec_module_report) */
+} fusec_options;
+
+/* Fills *opt with the defaults (target auto, fusion on, cache on). */
+FUSEC_API void fusec_options_init(fusec_options *opt);
+
+/* ---- modules -------------------------------------------------------------------------- */
+
+/* A compiled .fuse source. Thread safety: see the top of this file. */
+typedef struct fusec_module fusec_module;
+/* A function of a module, owned by the module (valid until the module is freed). */
+typedef struct fusec_function fusec_function;
+
+/* Compiles a file or a string. On FUSEC_OK or FUSEC_ERR_SOURCE (and other failures after
+ * the module could be made) *out is a module holding the diagnostics, which the caller
+ * frees; it is NULL only when memory ran out or an argument was invalid. `name` is the
+ * path shown in diagnostics for a string. `opt` may be NULL (defaults). */
+FUSEC_API fusec_status fusec_module_compile_file(const char *path, const fusec_options *opt,
+                                                 fusec_module **out);
+FUSEC_API fusec_status fusec_module_compile_string(const char *name, const char *src,
+                                                   size_t len, const fusec_options *opt,
+                                                   fusec_module **out);
+/* Generates, compiles (through the disk cache) and loads the module's kernels for its
+ * target. The first launch does it when it was not done before; call it to pay the cost up
+ * front or to fill the cache (`fusec FILE.fuse` does). With target CUDA and an explicit
+ * arch, the kernels are built without a device (launches then fail with
+ * FUSEC_ERR_NO_DEVICE). Later calls return the first call's status. */
+FUSEC_API fusec_status fusec_module_build(fusec_module *m);
+
+/* Frees the module, its functions and everything it allocated. NULL is accepted. */
+FUSEC_API void fusec_module_free(fusec_module *m);
+
+/* Warnings and errors of the compilation, in the form FILE:LINE:COL: error: MESSAGE with
+ * the source line and a caret; "" when there were none or m is NULL. */
+FUSEC_API const char *fusec_module_diagnostics(const fusec_module *m);
+/* The message of the last failed call on this module or its functions; "" if none. */
+FUSEC_API const char *fusec_module_message(const fusec_module *m);
+/* The target the module was compiled for (AUTO resolved). */
+FUSEC_API fusec_target fusec_module_target(const fusec_module *m);
+
+typedef enum fusec_emit {
+    FUSEC_EMIT_AST = 0,
+    FUSEC_EMIT_IR = 1, /* after fusion: the kernel partition */
+    FUSEC_EMIT_CUDA = 2,
+    FUSEC_EMIT_PTX = 3,
+    FUSEC_EMIT_CUBIN = 4,
+    FUSEC_EMIT_LLVM = 5,
+} fusec_emit;
+
+/* The module's text (or binary, for cubin) of the given kind, in *data (malloc'd, free with
+ * fusec_free) of *size bytes; text is NUL-terminated. */
+FUSEC_API fusec_status fusec_module_emit(fusec_module *m, fusec_emit kind, char **data,
+                                         size_t *size);
+/* Reports collected with opt.verbose or opt.dump_after: phase timings, per-kernel kinds and
+ * bytes, the IR after a pass. "" when none. */
+FUSEC_API const char *fusec_module_report(const fusec_module *m);
+
+FUSEC_API int fusec_module_num_functions(const fusec_module *m);
+/* Looks a function up by name: FUSEC_ERR_NOT_FOUND when there is none. */
+FUSEC_API fusec_status fusec_module_function(fusec_module *m, const char *name,
+                                             fusec_function **out);
+/* The i-th function in source order, NULL when out of range. */
+FUSEC_API fusec_function *fusec_module_function_at(fusec_module *m, int i);
+
+/* ---- signatures ----------------------------------------------------------------------- */
+
+#define FUSEC_MAX_RANK 8
+
+/* One parameter or result as declared: dims[i] is the literal size, or -1 when the dim is
+ * symbolic, then dim_names[i] is its name. */
+typedef struct fusec_param_info {
+    const char *name; /* parameter name; NULL for a result */
+    fusec_dtype dtype;
+    int rank;
+    int64_t dims[FUSEC_MAX_RANK];
+    const char *dim_names[FUSEC_MAX_RANK];
+} fusec_param_info;
+
+FUSEC_API const char *fusec_function_name(const fusec_function *f);
+FUSEC_API int fusec_function_num_params(const fusec_function *f);
+FUSEC_API int fusec_function_num_results(const fusec_function *f);
+FUSEC_API fusec_status fusec_function_param(const fusec_function *f, int i,
+                                            fusec_param_info *out);
+FUSEC_API fusec_status fusec_function_result(const fusec_function *f, int i,
+                                             fusec_param_info *out);
+
+/* ---- launching ------------------------------------------------------------------------ */
+
+/* A tensor: dense, row-major. data is a host pointer for the CPU and reference targets, a
+ * device pointer (CUdeviceptr) for CUDA. */
+typedef struct fusec_tensor {
+    void *data;
+    fusec_dtype dtype;
+    int rank;
+    int64_t shape[FUSEC_MAX_RANK];
+} fusec_tensor;
+
+/* Computes the shapes of the results for inputs of the given shapes (only rank and shape of
+ * `inputs` are read): results[i].rank and .shape and .dtype are set, .data is untouched. */
+FUSEC_API fusec_status fusec_function_result_shapes(fusec_function *f,
+                                                    const fusec_tensor *inputs, int ninputs,
+                                                    fusec_tensor *results, int nresults);
+
+/* Runs f: inputs one per parameter in order, results one per result, each already
+ * allocated with its shape and dtype. Descriptors are checked against the signature before
+ * anything runs (FUSEC_ERR_SHAPE / FUSEC_ERR_DTYPE with a message naming the parameter).
+ * `stream` is a CUstream on the CUDA target (NULL: the default stream), ignored elsewhere.
+ * On CUDA the launch is asynchronous; on the CPU and reference targets it returns when done. */
+FUSEC_API fusec_status fusec_launch(fusec_function *f, const fusec_tensor *inputs, int ninputs,
+                                    const fusec_tensor *results, int nresults, void *stream);
+
+/* ---- the kernel cache ------------------------------------------------------------------ */
+
+/* What the on-disk cache holds. `dir` NULL: $FUSEC_CACHE_DIR, $XDG_CACHE_HOME/fusec or
+ * ~/.cache/fusec. A missing directory is an empty cache. */
+typedef struct fusec_cache_info {
+    char dir[4096];
+    uint64_t entries;     /* compiled binaries */
+    uint64_t entry_bytes; /* their size */
+    uint64_t total_bytes; /* every file the cache owns (entries, indexes, locks) */
+    uint64_t max_bytes;   /* the bound: $FUSEC_CACHE_MAX_MB, least recently used evicted */
+} fusec_cache_info;
+
+FUSEC_API fusec_status fusec_cache_stats(const char *dir, fusec_cache_info *out);
+/* Removes the cache's own files from dir (nothing else); *removed (may be NULL) counts them.
+ * Safe while other processes use the cache: they rebuild what they miss. */
+FUSEC_API fusec_status fusec_cache_clear(const char *dir, uint64_t *removed);
+
+/* Frees memory the library handed out (fusec_module_emit). NULL is accepted. */
+FUSEC_API void fusec_free(void *p);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

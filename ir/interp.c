@@ -1,0 +1,687 @@
+/* ir/interp.c: the reference interpreter, the oracle every backend is tested against.
+ *
+ * Semantics (SPEC §1, §5): float values are computed in double and are not rounded between
+ * operations, even when a node's dtype is f16 or f32; only a CAST, a value flagged
+ * IR_NODE_STORED (a kernel writes it to memory) and an OUTPUT round to their dtype. Integer
+ * values are exact with wrap-around at their width: computed in uint64 (no signed overflow)
+ * and wrapped with ir_wrap_int. Inputs are read from their storage dtype.
+ *
+ * Nodes are evaluated in index order (topological). Each value is one array of double (float
+ * dtypes) or int64_t (integers and bool), freed after its last use; values no output needs
+ * are not computed. Nothing here aborts: errors, out of memory included, return -1.
+ */
+#include "ir.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* One node's value: d for float dtypes, i for integers and bool (0/1). */
+typedef struct value {
+    double *d;
+    int64_t *i;
+} value;
+
+__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt,
+                                                      ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static int is_float(ir_dtype t) {
+    return ir_dtype_is_float(t);
+}
+
+/* Number of elements of `rank` dims; -1 when it overflows (or the bytes of a double array
+ * would). */
+static int64_t count_elems(const int64_t *dims, int32_t rank) {
+    for (int32_t i = 0; i < rank; i++)
+        if (dims[i] == 0) return 0;
+    /* 2^56 elements is far past any memory, and keeps n * 8 bytes inside int64 and size_t */
+    const int64_t limit =
+        (SIZE_MAX / 16 < (UINT64_C(1) << 56)) ? (int64_t)(SIZE_MAX / 16) : (INT64_C(1) << 56);
+    int64_t n = 1;
+    for (int32_t i = 0; i < rank; i++) {
+        if (dims[i] > limit / n) return -1;
+        n *= dims[i];
+    }
+    return n;
+}
+
+static void format_dims(char *buf, size_t len, const int64_t *dims, int32_t rank) {
+    size_t used = 0;
+    buf[0] = 0;
+    for (int32_t i = 0; i <= rank && used < len; i++) {
+        int n;
+        if (i == rank)
+            n = snprintf(buf + used, len - used, "]");
+        else
+            n = snprintf(buf + used, len - used, "%s%" PRId64, i ? ", " : "[", dims[i]);
+        if (n > 0) used += (size_t)n;
+    }
+    if (rank == 0) snprintf(buf, len, "[]");
+}
+
+/* ---- scalar semantics ------------------------------------------------------------------ */
+
+static int64_t wrap_u(uint64_t u, ir_dtype t) {
+    /* uint64 -> int64 by value modulo 2^64, without an implementation-defined conversion */
+    int64_t v = u >= UINT64_C(0x8000000000000000) ? -(int64_t)(UINT64_MAX - u) - 1 : (int64_t)u;
+    return ir_wrap_int(v, t);
+}
+
+/* numpy's minimum/maximum: a NaN operand wins */
+static double fmin_nan(double a, double b) {
+    if (isnan(a)) return a;
+    if (isnan(b)) return b;
+    return b < a ? b : a;
+}
+
+static double fmax_nan(double a, double b) {
+    if (isnan(a)) return a;
+    if (isnan(b)) return b;
+    return b > a ? b : a;
+}
+
+/* Round half to even, independent of the current rounding mode. */
+static double round_even(double x) {
+    double r = floor(x);
+    double d = x - r; /* exact: below 2^52 floor keeps all the integer bits */
+    if (d > 0.5 || (d == 0.5 && fmod(r, 2.0) != 0.0)) r += 1.0;
+    return r == 0.0 ? copysign(0.0, x) : r;
+}
+
+static double sigmoid(double x) {
+    /* never exp of a large positive number: no overflow to inf/inf */
+    if (x >= 0) return 1.0 / (1.0 + exp(-x));
+    double e = exp(x);
+    return e / (1.0 + e);
+}
+
+static double ew_float(ir_op op, double a, double b, double c) {
+    switch (op) {
+    case IR_OP_NEG: return -a;
+    case IR_OP_ADD: return a + b;
+    case IR_OP_SUB: return a - b;
+    case IR_OP_MUL: return a * b;
+    case IR_OP_DIV: return a / b;
+    case IR_OP_MOD: return fmod(a, b);
+    case IR_OP_ABS: return fabs(a);
+    case IR_OP_SIGN:
+        if (isnan(a)) return a;
+        return a > 0 ? 1.0 : a < 0 ? -1.0 : 0.0;
+    case IR_OP_MINIMUM: return fmin_nan(a, b);
+    case IR_OP_MAXIMUM: return fmax_nan(a, b);
+    case IR_OP_CLAMP: return fmin_nan(fmax_nan(a, b), c);
+    case IR_OP_EXP: return exp(a);
+    case IR_OP_EXP2: return exp2(a);
+    case IR_OP_EXPM1: return expm1(a);
+    case IR_OP_LOG: return log(a);
+    case IR_OP_LOG2: return log2(a);
+    case IR_OP_LOG10: return log10(a);
+    case IR_OP_LOG1P: return log1p(a);
+    case IR_OP_SQRT: return sqrt(a);
+    case IR_OP_RSQRT: return 1.0 / sqrt(a);
+    case IR_OP_SIN: return sin(a);
+    case IR_OP_COS: return cos(a);
+    case IR_OP_TAN: return tan(a);
+    case IR_OP_ASIN: return asin(a);
+    case IR_OP_ACOS: return acos(a);
+    case IR_OP_ATAN: return atan(a);
+    case IR_OP_SINH: return sinh(a);
+    case IR_OP_COSH: return cosh(a);
+    case IR_OP_TANH: return tanh(a);
+    case IR_OP_ASINH: return asinh(a);
+    case IR_OP_ACOSH: return acosh(a);
+    case IR_OP_ATANH: return atanh(a);
+    case IR_OP_ERF: return erf(a);
+    case IR_OP_SIGMOID: return sigmoid(a);
+    case IR_OP_RELU: return a > 0 ? a : isnan(a) ? a : 0.0; /* relu(-0.0) is +0.0 */
+    case IR_OP_FLOOR: return floor(a);
+    case IR_OP_CEIL: return ceil(a);
+    case IR_OP_ROUND: return round_even(a);
+    case IR_OP_TRUNC: return trunc(a);
+    case IR_OP_POW: return pow(a, b);
+    case IR_OP_ATAN2: return atan2(a, b);
+    case IR_OP_HYPOT: return hypot(a, b);
+    case IR_OP_COPYSIGN: return copysign(a, b);
+    default: return NAN; /* not reached: the verifier admits no other op here */
+    }
+}
+
+static int64_t ew_int(ir_op op, ir_dtype t, int64_t a, int64_t b, int64_t c) {
+    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    switch (op) {
+    case IR_OP_NEG: return wrap_u(0 - ua, t);
+    case IR_OP_ADD: return wrap_u(ua + ub, t);
+    case IR_OP_SUB: return wrap_u(ua - ub, t);
+    case IR_OP_MUL: return wrap_u(ua * ub, t);
+    case IR_OP_DIV:
+        /* by zero: 0 on every target; by -1: negation, so INT_MIN / -1 wraps to INT_MIN */
+        if (b == 0) return 0;
+        if (b == -1) return wrap_u(0 - ua, t);
+        return ir_wrap_int(a / b, t);
+    case IR_OP_MOD:
+        if (b == 0 || b == -1) return 0;
+        return ir_wrap_int(a % b, t);
+    case IR_OP_ABS: return a < 0 ? wrap_u(0 - ua, t) : a;
+    case IR_OP_SIGN: return (a > 0) - (a < 0);
+    case IR_OP_MINIMUM: return b < a ? b : a;
+    case IR_OP_MAXIMUM: return b > a ? b : a;
+    case IR_OP_CLAMP: {
+        int64_t m = b > a ? b : a;
+        return c < m ? c : m;
+    }
+    default: return 0; /* not reached: the verifier admits no other op here */
+    }
+}
+
+static int cmp_float(ir_op op, double a, double b) {
+    switch (op) {
+    case IR_OP_EQ: return a == b;
+    case IR_OP_NE: return a != b;
+    case IR_OP_LT: return a < b;
+    case IR_OP_LE: return a <= b;
+    case IR_OP_GT: return a > b;
+    case IR_OP_GE: return a >= b;
+    default: return 0;
+    }
+}
+
+static int cmp_int(ir_op op, int64_t a, int64_t b) {
+    switch (op) {
+    case IR_OP_EQ: return a == b;
+    case IR_OP_NE: return a != b;
+    case IR_OP_LT: return a < b;
+    case IR_OP_LE: return a <= b;
+    case IR_OP_GT: return a > b;
+    case IR_OP_GE: return a >= b;
+    default: return 0;
+    }
+}
+
+/* An integer converted to float dtype t with one rounding. Going through double would
+ * round twice for |v| >= 2^53, so the value is first cut to 53 bits rounding to odd (the
+ * lost bits stick in the lowest kept bit), which then rounds to 24 bits or fewer exactly as
+ * the integer itself would. */
+static double int_to_float(int64_t v, ir_dtype t) {
+    if (t == IR_F64) return (double)v;
+    if (t == IR_F32) return (double)(float)v;
+    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+    double d;
+    if (u < (UINT64_C(1) << 53)) {
+        d = (double)u;
+    } else {
+        int s = 0;
+        while ((u >> s) >= (UINT64_C(1) << 53))
+            s++;
+        uint64_t m = u >> s;
+        if (u & ((UINT64_C(1) << s) - 1)) m |= 1;
+        d = ldexp((double)m, s);
+    }
+    return ir_round_to_dtype(v < 0 ? -d : d, t);
+}
+
+/* A float value converted to integer dtype t (fusec's rules: see ir_float_to_int). */
+static int64_t float_to_int(double x, ir_dtype t) {
+    return ir_float_to_int(x, t);
+}
+
+/* ---- the run --------------------------------------------------------------------------- */
+
+typedef struct run {
+    const ir_func *f;
+    const ir_tensor *inputs;
+    ir_tensor *outputs;
+    int64_t *syms;
+    int64_t *count; /* elements of each node's value */
+    ir_ref *last;   /* the last node that reads each value; -1: no output needs it */
+    value *vals;
+    char *err;
+    size_t errlen;
+} run;
+
+static void dims_of(const run *R, ir_ref r, int64_t *dims) {
+    ir_shape_concrete(&R->f->nodes[r].shape, R->syms, dims);
+}
+
+static int alloc_value(run *R, ir_ref r) {
+    size_t n = R->count[r] > 0 ? (size_t)R->count[r] : 1;
+    value *v = &R->vals[r];
+    if (is_float(R->f->nodes[r].dtype))
+        v->d = malloc(n * sizeof(double));
+    else
+        v->i = malloc(n * sizeof(int64_t));
+    if (!v->d && !v->i) return fail(R->err, R->errlen, "out of memory");
+    return 0;
+}
+
+static void free_value(value *v) {
+    free(v->d);
+    free(v->i);
+    v->d = NULL;
+    v->i = NULL;
+}
+
+static void eval_input(run *R, ir_ref r) {
+    const ir_node *n = &R->f->nodes[r];
+    const ir_tensor *t = &R->inputs[n->index];
+    value *v = &R->vals[r];
+    int64_t cnt = R->count[r];
+    for (int64_t k = 0; k < cnt; k++) {
+        switch (n->dtype) {
+        case IR_BOOL: v->i[k] = ((const uint8_t *)t->data)[k] != 0; break;
+        case IR_I32: v->i[k] = ((const int32_t *)t->data)[k]; break;
+        case IR_I64: v->i[k] = ((const int64_t *)t->data)[k]; break;
+        case IR_F16: v->d[k] = ir_f16_to_double(((const uint16_t *)t->data)[k]); break;
+        case IR_BF16: v->d[k] = ir_bf16_to_double(((const uint16_t *)t->data)[k]); break;
+        case IR_F32: v->d[k] = ((const float *)t->data)[k]; break;
+        case IR_F64: v->d[k] = ((const double *)t->data)[k]; break;
+        default: break;
+        }
+    }
+}
+
+static void eval_const(run *R, ir_ref r) {
+    const ir_node *n = &R->f->nodes[r];
+    if (is_float(n->dtype))
+        R->vals[r].d[0] = n->value.f;
+    else
+        R->vals[r].i[0] = ir_wrap_int(n->value.i, n->dtype);
+}
+
+static void eval_ew(run *R, ir_ref r) {
+    const ir_node *n = &R->f->nodes[r];
+    const ir_op_info *oi = &ir_ops[n->op];
+    value *out = &R->vals[r];
+    const value *a[3] = {NULL, NULL, NULL};
+    int64_t step[3] = {0, 0, 0}; /* 0: a rank-0 operand read at every element */
+    for (int i = 0; i < oi->arity; i++) {
+        a[i] = &R->vals[n->args[i]];
+        step[i] = R->f->nodes[n->args[i]].shape.rank == 0 ? 0 : 1;
+    }
+    int64_t cnt = R->count[r];
+    ir_dtype at = R->f->nodes[n->args[0]].dtype;
+    if (oi->flags & IR_OPF_CMP) {
+        for (int64_t k = 0; k < cnt; k++)
+            out->i[k] = is_float(at) ? cmp_float(n->op, a[0]->d[k * step[0]], a[1]->d[k * step[1]])
+                                     : cmp_int(n->op, a[0]->i[k * step[0]], a[1]->i[k * step[1]]);
+    } else if (oi->flags & IR_OPF_LOGIC) {
+        for (int64_t k = 0; k < cnt; k++) {
+            int64_t x = a[0]->i[k * step[0]];
+            if (n->op == IR_OP_NOT)
+                out->i[k] = !x;
+            else if (n->op == IR_OP_AND)
+                out->i[k] = x && a[1]->i[k * step[1]];
+            else
+                out->i[k] = x || a[1]->i[k * step[1]];
+        }
+    } else if (oi->flags & IR_OPF_PRED) {
+        for (int64_t k = 0; k < cnt; k++) {
+            double x = a[0]->d[k * step[0]];
+            out->i[k] = n->op == IR_OP_ISNAN ? isnan(x) != 0 : isinf(x) != 0;
+        }
+    } else if (oi->flags & IR_OPF_SELECT) {
+        for (int64_t k = 0; k < cnt; k++) {
+            int c = a[0]->i[k * step[0]] != 0;
+            if (is_float(n->dtype))
+                out->d[k] = c ? a[1]->d[k * step[1]] : a[2]->d[k * step[2]];
+            else
+                out->i[k] = c ? a[1]->i[k * step[1]] : a[2]->i[k * step[2]];
+        }
+    } else if (is_float(n->dtype)) {
+        for (int64_t k = 0; k < cnt; k++) {
+            double x = a[0]->d[k * step[0]];
+            double y = oi->arity > 1 ? a[1]->d[k * step[1]] : 0;
+            double z = oi->arity > 2 ? a[2]->d[k * step[2]] : 0;
+            out->d[k] = ew_float(n->op, x, y, z);
+        }
+    } else {
+        for (int64_t k = 0; k < cnt; k++) {
+            int64_t x = a[0]->i[k * step[0]];
+            int64_t y = oi->arity > 1 ? a[1]->i[k * step[1]] : 0;
+            int64_t z = oi->arity > 2 ? a[2]->i[k * step[2]] : 0;
+            out->i[k] = ew_int(n->op, n->dtype, x, y, z);
+        }
+    }
+}
+
+static void eval_cast(run *R, ir_ref r) {
+    const ir_node *n = &R->f->nodes[r];
+    ir_dtype from = R->f->nodes[n->args[0]].dtype, to = n->dtype;
+    const value *a = &R->vals[n->args[0]];
+    value *out = &R->vals[r];
+    int64_t cnt = R->count[r];
+    for (int64_t k = 0; k < cnt; k++) {
+        if (is_float(from) && is_float(to))
+            out->d[k] = ir_round_to_dtype(a->d[k], to);
+        else if (is_float(from))
+            out->i[k] = float_to_int(a->d[k], to);
+        else if (is_float(to))
+            out->d[k] = int_to_float(a->i[k], to);
+        else
+            out->i[k] = ir_wrap_int(a->i[k], to);
+    }
+}
+
+/* Row-major walk over `dims`; after each step *pos is the flat index into another array
+ * whose strides for the same axes are `strides` (0 for an axis it does not have). */
+typedef struct walk {
+    int32_t rank;
+    int64_t dims[IR_MAX_RANK], strides[IR_MAX_RANK], idx[IR_MAX_RANK];
+    int64_t pos;
+} walk;
+
+static void walk_init(walk *w, int32_t rank, const int64_t *dims, const int64_t *strides) {
+    w->rank = rank;
+    for (int32_t i = 0; i < rank; i++) {
+        w->dims[i] = dims[i];
+        w->strides[i] = strides[i];
+        w->idx[i] = 0;
+    }
+    w->pos = 0;
+}
+
+static void walk_next(walk *w) {
+    for (int32_t i = w->rank - 1; i >= 0; i--) {
+        if (++w->idx[i] < w->dims[i]) {
+            w->pos += w->strides[i];
+            return;
+        }
+        w->pos -= w->strides[i] * (w->dims[i] - 1);
+        w->idx[i] = 0;
+    }
+}
+
+static void eval_broadcast(run *R, ir_ref r) {
+    const ir_node *n = &R->f->nodes[r];
+    const ir_node *an = &R->f->nodes[n->args[0]];
+    int64_t od[IR_MAX_RANK], ad[IR_MAX_RANK], st[IR_MAX_RANK];
+    dims_of(R, r, od);
+    dims_of(R, n->args[0], ad);
+    /* the operand's axes align with the node's last ones; a size-1 axis repeats */
+    int32_t off = n->shape.rank - an->shape.rank;
+    int64_t s = 1;
+    for (int32_t i = n->shape.rank - 1; i >= 0; i--) {
+        int32_t j = i - off;
+        if (j < 0 || ad[j] == 1) {
+            st[i] = 0;
+        } else {
+            st[i] = s;
+        }
+        if (j >= 0) s *= ad[j];
+    }
+    walk w;
+    walk_init(&w, n->shape.rank, od, st);
+    const value *a = &R->vals[n->args[0]];
+    value *out = &R->vals[r];
+    int64_t cnt = R->count[r];
+    for (int64_t k = 0; k < cnt; k++, walk_next(&w)) {
+        if (is_float(n->dtype))
+            out->d[k] = a->d[w.pos];
+        else
+            out->i[k] = a->i[w.pos];
+    }
+}
+
+static int eval_reduce(run *R, ir_ref r) {
+    const ir_node *n = &R->f->nodes[r];
+    ir_ref x = n->args[0];
+    const ir_node *xn = &R->f->nodes[x];
+    int64_t xd[IR_MAX_RANK], st[IR_MAX_RANK];
+    dims_of(R, x, xd);
+    int32_t rank = xn->shape.rank;
+    /* the input is walked in order; st maps it to the output element it reduces into */
+    int64_t s = 1, reduced = 1;
+    for (int32_t i = rank - 1; i >= 0; i--) {
+        if (n->axes & (1u << i)) {
+            st[i] = 0;
+            reduced = xd[i] == 0 ? 0 : reduced * xd[i];
+        } else {
+            st[i] = s;
+            s *= xd[i];
+        }
+    }
+    if (reduced == 0 && (n->op == IR_OP_MAX || n->op == IR_OP_MIN))
+        return fail(R->err, R->errlen, "%s over an empty axis", ir_ops[n->op].name);
+    int64_t ocnt = R->count[r], icnt = R->count[x];
+    const value *a = &R->vals[x];
+    value *out = &R->vals[r];
+    walk w;
+    walk_init(&w, rank, xd, st);
+
+    if (!is_float(xn->dtype)) {
+        /* integers: exact, wrapping at 64 bits, then at the node's width */
+        uint64_t *acc = malloc((size_t)(ocnt > 0 ? ocnt : 1) * sizeof(uint64_t));
+        if (!acc) return fail(R->err, R->errlen, "out of memory");
+        for (int64_t k = 0; k < ocnt; k++)
+            acc[k] = n->op == IR_OP_PROD  ? 1
+                     : n->op == IR_OP_MAX ? (uint64_t)INT64_MIN
+                     : n->op == IR_OP_MIN ? (uint64_t)INT64_MAX
+                                          : 0;
+        for (int64_t k = 0; k < icnt; k++, walk_next(&w)) {
+            uint64_t *p = &acc[w.pos];
+            int64_t v = a->i[k];
+            switch (n->op) {
+            case IR_OP_SUM: *p += (uint64_t)v; break;
+            case IR_OP_PROD: *p *= (uint64_t)v; break;
+            case IR_OP_MAX:
+                if (v > wrap_u(*p, IR_I64)) *p = (uint64_t)v;
+                break;
+            case IR_OP_MIN:
+                if (v < wrap_u(*p, IR_I64)) *p = (uint64_t)v;
+                break;
+            default: break;
+            }
+        }
+        for (int64_t k = 0; k < ocnt; k++)
+            out->i[k] = wrap_u(acc[k], n->dtype);
+        free(acc);
+        return 0;
+    }
+
+    /* floats: sums are compensated (Neumaier), so the reference is accurate to about one
+     * rounding of the result whatever the length; max/min propagate NaN */
+    double *acc = malloc((size_t)(ocnt > 0 ? ocnt : 1) * sizeof(double));
+    double *comp = NULL;
+    if (acc && (n->op == IR_OP_SUM || n->op == IR_OP_MEAN))
+        comp = calloc((size_t)(ocnt > 0 ? ocnt : 1), sizeof(double));
+    if (!acc || ((n->op == IR_OP_SUM || n->op == IR_OP_MEAN) && !comp)) {
+        free(acc);
+        free(comp);
+        return fail(R->err, R->errlen, "out of memory");
+    }
+    for (int64_t k = 0; k < ocnt; k++)
+        acc[k] = n->op == IR_OP_PROD  ? 1.0
+                 : n->op == IR_OP_MAX ? -INFINITY
+                 : n->op == IR_OP_MIN ? INFINITY
+                                      : 0.0;
+    for (int64_t k = 0; k < icnt; k++, walk_next(&w)) {
+        double *p = &acc[w.pos];
+        double v = a->d[k];
+        switch (n->op) {
+        case IR_OP_SUM:
+        case IR_OP_MEAN: {
+            double t = *p + v;
+            comp[w.pos] += fabs(*p) >= fabs(v) ? (*p - t) + v : (v - t) + *p;
+            *p = t;
+            break;
+        }
+        case IR_OP_PROD: *p *= v; break;
+        case IR_OP_MAX: *p = fmax_nan(*p, v); break;
+        case IR_OP_MIN: *p = fmin_nan(*p, v); break;
+        default: break;
+        }
+    }
+    for (int64_t k = 0; k < ocnt; k++) {
+        double v = acc[k];
+        if (comp && isfinite(v)) v += comp[k]; /* with an inf or NaN, comp is meaningless */
+        if (n->op == IR_OP_MEAN) v = reduced == 0 ? NAN : v / (double)reduced;
+        out->d[k] = v;
+    }
+    free(acc);
+    free(comp);
+    return 0;
+}
+
+static void eval_output(run *R, ir_ref r) {
+    const ir_node *n = &R->f->nodes[r];
+    ir_tensor *t = &R->outputs[n->index];
+    const value *a = &R->vals[n->args[0]];
+    int64_t cnt = R->count[r];
+    for (int64_t k = 0; k < cnt; k++) {
+        switch (n->dtype) {
+        case IR_BOOL: ((uint8_t *)t->data)[k] = a->i[k] != 0; break;
+        case IR_I32: ((int32_t *)t->data)[k] = (int32_t)ir_wrap_int(a->i[k], IR_I32); break;
+        case IR_I64: ((int64_t *)t->data)[k] = a->i[k]; break;
+        case IR_F16: ((uint16_t *)t->data)[k] = ir_f16_from_double(a->d[k]); break;
+        case IR_BF16: ((uint16_t *)t->data)[k] = ir_bf16_from_double(a->d[k]); break;
+        case IR_F32: ((float *)t->data)[k] = (float)a->d[k]; break;
+        case IR_F64: ((double *)t->data)[k] = a->d[k]; break;
+        default: break;
+        }
+    }
+}
+
+/* A value a kernel writes to memory is held in its dtype, as the kernel would store it. */
+static void round_stored(run *R, ir_ref r) {
+    const ir_node *n = &R->f->nodes[r];
+    /* integers are already wrapped; an OUTPUT has no value of its own */
+    if (!is_float(n->dtype) || n->dtype == IR_F64 || n->op == IR_OP_OUTPUT) return;
+    value *v = &R->vals[r];
+    for (int64_t k = 0; k < R->count[r]; k++)
+        v->d[k] = ir_round_to_dtype(v->d[k], n->dtype);
+}
+
+static int check_tensors(run *R) {
+    const ir_func *f = R->f;
+    int64_t dims[IR_MAX_RANK];
+    char want[200], got[200];
+    for (int32_t p = 0; p < f->nparams; p++) {
+        const ir_tensor *t = &R->inputs[p];
+        if (t->dtype != f->params[p].dtype)
+            return fail(R->err, R->errlen, "parameter '%s': expected %s, got %s", f->params[p].name,
+                        ir_dtypes[f->params[p].dtype].name,
+                        t->dtype >= 0 && t->dtype < IR_DTYPE_COUNT ? ir_dtypes[t->dtype].name
+                                                                   : "?");
+        if (!t->data && R->count[f->params[p].node] > 0)
+            return fail(R->err, R->errlen, "parameter '%s': no data", f->params[p].name);
+    }
+    if (f->noutputs > 0 && !R->outputs) return fail(R->err, R->errlen, "no output tensors");
+    for (int32_t o = 0; o < f->noutputs; o++) {
+        const ir_output *out = &f->outputs[o];
+        const ir_tensor *t = &R->outputs[o];
+        if (t->dtype != out->dtype)
+            return fail(R->err, R->errlen, "output %d: expected %s, got %s", (int)o,
+                        ir_dtypes[out->dtype].name,
+                        t->dtype >= 0 && t->dtype < IR_DTYPE_COUNT ? ir_dtypes[t->dtype].name
+                                                                   : "?");
+        ir_shape_concrete(&out->shape, R->syms, dims);
+        int same = t->rank == out->shape.rank;
+        for (int32_t i = 0; same && i < t->rank; i++)
+            same = t->dims[i] == dims[i];
+        if (!same) {
+            format_dims(want, sizeof want, dims, out->shape.rank);
+            format_dims(got, sizeof got, t->dims,
+                        t->rank >= 0 && t->rank <= IR_MAX_RANK ? t->rank : 0);
+            return fail(R->err, R->errlen, "output %d: expected shape %s, got %s", (int)o, want,
+                        got);
+        }
+        if (!t->data && R->count[out->node] > 0)
+            return fail(R->err, R->errlen, "output %d: no data", (int)o);
+    }
+    return 0;
+}
+
+static int interp(run *R) {
+    const ir_func *f = R->f;
+    int64_t dims[IR_MAX_RANK];
+    char buf[200];
+    for (ir_ref r = 0; r < f->nnodes; r++) {
+        dims_of(R, r, dims);
+        R->count[r] = count_elems(dims, f->nodes[r].shape.rank);
+        if (R->count[r] < 0) {
+            format_dims(buf, sizeof buf, dims, f->nodes[r].shape.rank);
+            return fail(R->err, R->errlen, "%%%d: a tensor of shape %s is too large", (int)r, buf);
+        }
+    }
+    if (check_tensors(R)) return -1;
+
+    /* liveness: outputs are needed, and whatever a needed node reads; last[r] is the last
+     * reader of r */
+    for (ir_ref r = 0; r < f->nnodes; r++)
+        R->last[r] = -1;
+    for (ir_ref r = f->nnodes - 1; r >= 0; r--) {
+        const ir_node *n = &f->nodes[r];
+        if (n->op != IR_OP_OUTPUT && R->last[r] < 0) continue;
+        if (n->op == IR_OP_OUTPUT) R->last[r] = r;
+        for (int i = 0; i < ir_ops[n->op].arity; i++)
+            if (R->last[n->args[i]] < r) R->last[n->args[i]] = r;
+    }
+
+    for (ir_ref r = 0; r < f->nnodes; r++) {
+        if (R->last[r] < 0) continue;
+        const ir_node *n = &f->nodes[r];
+        if (n->op != IR_OP_OUTPUT && alloc_value(R, r)) return -1;
+        switch (ir_ops[n->op].cls) {
+        case IR_CLASS_LEAF:
+            if (n->op == IR_OP_INPUT)
+                eval_input(R, r);
+            else
+                eval_const(R, r);
+            break;
+        case IR_CLASS_EW: eval_ew(R, r); break;
+        case IR_CLASS_CAST: eval_cast(R, r); break;
+        case IR_CLASS_BROADCAST: eval_broadcast(R, r); break;
+        case IR_CLASS_REDUCE:
+            if (eval_reduce(R, r)) return -1;
+            break;
+        case IR_CLASS_OUTPUT: eval_output(R, r); break;
+        }
+        if (n->flags & IR_NODE_STORED) round_stored(R, r);
+        for (int i = 0; i < ir_ops[n->op].arity; i++)
+            if (R->last[n->args[i]] == r) free_value(&R->vals[n->args[i]]);
+    }
+    return 0;
+}
+
+int ir_interp_run(const ir_func *f, const ir_tensor *inputs, ir_tensor *outputs, char *err,
+                  size_t errlen) {
+    if (err && errlen) err[0] = 0;
+    /* a malformed function must not crash the oracle */
+    if (ir_verify(f, err, errlen)) return -1;
+    size_t nn = (size_t)f->nnodes + 1;
+    run R = {0};
+    R.f = f;
+    R.inputs = inputs;
+    R.outputs = outputs;
+    R.err = err;
+    R.errlen = errlen;
+    R.syms = malloc(((size_t)f->nsyms + 1) * sizeof(int64_t));
+    R.count = malloc(nn * sizeof(int64_t));
+    R.last = malloc(nn * sizeof(ir_ref));
+    R.vals = calloc(nn, sizeof(value));
+    int rc;
+    if (!R.syms || !R.count || !R.last || !R.vals)
+        rc = fail(err, errlen, "out of memory");
+    else if (ir_bind_shapes(f, inputs, R.syms, err, errlen))
+        rc = -1;
+    else
+        rc = interp(&R);
+    if (R.vals)
+        for (int32_t r = 0; r < f->nnodes; r++)
+            free_value(&R.vals[r]);
+    free(R.syms);
+    free(R.count);
+    free(R.last);
+    free(R.vals);
+    return rc;
+}

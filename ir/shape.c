@@ -1,0 +1,135 @@
+/* ir/shape.c: symbolic shapes: equality, numpy broadcasting, reduction, squeeze-equality,
+ * and binding the symbolic dims to concrete sizes at launch. */
+#include "ir.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+int ir_dim_equal(ir_dim a, ir_dim b) {
+    if (a.sym >= 0 || b.sym >= 0) return a.sym == b.sym;
+    return a.size == b.size;
+}
+
+int ir_shape_equal(const ir_shape *a, const ir_shape *b) {
+    if (a->rank != b->rank) return 0;
+    for (int32_t i = 0; i < a->rank; i++)
+        if (!ir_dim_equal(a->dims[i], b->dims[i])) return 0;
+    return 1;
+}
+
+int ir_shape_broadcast(const ir_shape *a, const ir_shape *b, ir_shape *out) {
+    int32_t rank = a->rank > b->rank ? a->rank : b->rank;
+    ir_shape r = {0};
+    r.rank = rank;
+    for (int32_t i = 0; i < rank; i++) {
+        /* shapes align on the right: a missing leading dim acts as a literal 1 */
+        int32_t ia = i - (rank - a->rank), ib = i - (rank - b->rank);
+        ir_dim da = ia >= 0 ? a->dims[ia] : ir_dim_lit(1);
+        ir_dim db = ib >= 0 ? b->dims[ib] : ir_dim_lit(1);
+        if (ir_dim_is_one(da))
+            r.dims[i] = db;
+        else if (ir_dim_is_one(db) || ir_dim_equal(da, db))
+            r.dims[i] = da;
+        else
+            return i;
+    }
+    *out = r;
+    return -1;
+}
+
+ir_shape ir_shape_reduce(const ir_shape *s, uint32_t axes) {
+    ir_shape r = *s;
+    for (int32_t i = 0; i < s->rank; i++)
+        if (axes & (1u << i)) r.dims[i] = ir_dim_lit(1);
+    return r;
+}
+
+int ir_shape_squeeze_equal(const ir_shape *a, const ir_shape *b) {
+    int32_t i = 0, j = 0;
+    for (;;) {
+        while (i < a->rank && ir_dim_is_one(a->dims[i]))
+            i++;
+        while (j < b->rank && ir_dim_is_one(b->dims[j]))
+            j++;
+        if (i == a->rank || j == b->rank) return i == a->rank && j == b->rank;
+        if (!ir_dim_equal(a->dims[i], b->dims[j])) return 0;
+        i++;
+        j++;
+    }
+}
+
+void ir_shape_concrete(const ir_shape *s, const int64_t *sym_values, int64_t *dims) {
+    for (int32_t i = 0; i < s->rank; i++)
+        dims[i] = s->dims[i].sym >= 0 ? sym_values[s->dims[i].sym] : s->dims[i].size;
+}
+
+int ir_bind_shapes(const ir_func *f, const ir_tensor *inputs, int64_t *sym_values, char *err,
+                   size_t errlen) {
+    /* which parameter bound each symbol first, for the message when a later one disagrees */
+    for (int32_t s = 0; s < f->nsyms; s++)
+        sym_values[s] = -1;
+    if (f->nparams > 0 && !inputs) {
+        snprintf(err, errlen, "no input tensors for %d parameters", (int)f->nparams);
+        return -1;
+    }
+    for (int32_t p = 0; p < f->nparams; p++) {
+        const ir_param *par = &f->params[p];
+        const ir_tensor *t = &inputs[p];
+        if (t->rank != par->shape.rank) {
+            snprintf(err, errlen, "parameter '%s': expected rank %d, got rank %d", par->name,
+                     (int)par->shape.rank, (int)t->rank);
+            return -1;
+        }
+        for (int32_t i = 0; i < t->rank; i++) {
+            int64_t got = t->dims[i];
+            ir_dim d = par->shape.dims[i];
+            if (got < 0) {
+                snprintf(err, errlen, "parameter '%s': dim %d is negative (%" PRId64 ")", par->name,
+                         (int)i, got);
+                return -1;
+            }
+            if (d.sym < 0) {
+                if (got != d.size) {
+                    snprintf(err, errlen,
+                             "parameter '%s': dim %d must be %" PRId64 ", got %" PRId64, par->name,
+                             (int)i, d.size, got);
+                    return -1;
+                }
+                continue;
+            }
+            if (sym_values[d.sym] < 0) {
+                sym_values[d.sym] = got;
+                continue;
+            }
+            if (sym_values[d.sym] != got) {
+                /* find the first parameter that bound it, to name it */
+                const char *from = "?";
+                for (int32_t q = 0; q < p && from[0] == '?'; q++)
+                    for (int32_t k = 0; k < f->params[q].shape.rank; k++)
+                        if (f->params[q].shape.dims[k].sym == d.sym) {
+                            from = f->params[q].name;
+                            break;
+                        }
+                if (from[0] == '?') from = par->name; /* an earlier dim of this parameter */
+                snprintf(err, errlen,
+                         "parameter '%s': dim %d is %" PRId64 " but %s is already %" PRId64
+                         " (from parameter '%s')",
+                         par->name, (int)i, got, f->syms[d.sym], sym_values[d.sym], from);
+                return -1;
+            }
+        }
+    }
+    /* a symbol no parameter binds is an error only where some value's shape uses it */
+    for (int32_t n = 0; n < f->nnodes; n++) {
+        const ir_shape *s = &f->nodes[n].shape;
+        for (int32_t i = 0; i < s->rank; i++) {
+            int32_t sym = s->dims[i].sym;
+            if (sym >= 0 && sym < f->nsyms && sym_values[sym] < 0) {
+                snprintf(err, errlen, "symbolic dim '%s' is not bound by any parameter",
+                         f->syms[sym]);
+                return -1;
+            }
+        }
+    }
+    return 0;
+}

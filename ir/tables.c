@@ -1,0 +1,44 @@
+/* ir/tables.c: the op and dtype tables, expanded from ops.def and dtypes.def, and their
+ * look-ups by name. */
+#include "ir.h"
+
+#include <string.h>
+
+const ir_dtype_info ir_dtypes[IR_DTYPE_COUNT] = {
+#define IR_DTYPE(E, NAME, BYTES, KIND, RANK) {NAME, BYTES, KIND, RANK},
+#include "dtypes.def"
+#undef IR_DTYPE
+};
+
+const ir_op_info ir_ops[IR_OP_COUNT] = {
+#define IR_OP(E, CLASS, ARITY, NAME, FLAGS) {NAME, CLASS, ARITY, FLAGS},
+#include "ops.def"
+#undef IR_OP
+};
+
+int ir_dtype_lookup(const char *name, size_t n, ir_dtype *out) {
+    for (int t = 0; t < IR_DTYPE_COUNT; t++) {
+        if (strlen(ir_dtypes[t].name) == n && memcmp(ir_dtypes[t].name, name, n) == 0) {
+            *out = (ir_dtype)t;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int ir_op_lookup_builtin(const char *name, size_t n, ir_op *out) {
+    for (int op = 0; op < IR_OP_COUNT; op++) {
+        if (!(ir_ops[op].flags & IR_OPF_BUILTIN)) continue;
+        if (strlen(ir_ops[op].name) == n && memcmp(ir_ops[op].name, name, n) == 0) {
+            *out = (ir_op)op;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+ir_dtype ir_dtype_promote(ir_dtype a, ir_dtype b) {
+    if (a == b) return a;
+    if ((a == IR_F16 && b == IR_BF16) || (a == IR_BF16 && b == IR_F16)) return IR_F32;
+    return ir_dtypes[a].rank >= ir_dtypes[b].rank ? a : b;
+}

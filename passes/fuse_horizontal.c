@@ -1,0 +1,54 @@
+/* passes/fuse_horizontal.c: horizontal fusion, the last partitioning pass.
+ *
+ *   multi-output  kernels that could share one launch by their signatures (same pointwise
+ *                 domain; same reduced shape and axes; a pointwise kernel over a
+ *                 reduction's shape or its result's shape) and that do not depend on each
+ *                 other through a third kernel merge into one kernel with several outputs,
+ *                 which loads the inputs they share once (`return x * y, x + y`: one kernel
+ *                 reading x and y once).
+ *   combined      Rule 2: pointwise kernels over DIFFERENT domains that do not depend on
+ *                 each other at all (no path either way) run as one launch, a COMBINED
+ *                 kernel whose parts each cover their own domain (the grid is split between
+ *                 them). Each part reads and writes exactly what it did alone, so this
+ *                 costs no bandwidth and saves a launch each time. Reductions are never
+ *                 combined: their launch shape (a block per row or column, or a grid-wide
+ *                 tree) differs from a pointwise grid, and splitting one launch between
+ *                 both schemes would cost more than the launch it saves.
+ */
+#include "passes/rewrite.h"
+
+static int want_any(const pass_ksig *a, const pass_ksig *b) {
+    (void)a;
+    (void)b;
+    return 1;
+}
+
+/* Requires: a partition from fuse_reduction (or any partition without combined kernels). */
+int pass_fuse_horizontal(ir_func *f, pass_ctx *c) {
+    if (!f->partition) return pass_fail(c, "fuse_horizontal: the function is not partitioned");
+    for (int round = 0; round < 4; round++) {
+        int32_t nl = f->partition->nkernels;
+        pass_ksig *sig = pass_sigs_of_partition(f);
+        pass_kgraph *g = sig ? pass_kgraph_new(f, nl, sig) : NULL;
+        if (!g) return pass_fail(c, "out of memory");
+        pass_kgraph_merge_pairs(g, 0, want_any);
+        nl = pass_kgraph_relabel(g, NULL);
+        if (nl < 0) return pass_fail(c, "out of memory");
+        /* a merge can give a kernel the inputs to recompute what it read from another */
+        int copied = pass_recompute(f, nl, NULL, c);
+        if (copied < 0) return -1;
+        if (pass_partition_build(f, nl, NULL, c)) return -1;
+        if (!copied) break;
+    }
+
+    /* Rule 2 */
+    int32_t nl = f->partition->nkernels;
+    pass_ksig *sig = pass_sigs_of_partition(f);
+    pass_kgraph *g = sig ? pass_kgraph_new(f, nl, sig) : NULL;
+    if (!g) return pass_fail(c, "out of memory");
+    if (pass_kgraph_combine(g) == 0) return 0;
+    int32_t *group = NULL;
+    nl = pass_kgraph_relabel(g, &group);
+    if (nl < 0) return pass_fail(c, "out of memory");
+    return pass_partition_build(f, nl, group, c);
+}

@@ -1,0 +1,605 @@
+/* runtime/api.c: the public API of fusec.h: compiling modules, looking functions up,
+ * signatures, emitting text, and launching on the available targets. */
+#include "fusec.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "frontend/frontend.h"
+#include "ir/ir.h"
+#include "runtime/backend.h"
+#include "runtime/pipeline.h"
+
+/* Source files larger than this are refused: a .fuse program is a few kilobytes. */
+#define RT_MAX_SOURCE_BYTES (16u << 20)
+
+struct fusec_function {
+    fusec_module *module;
+    ir_func *checked; /* the function as checked: the reference interpreter's input */
+    ir_func *fused;   /* after the pass pipeline: the kernel partition */
+};
+
+struct fusec_module {
+    ir_arena arena;
+    fusec_options opt;
+    fusec_target target;
+    char *path;
+    char *diagnostics; /* "" when none */
+    ir_buf report;
+    ast_file *ast;
+    ir_module *checked;
+    fusec_function *funcs;
+    int nfuncs;
+    ir_func **fused;           /* funcs[i].fused, as the backends take them */
+    const rt_backend *backend; /* NULL: the reference interpreter */
+    void *program;             /* the backend's built code; NULL until built */
+    fusec_status build_status; /* of the one build attempt (FUSEC_OK before it) */
+    int built;
+    pthread_mutex_t lock; /* guards message, and the build */
+    char message[1024];
+};
+
+static_assert(FUSEC_MAX_RANK == IR_MAX_RANK, "public and IR ranks agree");
+/* ORDER IR_DTYPE: public dtypes mirror ir_dtype. */
+static_assert((int)FUSEC_BOOL == (int)IR_BOOL && (int)FUSEC_F64 == (int)IR_F64 &&
+                  (int)FUSEC_BF16 == (int)IR_BF16,
+              "fusec_dtype follows ir_dtype");
+
+unsigned fusec_version_number(void) {
+    return FUSEC_VERSION_NUMBER;
+}
+
+const char *fusec_version_string(void) {
+    return FUSEC_VERSION_STRING;
+}
+
+const char *fusec_status_string(fusec_status s) {
+    switch (s) {
+    case FUSEC_OK: return "ok";
+    case FUSEC_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case FUSEC_ERR_SOURCE: return "source error";
+    case FUSEC_ERR_IO: return "input/output error";
+    case FUSEC_ERR_NOT_FOUND: return "not found";
+    case FUSEC_ERR_SHAPE: return "shape mismatch";
+    case FUSEC_ERR_DTYPE: return "dtype mismatch";
+    case FUSEC_ERR_OUT_OF_MEMORY: return "out of memory";
+    case FUSEC_ERR_UNSUPPORTED: return "unsupported";
+    case FUSEC_ERR_NO_DEVICE: return "no CUDA driver or device";
+    case FUSEC_ERR_COMPILER: return "backend compiler error";
+    case FUSEC_ERR_DRIVER: return "CUDA driver error";
+    case FUSEC_ERR_RUNTIME: return "run-time error";
+    case FUSEC_ERR_INTERNAL: return "internal error";
+    }
+    return "unknown status";
+}
+
+const char *fusec_dtype_name(fusec_dtype t) {
+    if ((int)t < 0 || (int)t >= IR_DTYPE_COUNT) return "?";
+    return ir_dtypes[t].name;
+}
+
+size_t fusec_dtype_size(fusec_dtype t) {
+    if ((int)t < 0 || (int)t >= IR_DTYPE_COUNT) return 0;
+    return (size_t)ir_dtypes[t].bytes;
+}
+
+void fusec_options_init(fusec_options *opt) {
+    if (!opt) return;
+    memset(opt, 0, sizeof(*opt));
+    opt->struct_size = sizeof(*opt);
+    opt->target = FUSEC_TARGET_AUTO;
+}
+
+void fusec_free(void *p) {
+    free(p);
+}
+
+static fusec_status set_message(const fusec_module *cm, fusec_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The message buffer is the only state launches write; it is behind the module's lock. */
+static fusec_status set_message(const fusec_module *cm, fusec_status s, const char *fmt, ...) {
+    fusec_module *m = (fusec_module *)cm;
+    if (!m) return s;
+    pthread_mutex_lock(&m->lock);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->message, sizeof m->message, fmt, ap);
+    va_end(ap);
+    pthread_mutex_unlock(&m->lock);
+    return s;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Resolves the target: AUTO takes CUDA when a GPU and its driver are there, else the CPU
+ * backend, else (a build without LLVM) the reference interpreter. */
+static fusec_status resolve_target(fusec_module *m) {
+    char why[256] = "";
+    switch (m->opt.target) {
+    case FUSEC_TARGET_REF: m->target = FUSEC_TARGET_REF; return FUSEC_OK;
+    case FUSEC_TARGET_CUDA:
+        /* with --arch, CUDA code is built without a device: launches then fail cleanly */
+        m->target = FUSEC_TARGET_CUDA;
+        m->backend = &rt_backend_cuda;
+        return FUSEC_OK;
+    case FUSEC_TARGET_CPU:
+        m->target = FUSEC_TARGET_CPU;
+        if (!rt_backend_cpu.available(why, sizeof why))
+            return set_message(m, FUSEC_ERR_UNSUPPORTED, "%s", why);
+        m->backend = &rt_backend_cpu;
+        return FUSEC_OK;
+    case FUSEC_TARGET_AUTO:
+        if (rt_backend_cuda.available(why, sizeof why)) {
+            m->target = FUSEC_TARGET_CUDA;
+            m->backend = &rt_backend_cuda;
+        } else if (rt_backend_cpu.available(why, sizeof why)) {
+            m->target = FUSEC_TARGET_CPU;
+            m->backend = &rt_backend_cpu;
+        } else {
+            m->target = FUSEC_TARGET_REF;
+        }
+        if (m->opt.verbose)
+            ir_buf_printf(&m->report, "target: %s\n",
+                          m->backend ? m->backend->name : "ref (no backend available)");
+        return FUSEC_OK;
+    }
+    return set_message(m, FUSEC_ERR_INVALID_ARGUMENT, "unknown target %d", (int)m->opt.target);
+}
+
+static fusec_module *module_new(const fusec_options *opt) {
+    fusec_module *m = calloc(1, sizeof(*m));
+    if (!m) return NULL;
+    ir_arena_init(&m->arena);
+    pthread_mutex_init(&m->lock, NULL);
+    fusec_options_init(&m->opt);
+    if (opt) {
+        /* copy only what the caller's (possibly older, smaller) struct holds */
+        size_t n = opt->struct_size && opt->struct_size < sizeof(m->opt) ? opt->struct_size
+                                                                         : sizeof(m->opt);
+        memcpy(&m->opt, opt, n);
+        m->opt.struct_size = sizeof(m->opt);
+    }
+    m->diagnostics = "";
+    return m;
+}
+
+static fusec_status compile_source(fusec_module *m, const char *path, char *src, size_t len) {
+    jmp_buf oom;
+    if (setjmp(oom)) {
+        m->arena.oom = NULL;
+        return set_message(m, FUSEC_ERR_OUT_OF_MEMORY, "out of memory while compiling %s", path);
+    }
+    m->arena.oom = &oom;
+    ir_buf_init(&m->report, &m->arena);
+    m->path = ir_arena_strdup(&m->arena, path);
+    char *text = ir_arena_alloc(&m->arena, len + 1);
+    memcpy(text, src, len);
+    text[len] = 0;
+
+    double t0 = now_ms();
+    diag_ctx d;
+    diag_init(&d, &m->arena, m->path, text, len);
+    parse_file(&d, &m->ast);
+    double t1 = now_ms();
+    if (m->ast) check_file(&d, m->ast, &m->checked);
+    double t2 = now_ms();
+    m->diagnostics = d.out.data ? d.out.data : "";
+    if (d.nerrors > 0) {
+        m->arena.oom = NULL;
+        return set_message(m, FUSEC_ERR_SOURCE, "%s: %d error%s", m->path, (int)d.nerrors,
+                           d.nerrors == 1 ? "" : "s");
+    }
+
+    m->nfuncs = m->checked ? m->checked->nfuncs : 0;
+    m->funcs = ir_arena_calloc(&m->arena, (size_t)(m->nfuncs ? m->nfuncs : 1), sizeof(*m->funcs));
+    m->fused = ir_arena_calloc(&m->arena, (size_t)(m->nfuncs ? m->nfuncs : 1), sizeof(*m->fused));
+    fusec_status st = resolve_target(m);
+    for (int i = 0; i < m->nfuncs && st == FUSEC_OK; i++) {
+        fusec_function *fn = &m->funcs[i];
+        fn->module = m;
+        fn->checked = m->checked->funcs[i];
+        char err[512] = "";
+        rt_pipeline_options po = {
+            .no_fuse = m->opt.no_fuse,
+            .dump_after = m->opt.dump_after,
+            .verbose = m->opt.verbose,
+            .report = &m->report,
+        };
+        if (rt_pipeline_run(fn->checked, &po, &fn->fused, err, sizeof err) != 0)
+            st = set_message(m, po.usage_error ? FUSEC_ERR_INVALID_ARGUMENT : FUSEC_ERR_INTERNAL,
+                             "%s", err);
+        m->fused[i] = fn->fused;
+    }
+    double t3 = now_ms();
+    if (m->opt.verbose)
+        ir_buf_printf(&m->report, "time: parse %.3f ms, check %.3f ms, passes %.3f ms\n", t1 - t0,
+                      t2 - t1, t3 - t2);
+    m->arena.oom = NULL;
+    return st;
+}
+
+/* Reads a whole file into malloc'd memory. */
+static fusec_status read_file(fusec_module *m, const char *path, char **out, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return set_message(m, FUSEC_ERR_IO, "cannot open '%s': %s", path, strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        if (!buf) {
+            fclose(f);
+            return set_message(m, FUSEC_ERR_OUT_OF_MEMORY, "out of memory reading '%s'", path);
+        }
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap) break;
+        if (cap >= RT_MAX_SOURCE_BYTES) {
+            free(buf);
+            fclose(f);
+            return set_message(m, FUSEC_ERR_IO, "'%s' is larger than %u MiB", path,
+                               RT_MAX_SOURCE_BYTES >> 20);
+        }
+        cap *= 2;
+        char *nb = realloc(buf, cap);
+        if (!nb) free(buf);
+        buf = nb;
+    }
+    int bad = ferror(f);
+    int saved = errno;
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return set_message(m, FUSEC_ERR_IO, "cannot read '%s': %s", path, strerror(saved));
+    }
+    *out = buf;
+    *len = n;
+    return FUSEC_OK;
+}
+
+fusec_status fusec_module_compile_file(const char *path, const fusec_options *opt,
+                                       fusec_module **out) {
+    if (!out) return FUSEC_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!path) return FUSEC_ERR_INVALID_ARGUMENT;
+    fusec_module *m = module_new(opt);
+    if (!m) return FUSEC_ERR_OUT_OF_MEMORY;
+    *out = m;
+    char *src = NULL;
+    size_t len = 0;
+    fusec_status st = read_file(m, path, &src, &len);
+    if (st != FUSEC_OK) return st;
+    st = compile_source(m, path, src, len);
+    free(src);
+    return st;
+}
+
+fusec_status fusec_module_compile_string(const char *name, const char *src, size_t len,
+                                         const fusec_options *opt, fusec_module **out) {
+    if (!out) return FUSEC_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!src) return FUSEC_ERR_INVALID_ARGUMENT;
+    fusec_module *m = module_new(opt);
+    if (!m) return FUSEC_ERR_OUT_OF_MEMORY;
+    *out = m;
+    if (len > RT_MAX_SOURCE_BYTES)
+        return set_message(m, FUSEC_ERR_INVALID_ARGUMENT, "source larger than %u MiB",
+                           RT_MAX_SOURCE_BYTES >> 20);
+    return compile_source(m, name ? name : "<string>", (char *)src, len);
+}
+
+void fusec_module_free(fusec_module *m) {
+    if (!m) return;
+    if (m->backend) m->backend->destroy(m->program);
+    ir_arena_free(&m->arena);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+const char *fusec_module_diagnostics(const fusec_module *m) {
+    return m && m->diagnostics ? m->diagnostics : "";
+}
+
+const char *fusec_module_message(const fusec_module *m) {
+    return m ? m->message : "";
+}
+
+const char *fusec_module_report(const fusec_module *m) {
+    return m && m->report.data ? m->report.data : "";
+}
+
+fusec_target fusec_module_target(const fusec_module *m) {
+    return m ? m->target : FUSEC_TARGET_AUTO;
+}
+
+int fusec_module_num_functions(const fusec_module *m) {
+    return m ? m->nfuncs : 0;
+}
+
+fusec_status fusec_module_function(fusec_module *m, const char *name, fusec_function **out) {
+    if (out) *out = NULL;
+    if (!m || !name || !out) return FUSEC_ERR_INVALID_ARGUMENT;
+    for (int i = 0; i < m->nfuncs; i++) {
+        if (strcmp(m->funcs[i].checked->name, name) == 0) {
+            *out = &m->funcs[i];
+            return FUSEC_OK;
+        }
+    }
+    return set_message(m, FUSEC_ERR_NOT_FOUND, "no function '%s' in %s", name,
+                       m->path ? m->path : "the module");
+}
+
+fusec_function *fusec_module_function_at(fusec_module *m, int i) {
+    if (!m || i < 0 || i >= m->nfuncs) return NULL;
+    return &m->funcs[i];
+}
+
+/* ---- building ------------------------------------------------------------------------ */
+
+static rt_backend_request backend_request(fusec_module *m) {
+    rt_backend_request req = {
+        .funcs = m->fused,
+        .nfuncs = m->nfuncs,
+        .opt = &m->opt,
+        .arena = &m->arena,
+        .report = &m->report,
+    };
+    return req;
+}
+
+/* Builds once; later calls return the first attempt's status. The caller holds m->lock. */
+static fusec_status build_locked(fusec_module *m) {
+    if (m->built) return m->build_status;
+    m->built = 1;
+    if (!m->backend) return m->build_status = FUSEC_OK;
+    jmp_buf oom;
+    if (setjmp(oom)) {
+        m->arena.oom = NULL;
+        snprintf(m->message, sizeof m->message, "out of memory while building");
+        return m->build_status = FUSEC_ERR_OUT_OF_MEMORY;
+    }
+    m->arena.oom = &oom;
+    rt_backend_request req = backend_request(m);
+    char err[sizeof m->message];
+    double t0 = now_ms();
+    fusec_status st = m->backend->compile(&req, &m->program, err, sizeof err);
+    if (m->opt.verbose)
+        ir_buf_printf(&m->report, "time: %s build %.3f ms\n", m->backend->name, now_ms() - t0);
+    m->arena.oom = NULL;
+    if (st != FUSEC_OK) snprintf(m->message, sizeof m->message, "%s", err);
+    return m->build_status = st;
+}
+
+fusec_status fusec_module_build(fusec_module *m) {
+    if (!m) return FUSEC_ERR_INVALID_ARGUMENT;
+    if (!m->ast || !m->funcs) return set_message(m, FUSEC_ERR_SOURCE, "the module did not compile");
+    pthread_mutex_lock(&m->lock);
+    fusec_status st = build_locked(m);
+    pthread_mutex_unlock(&m->lock);
+    return st;
+}
+
+/* ---- emitting ------------------------------------------------------------------------ */
+
+static fusec_status emit_text(ir_buf *b, char **data, size_t *size) {
+    char *p = malloc((size_t)b->len + 1);
+    if (!p) return FUSEC_ERR_OUT_OF_MEMORY;
+    memcpy(p, b->data, (size_t)b->len + 1);
+    *data = p;
+    if (size) *size = (size_t)b->len;
+    return FUSEC_OK;
+}
+
+fusec_status fusec_module_emit(fusec_module *m, fusec_emit kind, char **data, size_t *size) {
+    if (data) *data = NULL;
+    if (size) *size = 0;
+    if (!m || !data) return FUSEC_ERR_INVALID_ARGUMENT;
+    if (!m->ast) return set_message(m, FUSEC_ERR_SOURCE, "the module did not compile");
+    jmp_buf oom;
+    if (setjmp(oom)) {
+        m->arena.oom = NULL;
+        return set_message(m, FUSEC_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    m->arena.oom = &oom;
+    ir_buf b;
+    ir_buf_init(&b, &m->arena);
+    fusec_status st = FUSEC_OK;
+    switch (kind) {
+    case FUSEC_EMIT_AST: parse_print_ast(&b, m->ast); break;
+    case FUSEC_EMIT_IR:
+        for (int i = 0; i < m->nfuncs; i++) {
+            if (i) ir_buf_puts(&b, "\n");
+            ir_print_func(&b, m->funcs[i].fused ? m->funcs[i].fused : m->funcs[i].checked);
+        }
+        break;
+    case FUSEC_EMIT_CUDA:
+    case FUSEC_EMIT_PTX:
+    case FUSEC_EMIT_CUBIN:
+    case FUSEC_EMIT_LLVM: {
+        const rt_backend *be = kind == FUSEC_EMIT_LLVM ? &rt_backend_cpu : &rt_backend_cuda;
+        rt_backend_request req = backend_request(m);
+        char err[sizeof m->message];
+        pthread_mutex_lock(&m->lock); /* the backend writes to the module's report */
+        st = be->emit(&req, kind, &b, err, sizeof err);
+        pthread_mutex_unlock(&m->lock);
+        if (st != FUSEC_OK) set_message(m, st, "%s", err);
+    } break;
+    default: st = set_message(m, FUSEC_ERR_INVALID_ARGUMENT, "unknown emit kind %d", (int)kind);
+    }
+    m->arena.oom = NULL;
+    if (st != FUSEC_OK) return st;
+    return emit_text(&b, data, size);
+}
+
+/* ---- signatures ------------------------------------------------------------------------ */
+
+const char *fusec_function_name(const fusec_function *f) {
+    return f ? f->checked->name : NULL;
+}
+
+int fusec_function_num_params(const fusec_function *f) {
+    return f ? f->checked->nparams : 0;
+}
+
+int fusec_function_num_results(const fusec_function *f) {
+    return f ? f->checked->noutputs : 0;
+}
+
+static void fill_info(const ir_func *f, const char *name, ir_dtype t, const ir_shape *s,
+                      fusec_param_info *out) {
+    memset(out, 0, sizeof(*out));
+    out->name = name;
+    out->dtype = (fusec_dtype)t;
+    out->rank = s->rank;
+    for (int i = 0; i < s->rank; i++) {
+        if (s->dims[i].sym >= 0) {
+            out->dims[i] = -1;
+            out->dim_names[i] = f->syms[s->dims[i].sym];
+        } else {
+            out->dims[i] = s->dims[i].size;
+        }
+    }
+}
+
+fusec_status fusec_function_param(const fusec_function *f, int i, fusec_param_info *out) {
+    if (!f || !out || i < 0 || i >= f->checked->nparams) return FUSEC_ERR_INVALID_ARGUMENT;
+    const ir_param *p = &f->checked->params[i];
+    fill_info(f->checked, p->name, p->dtype, &p->shape, out);
+    return FUSEC_OK;
+}
+
+fusec_status fusec_function_result(const fusec_function *f, int i, fusec_param_info *out) {
+    if (!f || !out || i < 0 || i >= f->checked->noutputs) return FUSEC_ERR_INVALID_ARGUMENT;
+    const ir_output *o = &f->checked->outputs[i];
+    fill_info(f->checked, NULL, o->dtype, &o->shape, out);
+    return FUSEC_OK;
+}
+
+/* ---- launching ------------------------------------------------------------------------- */
+
+/* Checks the input descriptors and binds the symbolic dims into syms. */
+static fusec_status bind_inputs(fusec_function *f, const fusec_tensor *inputs, int ninputs,
+                                int check_dtype, int64_t *syms) {
+    const ir_func *fn = f->checked;
+    if (ninputs != fn->nparams)
+        return set_message(f->module, FUSEC_ERR_INVALID_ARGUMENT, "'%s' takes %d input%s, got %d",
+                           fn->name, (int)fn->nparams, fn->nparams == 1 ? "" : "s", ninputs);
+    if (ninputs && !inputs) return FUSEC_ERR_INVALID_ARGUMENT;
+    ir_tensor ts[64];
+    ir_tensor *t = ninputs <= 64 ? ts : calloc((size_t)ninputs, sizeof(*t));
+    if (!t) return FUSEC_ERR_OUT_OF_MEMORY;
+    fusec_status st = FUSEC_OK;
+    for (int i = 0; i < ninputs && st == FUSEC_OK; i++) {
+        const ir_param *p = &fn->params[i];
+        if (inputs[i].rank < 0 || inputs[i].rank > FUSEC_MAX_RANK)
+            st = set_message(f->module, FUSEC_ERR_SHAPE, "parameter '%s': rank %d is invalid",
+                             p->name, inputs[i].rank);
+        else if (check_dtype && (int)inputs[i].dtype != (int)p->dtype)
+            st = set_message(f->module, FUSEC_ERR_DTYPE, "parameter '%s': expected %s, got %s",
+                             p->name, ir_dtypes[p->dtype].name, fusec_dtype_name(inputs[i].dtype));
+        t[i].dtype = p->dtype;
+        t[i].rank = inputs[i].rank;
+        for (int d = 0; d < t[i].rank && d < IR_MAX_RANK; d++)
+            t[i].dims[d] = inputs[i].shape[d];
+        t[i].data = inputs[i].data;
+    }
+    if (st == FUSEC_OK) {
+        char err[512];
+        if (ir_bind_shapes(fn, t, syms, err, sizeof err) != 0)
+            st = set_message(f->module, FUSEC_ERR_SHAPE, "%s", err);
+    }
+    if (t != ts) free(t);
+    return st;
+}
+
+fusec_status fusec_function_result_shapes(fusec_function *f, const fusec_tensor *inputs,
+                                          int ninputs, fusec_tensor *results, int nresults) {
+    if (!f || (nresults && !results)) return FUSEC_ERR_INVALID_ARGUMENT;
+    const ir_func *fn = f->checked;
+    if (nresults != fn->noutputs)
+        return set_message(f->module, FUSEC_ERR_INVALID_ARGUMENT, "'%s' has %d result%s, got %d",
+                           fn->name, (int)fn->noutputs, fn->noutputs == 1 ? "" : "s", nresults);
+    int64_t syms[IR_MAX_RANK * 64 + 1];
+    if (fn->nsyms > (int32_t)(sizeof syms / sizeof syms[0]))
+        return set_message(f->module, FUSEC_ERR_UNSUPPORTED, "too many symbolic dims");
+    fusec_status st = bind_inputs(f, inputs, ninputs, 0, syms);
+    if (st != FUSEC_OK) return st;
+    for (int i = 0; i < nresults; i++) {
+        const ir_output *o = &fn->outputs[i];
+        results[i].dtype = (fusec_dtype)o->dtype;
+        results[i].rank = o->shape.rank;
+        ir_shape_concrete(&o->shape, syms, results[i].shape);
+    }
+    return FUSEC_OK;
+}
+
+fusec_status fusec_launch(fusec_function *f, const fusec_tensor *inputs, int ninputs,
+                          const fusec_tensor *results, int nresults, void *stream) {
+    if (!f || (nresults && !results)) return FUSEC_ERR_INVALID_ARGUMENT;
+    const ir_func *fn = f->checked;
+    fusec_module *m = f->module;
+    if (nresults != fn->noutputs)
+        return set_message(m, FUSEC_ERR_INVALID_ARGUMENT, "'%s' has %d result%s, got %d", fn->name,
+                           (int)fn->noutputs, fn->noutputs == 1 ? "" : "s", nresults);
+    int64_t syms[IR_MAX_RANK * 64 + 1];
+    if (fn->nsyms > (int32_t)(sizeof syms / sizeof syms[0]))
+        return set_message(m, FUSEC_ERR_UNSUPPORTED, "too many symbolic dims");
+    fusec_status st = bind_inputs(f, inputs, ninputs, 1, syms);
+    if (st != FUSEC_OK) return st;
+
+    ir_tensor in[64], outs[64];
+    if (ninputs > 64 || nresults > 64)
+        return set_message(m, FUSEC_ERR_UNSUPPORTED, "more than 64 parameters or results");
+    for (int i = 0; i < ninputs; i++) {
+        in[i].dtype = fn->params[i].dtype;
+        in[i].rank = inputs[i].rank;
+        memcpy(in[i].dims, inputs[i].shape, sizeof(int64_t) * (size_t)inputs[i].rank);
+        in[i].data = inputs[i].data;
+    }
+    for (int i = 0; i < nresults; i++) {
+        const ir_output *o = &fn->outputs[i];
+        int64_t want[IR_MAX_RANK];
+        ir_shape_concrete(&o->shape, syms, want);
+        if ((int)results[i].dtype != (int)o->dtype)
+            return set_message(m, FUSEC_ERR_DTYPE, "result %d: expected %s, got %s", i,
+                               ir_dtypes[o->dtype].name, fusec_dtype_name(results[i].dtype));
+        int same = results[i].rank == o->shape.rank;
+        for (int d = 0; same && d < o->shape.rank; d++)
+            same = results[i].shape[d] == want[d];
+        if (!same)
+            return set_message(m, FUSEC_ERR_SHAPE,
+                               "result %d: shape does not match the one the inputs give", i);
+        outs[i].dtype = o->dtype;
+        outs[i].rank = o->shape.rank;
+        memcpy(outs[i].dims, want, sizeof want);
+        outs[i].data = results[i].data;
+    }
+
+    if (!m->backend) {
+        char err[512];
+        if (ir_interp_run(fn, in, outs, err, sizeof err) != 0)
+            return set_message(m, FUSEC_ERR_RUNTIME, "%s", err);
+        return FUSEC_OK;
+    }
+    if (!m->built) {
+        st = fusec_module_build(m);
+        if (st != FUSEC_OK) return st;
+    } else if (m->build_status != FUSEC_OK) {
+        return m->build_status;
+    }
+    ir_tensor args[128];
+    memcpy(args, in, sizeof(ir_tensor) * (size_t)ninputs);
+    memcpy(args + ninputs, outs, sizeof(ir_tensor) * (size_t)nresults);
+    char err[512];
+    st = m->backend->launch(m->program, (int)(f - m->funcs), args, syms, stream, err, sizeof err);
+    if (st != FUSEC_OK) return set_message(m, st, "%s", err);
+    return FUSEC_OK;
+}

@@ -1,0 +1,55 @@
+/* runtime/backend.h: the interface every execution backend implements (CUDA, CPU), a table
+ * of function pointers, so the public API serves every target with the same calls.
+ *
+ * A backend gets the module's fused functions (each with its ir_partition), generates code
+ * for every kernel (codegen/), builds it (NVRTC or the LLVM JIT, through the disk cache),
+ * loads it, and launches a function's kernels in partition order, with the intermediates
+ * the partition stores in scratch memory it owns.
+ */
+#ifndef FUSEC_RUNTIME_BACKEND_H
+#define FUSEC_RUNTIME_BACKEND_H
+
+#include <stddef.h>
+
+#include "fusec.h"
+#include "ir/ir.h"
+
+typedef struct rt_backend_request {
+    ir_func *const *funcs;    /* the module's fused functions, in source order */
+    int nfuncs;
+    const fusec_options *opt; /* arch, fast_math, no_cache, cache_dir, verbose */
+    ir_arena *arena;          /* the module's arena, for anything that lives as long */
+    ir_buf *report;           /* -v lines (cache hit or miss per kernel, timings) */
+} rt_backend_request;
+
+typedef struct rt_backend {
+    const char *name; /* "cuda", "cpu" */
+    fusec_target target;
+    /* 1 when the backend can run here; else 0 with the reason (no driver, no device). */
+    int (*available)(char *why, size_t whylen);
+    /* Generates the code of the given kind (cuda, ptx, cubin / llvm) for every function
+     * into out (text NUL-terminated; cubin binary). Needs no device. */
+    fusec_status (*emit)(const rt_backend_request *req, fusec_emit kind, ir_buf *out, char *err,
+                         size_t errlen);
+    /* Generates, builds (through the cache) and loads every kernel: *program. */
+    fusec_status (*compile)(const rt_backend_request *req, void **program, char *err,
+                            size_t errlen);
+    /* Runs function `func` of the program. args: one per parameter, then one per result,
+     * already checked against the signature (dtypes, ranks, dims); syms: the values of the
+     * function's symbolic dims. Asynchronous on `stream` where the backend has streams. */
+    fusec_status (*launch)(void *program, int func, const ir_tensor *args, const int64_t *syms,
+                           void *stream, char *err, size_t errlen);
+    /* Frees the program and everything it loaded. NULL is accepted. */
+    void (*destroy)(void *program);
+    /* The roofline `fusec bench` compares against: the median time of copying `bytes` bytes
+     * (each read once and written once) with all of the device's parallelism (every core on
+     * the CPU; a device-to-device copy on a GPU), over `reps` runs after a warm-up. */
+    fusec_status (*copy_time)(size_t bytes, int reps, double *median_ms, char *err,
+                              size_t errlen);
+} rt_backend;
+
+/* The backends (runtime/cuda_backend.c, runtime/cpu_backend.c). */
+extern const rt_backend rt_backend_cuda;
+extern const rt_backend rt_backend_cpu;
+
+#endif

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# scripts/install-deps.sh: installs what building and testing fusec needs on Debian 12, only
+# what is missing. Run by `make`, `make test` and `make demo`; safe to run again.
+set -eu
+need=()
+have_cmd() { command -v "$1" >/dev/null 2>&1; }
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+
+have_cmd cmake || need+=(cmake)
+have_cmd re2c || need+=(re2c)
+have_cmd cc || need+=(gcc)
+have_cmd make || need+=(make)
+have_cmd clang || need+=(clang)
+have_pkg libclang-rt-14-dev || need+=(libclang-rt-14-dev)
+have_pkg llvm-14-dev || need+=(llvm-14-dev)
+have_pkg libxxhash-dev || need+=(libxxhash-dev)
+have_cmd python3 || need+=(python3)
+# the tests use numpy from whichever python3 is first on PATH
+if have_cmd python3 && ! python3 -c 'import numpy' >/dev/null 2>&1; then
+    if [ "$(command -v python3)" = /usr/bin/python3 ]; then
+        need+=(python3-numpy)
+    else
+        python3 -m pip install -q numpy || need+=(python3-numpy)
+    fi
+fi
+
+if [ ${#need[@]} -gt 0 ]; then
+    echo "install-deps: installing ${need[*]}"
+    SUDO=
+    [ "$(id -u)" -eq 0 ] || SUDO=sudo
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+fi

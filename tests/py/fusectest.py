@@ -1,0 +1,105 @@
+"""tests/py/fusectest.py: helpers shared by the Python tests: running fusec, numpy
+references for bf16/f16 rounding, and the SPEC's tolerances (§5)."""
+import os
+import subprocess
+import sys
+import tempfile
+
+try:
+    import numpy as np
+except ImportError:  # the tests need numpy; without it they are skipped, not failed
+    print("numpy is not installed: skipping")
+    sys.exit(77)
+
+FUSEC = os.environ.get("FUSEC", "build/fusec")
+SRC = os.environ.get("FUSEC_SRC", ".")
+
+failures = 0
+checks = 0
+
+
+def run(args, **kw):
+    """Runs fusec with args; returns (exit code, stdout, stderr)."""
+    p = subprocess.run([FUSEC] + args, capture_output=True, text=True, timeout=600, **kw)
+    return p.returncode, p.stdout, p.stderr
+
+
+def check(cond, what):
+    global failures, checks
+    checks += 1
+    if not cond:
+        failures += 1
+        print("FAIL:", what)
+
+
+def finish():
+    print(f"{checks - failures} passed, {failures} failed")
+    sys.exit(1 if failures else 0)
+
+
+def tmpdir():
+    return tempfile.mkdtemp(prefix="fusec-test-")
+
+
+def bf16_round(a):
+    """float64/float32 array -> float64 values rounded to bf16 (nearest even)."""
+    f = np.asarray(a, dtype=np.float64).astype(np.float32)
+    u = f.view(np.uint32).astype(np.uint64)
+    nan = np.isnan(f)
+    rounded = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) << 16
+    out = rounded.astype(np.uint32).view(np.float32).astype(np.float64)
+    out[nan] = np.nan
+    return out
+
+
+def round_to(a, dtype):
+    """Values as the storage dtype holds them, as float64 (or the int dtype)."""
+    a = np.asarray(a, dtype=np.float64)
+    if dtype == "f16":
+        return a.astype(np.float16).astype(np.float64)
+    if dtype == "bf16":
+        return bf16_round(a)
+    if dtype == "f32":
+        return a.astype(np.float32).astype(np.float64)
+    return a
+
+
+def ulp(ref, dtype):
+    """One unit in the last place of the storage dtype at |ref|."""
+    r = np.abs(np.asarray(ref, dtype=np.float64))
+    if dtype == "f16":
+        return np.spacing(r.astype(np.float16)).astype(np.float64)
+    if dtype == "bf16":
+        e = np.floor(np.log2(np.maximum(r, 1e-38)))
+        return np.exp2(e - 7)
+    return np.zeros_like(r)
+
+
+def close(got, ref, dtype, rel=1e-5, abs_=1e-6, extra=None):
+    """SPEC §5 element-wise tolerance; `extra` adds a per-element allowance (reductions)."""
+    got = np.asarray(got, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    if got.shape != ref.shape:
+        return False, f"shape {got.shape} != {ref.shape}"
+    if dtype == "f64":
+        rel, abs_ = 1e-12, 1e-12
+    tol = rel * np.abs(ref) + abs_ + ulp(ref, dtype)
+    if extra is not None:
+        tol = tol + extra
+    same_nan = np.isnan(got) == np.isnan(ref)
+    fin = np.isfinite(ref)
+    ok_inf = np.where(np.isinf(ref), got == ref, True)
+    diff = np.where(fin, np.abs(got - ref), 0.0)
+    bad = ~(same_nan & ok_inf & (diff <= np.where(fin, tol, 0.0)))
+    if bad.any():
+        i = np.argwhere(bad)[0]
+        i = tuple(i)
+        return False, f"at {i}: got {got[i]!r}, want {ref[i]!r} (tol {np.broadcast_to(tol, ref.shape)[i]:.3g})"
+    return True, ""
+
+
+def rand(shape, rng, lo=-4.0, hi=4.0):
+    """Random non-zero values."""
+    a = rng.uniform(lo, hi, size=shape)
+    a[a == 0] = 0.5
+    return a

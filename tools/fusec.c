@@ -1,0 +1,497 @@
+/* tools/fusec.c: the `fusec` command line, a client of fusec.h like any embedder.
+ *
+ *   fusec [OPTIONS] FILE.fuse...      compile every function (--emit to print a stage)
+ *   fusec run FILE.fuse -f FN [--in NAME=IN.npy]... [--out OUT.npy]... [OPTIONS]
+ *   fusec cache stats | clear
+ *
+ * Exit codes (SPEC §2): 0 success; 1 an error in the user's input; 2 usage; 3 internal,
+ * driver or device error.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fusec.h"
+#include "npy.h"
+
+enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
+
+#define MAX_FILES    256
+#define MAX_BINDINGS 64
+
+typedef struct binding {
+    const char *name; /* NULL for a positional --out */
+    const char *path;
+} binding;
+
+typedef struct cli {
+    const char *command; /* NULL (compile), "run", "cache" */
+    const char *files[MAX_FILES];
+    int nfiles;
+    fusec_options opt;
+    const char *emit;
+    const char *output;
+    const char *function;
+    binding ins[MAX_BINDINGS];
+    int nins;
+    const char *outs[MAX_BINDINGS];
+    int nouts;
+} cli;
+
+static const char usage_text[] =
+    "usage: fusec [OPTIONS] FILE.fuse...            compile every function\n"
+    "       fusec run FILE.fuse -f FN [--in NAME=IN.npy]... [--out OUT.npy]... [OPTIONS]\n"
+    "       fusec cache stats | clear\n"
+    "\n"
+    "options:\n"
+    "  --target=auto|cuda|cpu|ref  where to run (auto: CUDA with a GPU, else the CPU;\n"
+    "                              ref: the float64 reference interpreter)\n"
+    "  --arch=sm_XX                CUDA code for that architecture\n"
+    "  --emit=ast|ir|cuda|ptx|cubin|llvm\n"
+    "                              print that stage of compilation\n"
+    "  -o FILE                     write --emit output to FILE (default: stdout)\n"
+    "  --no-fuse                   every operation its own kernel (the unfused baseline)\n"
+    "  --fast-math                 approximate transcendentals\n"
+    "  --no-cache                  neither read nor write the kernel cache\n"
+    "  --cache-dir=DIR             the kernel cache's directory\n"
+    "  --dump-after=PASS           print the IR after a pass (to stderr)\n"
+    "  -v                          phase timings and the fusion report (to stderr)\n"
+    "  -f FN                       (run) the function to run\n"
+    "  --in NAME=FILE.npy          (run) the input for parameter NAME\n"
+    "  --out FILE.npy              (run) where to write the next result\n"
+    "  --help                      this text\n"
+    "  --version                   the version\n"
+    "\n"
+    "exit codes: 0 success, 1 error in the input, 2 usage, 3 internal/driver/device error\n";
+
+static int usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, "fusec: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(fusec --help for usage)\n");
+    return EXIT_USAGE;
+}
+
+static int exit_code(fusec_status s) {
+    switch (s) {
+    case FUSEC_OK: return EXIT_OK;
+    case FUSEC_ERR_SOURCE:
+    case FUSEC_ERR_IO:
+    case FUSEC_ERR_NOT_FOUND:
+    case FUSEC_ERR_SHAPE:
+    case FUSEC_ERR_DTYPE:
+    case FUSEC_ERR_RUNTIME: return EXIT_INPUT;
+    case FUSEC_ERR_INVALID_ARGUMENT: return EXIT_USAGE;
+    default: return EXIT_INTERNAL;
+    }
+}
+
+/* "--name=value" or "--name value": the value, advancing *i; NULL if absent. For options
+ * without an '=', the value is the next argument. */
+static const char *option_value(int argc, char **argv, int *i, const char *name, int *matched) {
+    size_t n = strlen(name);
+    const char *a = argv[*i];
+    *matched = 0;
+    if (strncmp(a, name, n) != 0) return NULL;
+    if (a[n] == '=') {
+        *matched = 1;
+        return a + n + 1;
+    }
+    if (a[n] != 0) return NULL;
+    *matched = 1;
+    if (*i + 1 >= argc) return NULL;
+    return argv[++*i];
+}
+
+static int parse_target(const char *v, fusec_target *t) {
+    if (!strcmp(v, "auto"))
+        *t = FUSEC_TARGET_AUTO;
+    else if (!strcmp(v, "cuda"))
+        *t = FUSEC_TARGET_CUDA;
+    else if (!strcmp(v, "cpu"))
+        *t = FUSEC_TARGET_CPU;
+    else if (!strcmp(v, "ref"))
+        *t = FUSEC_TARGET_REF;
+    else
+        return -1;
+    return 0;
+}
+
+static int parse_emit(const char *v, fusec_emit *e) {
+    static const char *names[] = {"ast", "ir", "cuda", "ptx", "cubin", "llvm"};
+    for (int i = 0; i < 6; i++) {
+        if (!strcmp(v, names[i])) {
+            *e = (fusec_emit)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int parse_args(int argc, char **argv, cli *c) {
+    memset(c, 0, sizeof(*c));
+    fusec_options_init(&c->opt);
+    int first = 1;
+    if (argc > 1 && (!strcmp(argv[1], "run") || !strcmp(argv[1], "cache"))) {
+        c->command = argv[1];
+        first = 2;
+    }
+    for (int i = first; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v;
+        int m;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage_text, stdout);
+            return -1;
+        }
+        if (!strcmp(a, "--version")) {
+            printf("fusec %s\n", fusec_version_string());
+            return -1;
+        }
+        if (!strcmp(a, "--no-fuse"))
+            c->opt.no_fuse = 1;
+        else if (!strcmp(a, "--fast-math"))
+            c->opt.fast_math = 1;
+        else if (!strcmp(a, "--no-cache"))
+            c->opt.no_cache = 1;
+        else if (!strcmp(a, "-v"))
+            c->opt.verbose = 1;
+        else if ((v = option_value(argc, argv, &i, "--target", &m)) || m) {
+            if (!v) return usage_error("%s needs a value", "--target");
+            if (parse_target(v, &c->opt.target))
+                return usage_error("unknown target '%s' (auto, cuda, cpu or ref)", v);
+        } else if ((v = option_value(argc, argv, &i, "--arch", &m)) || m) {
+            if (!v || strncmp(v, "sm_", 3) != 0)
+                return usage_error("--arch needs a value like sm_90, got '%s'", v ? v : "");
+            c->opt.arch = v;
+        } else if ((v = option_value(argc, argv, &i, "--emit", &m)) || m) {
+            fusec_emit e;
+            if (!v) return usage_error("%s needs a value", "--emit");
+            if (parse_emit(v, &e))
+                return usage_error("unknown --emit kind '%s' (ast, ir, cuda, ptx, cubin, llvm)", v);
+            c->emit = v;
+        } else if ((v = option_value(argc, argv, &i, "--cache-dir", &m)) || m) {
+            if (!v) return usage_error("%s needs a value", "--cache-dir");
+            c->opt.cache_dir = v;
+        } else if ((v = option_value(argc, argv, &i, "--dump-after", &m)) || m) {
+            if (!v) return usage_error("%s needs a value", "--dump-after");
+            c->opt.dump_after = v;
+        } else if ((v = option_value(argc, argv, &i, "-o", &m)) || m) {
+            if (!v) return usage_error("%s needs a file name", "-o");
+            c->output = v;
+        } else if ((v = option_value(argc, argv, &i, "-f", &m)) || m) {
+            if (!v) return usage_error("%s needs a function name", "-f");
+            c->function = v;
+        } else if ((v = option_value(argc, argv, &i, "--in", &m)) || m) {
+            const char *eq = v ? strchr(v, '=') : NULL;
+            if (!eq || eq == v || !eq[1])
+                return usage_error("--in needs NAME=FILE.npy, got '%s'", v ? v : "");
+            if (c->nins == MAX_BINDINGS) return usage_error("too many %s options", "--in");
+            c->ins[c->nins].name = strndup(v, (size_t)(eq - v));
+            c->ins[c->nins++].path = eq + 1;
+        } else if ((v = option_value(argc, argv, &i, "--out", &m)) || m) {
+            if (!v) return usage_error("%s needs a file name", "--out");
+            if (c->nouts == MAX_BINDINGS) return usage_error("too many %s options", "--out");
+            c->outs[c->nouts++] = v;
+        } else if (a[0] == '-' && a[1] != 0) {
+            return usage_error("unknown option '%s'", a);
+        } else {
+            if (c->nfiles == MAX_FILES) return usage_error("too many files (%s)", a);
+            c->files[c->nfiles++] = a;
+        }
+    }
+    return 0;
+}
+
+/* Diagnostics, then the -v report collected so far, then the failure's message. */
+static void print_module_messages(const fusec_module *m, fusec_status st) {
+    fputs(fusec_module_diagnostics(m), stderr);
+    fputs(fusec_module_report(m), stderr);
+    if (st != FUSEC_OK && st != FUSEC_ERR_SOURCE) {
+        const char *msg = fusec_module_message(m);
+        fprintf(stderr, "fusec: error: %s\n", *msg ? msg : fusec_status_string(st));
+    }
+}
+
+static int write_output(const char *path, const char *data, size_t size) {
+    FILE *f = path ? fopen(path, "wb") : stdout;
+    if (!f) {
+        fprintf(stderr, "fusec: error: cannot write '%s': %s\n", path, strerror(errno));
+        return EXIT_INPUT;
+    }
+    size_t n = fwrite(data, 1, size, f);
+    int bad = n != size || ferror(f);
+    if (path)
+        bad |= fclose(f) != 0;
+    else
+        bad |= fflush(f) != 0;
+    if (bad) {
+        fprintf(stderr, "fusec: error: cannot write '%s'\n", path ? path : "stdout");
+        return EXIT_INPUT;
+    }
+    return EXIT_OK;
+}
+
+static int cmd_compile(cli *c) {
+    if (c->nfiles == 0) return usage_error("%s", "no input file");
+    if (c->output && !c->emit) return usage_error("%s", "-o goes with --emit");
+    if (c->output && c->nfiles > 1) return usage_error("%s", "-o takes one input file");
+    int rc = EXIT_OK;
+    for (int i = 0; i < c->nfiles; i++) {
+        fusec_module *m = NULL;
+        fusec_status st = fusec_module_compile_file(c->files[i], &c->opt, &m);
+        if (!m) {
+            fprintf(stderr, "fusec: error: %s\n", fusec_status_string(st));
+            return EXIT_INTERNAL;
+        }
+        if (st == FUSEC_OK && !c->emit) st = fusec_module_build(m);
+        /* the report is printed after the emit, which may add to it */
+        if (st == FUSEC_OK && c->emit)
+            fputs(fusec_module_diagnostics(m), stderr);
+        else
+            print_module_messages(m, st);
+        if (st == FUSEC_OK && c->emit) {
+            fusec_emit e;
+            parse_emit(c->emit, &e);
+            char *data = NULL;
+            size_t size = 0;
+            st = fusec_module_emit(m, e, &data, &size);
+            fputs(fusec_module_report(m), stderr);
+            if (st != FUSEC_OK) {
+                fprintf(stderr, "fusec: error: %s\n", fusec_module_message(m));
+            } else {
+                int w = write_output(c->output, data, size);
+                if (w && !rc) rc = w;
+            }
+            fusec_free(data);
+        }
+        if (st != FUSEC_OK && !rc) rc = exit_code(st);
+        fusec_module_free(m);
+    }
+    return rc;
+}
+
+static void print_values(int index, const fusec_tensor *t) {
+    int64_t n = 1;
+    printf("result %d: %s[", index, fusec_dtype_name(t->dtype));
+    for (int d = 0; d < t->rank; d++) {
+        printf("%s%lld", d ? ", " : "", (long long)t->shape[d]);
+        n *= t->shape[d];
+    }
+    printf("] =");
+    /* show through npy conversion to f64 so every dtype prints one way */
+    npy_array a = {0};
+    a.rank = 1;
+    a.count = n;
+    a.data = t->data;
+    switch (t->dtype) {
+    case FUSEC_BOOL: a.kind = NPY_BOOL, a.itemsize = 1; break;
+    case FUSEC_I32: a.kind = NPY_INT, a.itemsize = 4; break;
+    case FUSEC_I64: a.kind = NPY_INT, a.itemsize = 8; break;
+    case FUSEC_F16: a.kind = NPY_FLOAT, a.itemsize = 2; break;
+    case FUSEC_BF16: a.kind = NPY_UINT, a.itemsize = 2; break; /* converted below */
+    case FUSEC_F32: a.kind = NPY_FLOAT, a.itemsize = 4; break;
+    case FUSEC_F64: a.kind = NPY_FLOAT, a.itemsize = 8; break;
+    }
+    int64_t shown = n < 8 ? n : 8;
+    for (int64_t i = 0; i < shown; i++) {
+        if (t->dtype == FUSEC_BF16) {
+            uint16_t h = ((const uint16_t *)t->data)[i];
+            uint32_t bits = (uint32_t)h << 16;
+            float f;
+            memcpy(&f, &bits, 4);
+            printf(" %.9g", (double)f);
+            continue;
+        }
+        void *one = NULL;
+        char err[64];
+        npy_array e = a;
+        e.count = 1;
+        e.data = (char *)t->data + i * a.itemsize;
+        if (npy_convert(&e, FUSEC_F64, &one, err, sizeof err) == 0) {
+            printf(" %.9g", *(double *)one);
+            free(one);
+        }
+    }
+    printf("%s\n", n > shown ? " ..." : "");
+}
+
+static int cmd_run(cli *c) {
+    if (c->nfiles != 1) return usage_error("%s", "run takes one FILE.fuse");
+    if (!c->function) return usage_error("%s", "run needs -f FUNCTION");
+    fusec_module *m = NULL;
+    fusec_status st = fusec_module_compile_file(c->files[0], &c->opt, &m);
+    if (!m) {
+        fprintf(stderr, "fusec: error: %s\n", fusec_status_string(st));
+        return EXIT_INTERNAL;
+    }
+    print_module_messages(m, st);
+    if (st != FUSEC_OK) {
+        fusec_module_free(m);
+        return exit_code(st);
+    }
+    int rc = EXIT_OK;
+    fusec_function *f = NULL;
+    fusec_tensor ins[MAX_BINDINGS], outs[MAX_BINDINGS];
+    int nparams = 0, nresults = 0;
+    memset(ins, 0, sizeof ins);
+    memset(outs, 0, sizeof outs);
+    char err[512];
+
+    if (fusec_module_function(m, c->function, &f) != FUSEC_OK) {
+        fprintf(stderr, "fusec: error: no function '%s' in %s", c->function, c->files[0]);
+        int nf = fusec_module_num_functions(m);
+        for (int i = 0; i < nf; i++)
+            fprintf(stderr, "%s%s", i ? ", " : " (functions: ",
+                    fusec_function_name(fusec_module_function_at(m, i)));
+        fprintf(stderr, "%s\n", nf ? ")" : "");
+        rc = EXIT_INPUT;
+        goto done;
+    }
+    nparams = fusec_function_num_params(f);
+    nresults = fusec_function_num_results(f);
+    if (nparams > MAX_BINDINGS || nresults > MAX_BINDINGS) {
+        fprintf(stderr, "fusec: error: too many parameters or results\n");
+        rc = EXIT_INTERNAL;
+        goto done;
+    }
+    for (int b = 0; b < c->nins; b++) {
+        int found = 0;
+        for (int i = 0; i < nparams; i++) {
+            fusec_param_info p;
+            fusec_function_param(f, i, &p);
+            found |= !strcmp(p.name, c->ins[b].name);
+        }
+        if (!found) {
+            fprintf(stderr, "fusec: error: '%s' has no parameter '%s'\n", c->function,
+                    c->ins[b].name);
+            rc = EXIT_INPUT;
+            goto done;
+        }
+    }
+    for (int i = 0; i < nparams; i++) {
+        fusec_param_info p;
+        fusec_function_param(f, i, &p);
+        const char *path = NULL;
+        for (int b = 0; b < c->nins; b++)
+            if (!strcmp(c->ins[b].name, p.name)) path = c->ins[b].path;
+        if (!path) {
+            fprintf(stderr, "fusec: error: missing input for parameter '%s' (--in %s=FILE.npy)\n",
+                    p.name, p.name);
+            rc = EXIT_INPUT;
+            goto done;
+        }
+        npy_array a;
+        if (npy_read(path, &a, err, sizeof err) != 0) {
+            fprintf(stderr, "fusec: error: parameter '%s': %s\n", p.name, err);
+            rc = EXIT_INPUT;
+            goto done;
+        }
+        ins[i].dtype = p.dtype;
+        ins[i].rank = a.rank;
+        memcpy(ins[i].shape, a.shape, sizeof a.shape);
+        int cv = npy_convert(&a, p.dtype, &ins[i].data, err, sizeof err);
+        npy_free(&a);
+        if (cv != 0) {
+            fprintf(stderr, "fusec: error: parameter '%s': %s\n", p.name, err);
+            rc = EXIT_INTERNAL;
+            goto done;
+        }
+    }
+    if (c->nouts != 0 && c->nouts != nresults) {
+        fprintf(stderr, "fusec: error: '%s' has %d result%s but %d --out file%s given\n",
+                c->function, nresults, nresults == 1 ? "" : "s", c->nouts,
+                c->nouts == 1 ? " was" : "s were");
+        rc = EXIT_INPUT;
+        goto done;
+    }
+    st = fusec_function_result_shapes(f, ins, nparams, outs, nresults);
+    if (st != FUSEC_OK) {
+        fprintf(stderr, "fusec: error: %s\n", fusec_module_message(m));
+        rc = exit_code(st);
+        goto done;
+    }
+    for (int i = 0; i < nresults; i++) {
+        size_t n = fusec_dtype_size(outs[i].dtype);
+        for (int d = 0; d < outs[i].rank; d++)
+            n *= (size_t)outs[i].shape[d];
+        outs[i].data = malloc(n ? n : 1);
+        if (!outs[i].data) {
+            fprintf(stderr, "fusec: error: out of memory\n");
+            rc = EXIT_INTERNAL;
+            goto done;
+        }
+        memset(outs[i].data, 0xff, n); /* poison: a result never written shows as NaN/-1 */
+    }
+    st = fusec_launch(f, ins, nparams, outs, nresults, NULL);
+    if (st != FUSEC_OK) {
+        fprintf(stderr, "fusec: error: %s\n", fusec_module_message(m));
+        rc = exit_code(st);
+        goto done;
+    }
+    for (int i = 0; i < nresults; i++) {
+        if (c->nouts == 0) {
+            print_values(i, &outs[i]);
+            continue;
+        }
+        if (npy_write(c->outs[i], outs[i].dtype, outs[i].rank, outs[i].shape, outs[i].data, err,
+                      sizeof err) != 0) {
+            fprintf(stderr, "fusec: error: %s\n", err);
+            rc = EXIT_INPUT;
+            goto done;
+        }
+    }
+done:
+    for (int i = 0; i < nparams && i < MAX_BINDINGS; i++)
+        free(ins[i].data);
+    for (int i = 0; i < nresults && i < MAX_BINDINGS; i++)
+        free(outs[i].data);
+    fusec_module_free(m);
+    return rc;
+}
+
+static int cmd_cache(cli *c) {
+    if (c->nfiles != 1 || (strcmp(c->files[0], "stats") && strcmp(c->files[0], "clear")))
+        return usage_error("%s", "cache takes 'stats' or 'clear'");
+    if (!strcmp(c->files[0], "clear")) {
+        uint64_t removed = 0;
+        if (fusec_cache_clear(c->opt.cache_dir, &removed) != FUSEC_OK) {
+            fprintf(stderr, "fusec: error: cannot clear the cache\n");
+            return EXIT_INPUT;
+        }
+        printf("removed %llu file%s\n", (unsigned long long)removed, removed == 1 ? "" : "s");
+        return EXIT_OK;
+    }
+    fusec_cache_info info;
+    if (fusec_cache_stats(c->opt.cache_dir, &info) != FUSEC_OK) {
+        fprintf(stderr, "fusec: error: %s\n", info.dir);
+        return EXIT_INPUT;
+    }
+    printf("directory: %s\nentries:   %llu (%.1f MiB)\ntotal:     %.1f MiB of %.0f MiB\n", info.dir,
+           (unsigned long long)info.entries, (double)info.entry_bytes / 1048576.0,
+           (double)info.total_bytes / 1048576.0, (double)info.max_bytes / 1048576.0);
+    return EXIT_OK;
+}
+
+int main(int argc, char **argv) {
+    if (fusec_version_number() != FUSEC_VERSION_NUMBER) {
+        fprintf(stderr, "fusec: error: library version %s does not match the header's %s\n",
+                fusec_version_string(), FUSEC_VERSION_STRING);
+        return EXIT_INTERNAL;
+    }
+    cli c;
+    int rc = parse_args(argc, argv, &c);
+    if (rc == 0) {
+        if (!c.command)
+            rc = cmd_compile(&c);
+        else if (!strcmp(c.command, "run"))
+            rc = cmd_run(&c);
+        else
+            rc = cmd_cache(&c);
+    } else if (rc < 0) {
+        rc = EXIT_OK; /* --help, --version */
+    }
+    for (int i = 0; i < c.nins; i++)
+        free((void *)c.ins[i].name);
+    return rc;
+}
