@@ -226,6 +226,24 @@ FUSEC_API fusec_status fusec_function_result_shapes(fusec_function *f,
 FUSEC_API fusec_status fusec_launch(fusec_function *f, const fusec_tensor *inputs, int ninputs,
                                     const fusec_tensor *results, int nresults, void *stream);
 
+/* ---- measuring ------------------------------------------------------------------------- */
+
+/* Kernels one launch of f runs (after fusion, or one per operation with no_fuse). */
+FUSEC_API int fusec_function_num_kernels(const fusec_function *f);
+
+/* Runs f once to warm up, then `reps` times, and gives the median time of one launch in
+ * milliseconds, measured with the target's own clock (CUDA events on a GPU, the monotonic
+ * wall clock elsewhere). Arguments as for fusec_launch. */
+FUSEC_API fusec_status fusec_bench_launch(fusec_function *f, const fusec_tensor *inputs,
+                                          int ninputs, const fusec_tensor *results,
+                                          int nresults, int reps, double *median_ms);
+
+/* The roofline: the median time the module's target takes to move `bytes` bytes as a plain
+ * copy (bytes / 2 read from one buffer and written to another) with all its parallelism
+ * (every core on the CPU; a device-to-device copy on a GPU). */
+FUSEC_API fusec_status fusec_bench_copy(fusec_module *m, size_t bytes, int reps,
+                                        double *median_ms);
+
 /* ---- the kernel cache ------------------------------------------------------------------ */
 
 /* What the on-disk cache holds. `dir` NULL: $FUSEC_CACHE_DIR, $XDG_CACHE_HOME/fusec or

@@ -603,3 +603,74 @@ fusec_status fusec_launch(fusec_function *f, const fusec_tensor *inputs, int nin
     if (st != FUSEC_OK) return set_message(m, st, "%s", err);
     return FUSEC_OK;
 }
+
+/* ---- measuring ------------------------------------------------------------------------- */
+
+int fusec_function_num_kernels(const fusec_function *f) {
+    if (!f || !f->fused || !f->fused->partition) return 0;
+    return f->fused->partition->nkernels;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *t, int n) {
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+fusec_status fusec_bench_launch(fusec_function *f, const fusec_tensor *inputs, int ninputs,
+                                const fusec_tensor *results, int nresults, int reps,
+                                double *median_ms) {
+    if (!f || !median_ms || reps < 1) return FUSEC_ERR_INVALID_ARGUMENT;
+    *median_ms = 0;
+    /* The CPU and reference targets return when done, so the wall clock is their clock; a
+     * GPU target will time with events. */
+    fusec_status st = fusec_launch(f, inputs, ninputs, results, nresults, NULL);
+    if (st != FUSEC_OK) return st;
+    double *t = malloc(sizeof(double) * (size_t)reps);
+    if (!t) return FUSEC_ERR_OUT_OF_MEMORY;
+    for (int r = 0; r < reps && st == FUSEC_OK; r++) {
+        double t0 = now_ms();
+        st = fusec_launch(f, inputs, ninputs, results, nresults, NULL);
+        t[r] = now_ms() - t0;
+    }
+    if (st == FUSEC_OK) *median_ms = median(t, reps);
+    free(t);
+    return st;
+}
+
+fusec_status fusec_bench_copy(fusec_module *m, size_t bytes, int reps, double *median_ms) {
+    if (!m || !median_ms || reps < 1) return FUSEC_ERR_INVALID_ARGUMENT;
+    *median_ms = 0;
+    if (m->backend) {
+        char err[512];
+        fusec_status st = m->backend->copy_time(bytes, reps, median_ms, err, sizeof err);
+        if (st != FUSEC_OK) return set_message(m, st, "%s", err);
+        return FUSEC_OK;
+    }
+    /* the reference interpreter is single-threaded: its roofline is one memcpy */
+    size_t half = bytes / 2 ? bytes / 2 : 1;
+    char *a = malloc(half), *b = malloc(half);
+    double *t = malloc(sizeof(double) * (size_t)reps);
+    fusec_status st = FUSEC_OK;
+    if (!a || !b || !t) {
+        st = set_message(m, FUSEC_ERR_OUT_OF_MEMORY, "out of memory for a %zu-byte copy", half);
+    } else {
+        memset(a, 1, half);
+        memcpy(b, a, half);
+        for (int r = 0; r < reps; r++) {
+            double t0 = now_ms();
+            memcpy(b, a, half);
+            t[r] = now_ms() - t0;
+            a[r % half] = b[(r + 1) % half]; /* keep the copies from being elided */
+        }
+        *median_ms = median(t, reps);
+    }
+    free(a);
+    free(b);
+    free(t);
+    return st;
+}

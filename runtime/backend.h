@@ -41,9 +41,10 @@ typedef struct rt_backend {
                            void *stream, char *err, size_t errlen);
     /* Frees the program and everything it loaded. NULL is accepted. */
     void (*destroy)(void *program);
-    /* The roofline `fusec bench` compares against: the median time of copying `bytes` bytes
-     * (each read once and written once) with all of the device's parallelism (every core on
-     * the CPU; a device-to-device copy on a GPU), over `reps` runs after a warm-up. */
+    /* The roofline `fusec bench` compares against: the median time of moving `bytes` bytes
+     * as a plain copy (bytes / 2 read from one buffer, written to another) with all of the
+     * device's parallelism (every core on the CPU; a device-to-device copy on a GPU), over
+     * `reps` runs after a warm-up. */
     fusec_status (*copy_time)(size_t bytes, int reps, double *median_ms, char *err,
                               size_t errlen);
 } rt_backend;

@@ -2,6 +2,7 @@
  *
  *   fusec [OPTIONS] FILE.fuse...      compile every function (--emit to print a stage)
  *   fusec run FILE.fuse -f FN [--in NAME=IN.npy]... [--out OUT.npy]... [OPTIONS]
+ *   fusec bench FILE.fuse -f FN --dim NAME=SIZE... [--reps K] [--format table|json]
  *   fusec cache stats | clear
  *
  * Exit codes (SPEC §2): 0 success; 1 an error in the user's input; 2 usage; 3 internal,
@@ -12,36 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "fusec.h"
 #include "npy.h"
-
-enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
-
-#define MAX_FILES    256
-#define MAX_BINDINGS 64
-
-typedef struct binding {
-    const char *name; /* NULL for a positional --out */
-    const char *path;
-} binding;
-
-typedef struct cli {
-    const char *command; /* NULL (compile), "run", "cache" */
-    const char *files[MAX_FILES];
-    int nfiles;
-    fusec_options opt;
-    const char *emit;
-    const char *output;
-    const char *function;
-    binding ins[MAX_BINDINGS];
-    int nins;
-    const char *outs[MAX_BINDINGS];
-    int nouts;
-} cli;
 
 static const char usage_text[] =
     "usage: fusec [OPTIONS] FILE.fuse...            compile every function\n"
     "       fusec run FILE.fuse -f FN [--in NAME=IN.npy]... [--out OUT.npy]... [OPTIONS]\n"
+    "       fusec bench FILE.fuse -f FN --dim NAME=SIZE... [--reps K] [--format table|json]\n"
     "       fusec cache stats | clear\n"
     "\n"
     "options:\n"
@@ -60,19 +39,22 @@ static const char usage_text[] =
     "  -f FN                       (run) the function to run\n"
     "  --in NAME=FILE.npy          (run) the input for parameter NAME\n"
     "  --out FILE.npy              (run) where to write the next result\n"
+    "  --dim NAME=SIZE             (bench) the size of a symbolic dim\n"
+    "  --reps K                    (bench) timed runs, median reported (default 20)\n"
+    "  --format table|json         (bench) output format\n"
     "  --help                      this text\n"
     "  --version                   the version\n"
     "\n"
     "exit codes: 0 success, 1 error in the input, 2 usage, 3 internal/driver/device error\n";
 
-static int usage_error(const char *fmt, const char *arg) {
+int cli_usage_error(const char *fmt, const char *arg) {
     fprintf(stderr, "fusec: ");
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n(fusec --help for usage)\n");
     return EXIT_USAGE;
 }
 
-static int exit_code(fusec_status s) {
+int cli_exit_code(fusec_status s) {
     switch (s) {
     case FUSEC_OK: return EXIT_OK;
     case FUSEC_ERR_SOURCE:
@@ -132,7 +114,10 @@ static int parse_args(int argc, char **argv, cli *c) {
     memset(c, 0, sizeof(*c));
     fusec_options_init(&c->opt);
     int first = 1;
-    if (argc > 1 && (!strcmp(argv[1], "run") || !strcmp(argv[1], "cache"))) {
+    c->reps = 20;
+    c->format = "table";
+    if (argc > 1 &&
+        (!strcmp(argv[1], "run") || !strcmp(argv[1], "bench") || !strcmp(argv[1], "cache"))) {
         c->command = argv[1];
         first = 2;
     }
@@ -157,46 +142,68 @@ static int parse_args(int argc, char **argv, cli *c) {
         else if (!strcmp(a, "-v"))
             c->opt.verbose = 1;
         else if ((v = option_value(argc, argv, &i, "--target", &m)) || m) {
-            if (!v) return usage_error("%s needs a value", "--target");
+            if (!v) return cli_usage_error("%s needs a value", "--target");
             if (parse_target(v, &c->opt.target))
-                return usage_error("unknown target '%s' (auto, cuda, cpu or ref)", v);
+                return cli_usage_error("unknown target '%s' (auto, cuda, cpu or ref)", v);
         } else if ((v = option_value(argc, argv, &i, "--arch", &m)) || m) {
             if (!v || strncmp(v, "sm_", 3) != 0)
-                return usage_error("--arch needs a value like sm_90, got '%s'", v ? v : "");
+                return cli_usage_error("--arch needs a value like sm_90, got '%s'", v ? v : "");
             c->opt.arch = v;
         } else if ((v = option_value(argc, argv, &i, "--emit", &m)) || m) {
             fusec_emit e;
-            if (!v) return usage_error("%s needs a value", "--emit");
+            if (!v) return cli_usage_error("%s needs a value", "--emit");
             if (parse_emit(v, &e))
-                return usage_error("unknown --emit kind '%s' (ast, ir, cuda, ptx, cubin, llvm)", v);
+                return cli_usage_error("unknown --emit kind '%s' (ast, ir, cuda, ptx, cubin, llvm)",
+                                       v);
             c->emit = v;
         } else if ((v = option_value(argc, argv, &i, "--cache-dir", &m)) || m) {
-            if (!v) return usage_error("%s needs a value", "--cache-dir");
+            if (!v) return cli_usage_error("%s needs a value", "--cache-dir");
             c->opt.cache_dir = v;
         } else if ((v = option_value(argc, argv, &i, "--dump-after", &m)) || m) {
-            if (!v) return usage_error("%s needs a value", "--dump-after");
+            if (!v) return cli_usage_error("%s needs a value", "--dump-after");
             c->opt.dump_after = v;
         } else if ((v = option_value(argc, argv, &i, "-o", &m)) || m) {
-            if (!v) return usage_error("%s needs a file name", "-o");
+            if (!v) return cli_usage_error("%s needs a file name", "-o");
             c->output = v;
         } else if ((v = option_value(argc, argv, &i, "-f", &m)) || m) {
-            if (!v) return usage_error("%s needs a function name", "-f");
+            if (!v) return cli_usage_error("%s needs a function name", "-f");
             c->function = v;
         } else if ((v = option_value(argc, argv, &i, "--in", &m)) || m) {
             const char *eq = v ? strchr(v, '=') : NULL;
             if (!eq || eq == v || !eq[1])
-                return usage_error("--in needs NAME=FILE.npy, got '%s'", v ? v : "");
-            if (c->nins == MAX_BINDINGS) return usage_error("too many %s options", "--in");
+                return cli_usage_error("--in needs NAME=FILE.npy, got '%s'", v ? v : "");
+            if (c->nins == MAX_BINDINGS) return cli_usage_error("too many %s options", "--in");
             c->ins[c->nins].name = strndup(v, (size_t)(eq - v));
             c->ins[c->nins++].path = eq + 1;
         } else if ((v = option_value(argc, argv, &i, "--out", &m)) || m) {
-            if (!v) return usage_error("%s needs a file name", "--out");
-            if (c->nouts == MAX_BINDINGS) return usage_error("too many %s options", "--out");
+            if (!v) return cli_usage_error("%s needs a file name", "--out");
+            if (c->nouts == MAX_BINDINGS) return cli_usage_error("too many %s options", "--out");
             c->outs[c->nouts++] = v;
+        } else if ((v = option_value(argc, argv, &i, "--dim", &m)) || m) {
+            const char *eq = v ? strchr(v, '=') : NULL;
+            char *end = NULL;
+            long long n = eq ? strtoll(eq + 1, &end, 10) : -1;
+            if (!eq || eq == v || !eq[1] || *end || n < 0)
+                return cli_usage_error("--dim needs NAME=SIZE with SIZE >= 0, got '%s'",
+                                       v ? v : "");
+            if (c->ndims == MAX_BINDINGS) return cli_usage_error("too many %s options", "--dim");
+            c->dims[c->ndims].name = strndup(v, (size_t)(eq - v));
+            c->dims[c->ndims++].size = n;
+        } else if ((v = option_value(argc, argv, &i, "--reps", &m)) || m) {
+            char *end = NULL;
+            long n = v ? strtol(v, &end, 10) : 0;
+            if (!v || *end || n < 1 || n > 1000000)
+                return cli_usage_error("--reps needs a count from 1 to 1000000, got '%s'",
+                                       v ? v : "");
+            c->reps = (int)n;
+        } else if ((v = option_value(argc, argv, &i, "--format", &m)) || m) {
+            if (!v || (strcmp(v, "table") && strcmp(v, "json")))
+                return cli_usage_error("--format is table or json, got '%s'", v ? v : "");
+            c->format = v;
         } else if (a[0] == '-' && a[1] != 0) {
-            return usage_error("unknown option '%s'", a);
+            return cli_usage_error("unknown option '%s'", a);
         } else {
-            if (c->nfiles == MAX_FILES) return usage_error("too many files (%s)", a);
+            if (c->nfiles == MAX_FILES) return cli_usage_error("too many files (%s)", a);
             c->files[c->nfiles++] = a;
         }
     }
@@ -204,7 +211,7 @@ static int parse_args(int argc, char **argv, cli *c) {
 }
 
 /* Diagnostics, then the -v report collected so far, then the failure's message. */
-static void print_module_messages(const fusec_module *m, fusec_status st) {
+void cli_print_module_messages(const fusec_module *m, fusec_status st) {
     fputs(fusec_module_diagnostics(m), stderr);
     fputs(fusec_module_report(m), stderr);
     if (st != FUSEC_OK && st != FUSEC_ERR_SOURCE) {
@@ -233,9 +240,9 @@ static int write_output(const char *path, const char *data, size_t size) {
 }
 
 static int cmd_compile(cli *c) {
-    if (c->nfiles == 0) return usage_error("%s", "no input file");
-    if (c->output && !c->emit) return usage_error("%s", "-o goes with --emit");
-    if (c->output && c->nfiles > 1) return usage_error("%s", "-o takes one input file");
+    if (c->nfiles == 0) return cli_usage_error("%s", "no input file");
+    if (c->output && !c->emit) return cli_usage_error("%s", "-o goes with --emit");
+    if (c->output && c->nfiles > 1) return cli_usage_error("%s", "-o takes one input file");
     int rc = EXIT_OK;
     for (int i = 0; i < c->nfiles; i++) {
         fusec_module *m = NULL;
@@ -249,7 +256,7 @@ static int cmd_compile(cli *c) {
         if (st == FUSEC_OK && c->emit)
             fputs(fusec_module_diagnostics(m), stderr);
         else
-            print_module_messages(m, st);
+            cli_print_module_messages(m, st);
         if (st == FUSEC_OK && c->emit) {
             fusec_emit e;
             parse_emit(c->emit, &e);
@@ -265,7 +272,7 @@ static int cmd_compile(cli *c) {
             }
             fusec_free(data);
         }
-        if (st != FUSEC_OK && !rc) rc = exit_code(st);
+        if (st != FUSEC_OK && !rc) rc = cli_exit_code(st);
         fusec_module_free(m);
     }
     return rc;
@@ -317,18 +324,18 @@ static void print_values(int index, const fusec_tensor *t) {
 }
 
 static int cmd_run(cli *c) {
-    if (c->nfiles != 1) return usage_error("%s", "run takes one FILE.fuse");
-    if (!c->function) return usage_error("%s", "run needs -f FUNCTION");
+    if (c->nfiles != 1) return cli_usage_error("%s", "run takes one FILE.fuse");
+    if (!c->function) return cli_usage_error("%s", "run needs -f FUNCTION");
     fusec_module *m = NULL;
     fusec_status st = fusec_module_compile_file(c->files[0], &c->opt, &m);
     if (!m) {
         fprintf(stderr, "fusec: error: %s\n", fusec_status_string(st));
         return EXIT_INTERNAL;
     }
-    print_module_messages(m, st);
+    cli_print_module_messages(m, st);
     if (st != FUSEC_OK) {
         fusec_module_free(m);
-        return exit_code(st);
+        return cli_exit_code(st);
     }
     int rc = EXIT_OK;
     fusec_function *f = NULL;
@@ -408,7 +415,7 @@ static int cmd_run(cli *c) {
     st = fusec_function_result_shapes(f, ins, nparams, outs, nresults);
     if (st != FUSEC_OK) {
         fprintf(stderr, "fusec: error: %s\n", fusec_module_message(m));
-        rc = exit_code(st);
+        rc = cli_exit_code(st);
         goto done;
     }
     for (int i = 0; i < nresults; i++) {
@@ -426,7 +433,7 @@ static int cmd_run(cli *c) {
     st = fusec_launch(f, ins, nparams, outs, nresults, NULL);
     if (st != FUSEC_OK) {
         fprintf(stderr, "fusec: error: %s\n", fusec_module_message(m));
-        rc = exit_code(st);
+        rc = cli_exit_code(st);
         goto done;
     }
     for (int i = 0; i < nresults; i++) {
@@ -452,7 +459,7 @@ done:
 
 static int cmd_cache(cli *c) {
     if (c->nfiles != 1 || (strcmp(c->files[0], "stats") && strcmp(c->files[0], "clear")))
-        return usage_error("%s", "cache takes 'stats' or 'clear'");
+        return cli_usage_error("%s", "cache takes 'stats' or 'clear'");
     if (!strcmp(c->files[0], "clear")) {
         uint64_t removed = 0;
         if (fusec_cache_clear(c->opt.cache_dir, &removed) != FUSEC_OK) {
@@ -486,6 +493,8 @@ int main(int argc, char **argv) {
             rc = cmd_compile(&c);
         else if (!strcmp(c.command, "run"))
             rc = cmd_run(&c);
+        else if (!strcmp(c.command, "bench"))
+            rc = cli_bench(&c);
         else
             rc = cmd_cache(&c);
     } else if (rc < 0) {

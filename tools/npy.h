@@ -12,8 +12,8 @@ typedef enum npy_kind { NPY_BOOL, NPY_INT, NPY_UINT, NPY_FLOAT } npy_kind;
 
 typedef struct npy_array {
     npy_kind kind;
-    int itemsize;  /* bytes per element: 1, 2, 4, 8 */
-    int swap;      /* big-endian data: bytes need swapping */
+    int itemsize; /* bytes per element: 1, 2, 4, 8 */
+    int swap;     /* big-endian data: bytes need swapping */
     int rank;
     int64_t shape[FUSEC_MAX_RANK];
     int64_t count; /* elements */

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# tests/cli/bench_cache.sh: `fusec bench` (table and JSON), `fusec cache stats|clear`, and
+# the usage errors of both.
+set -u
+: "${FUSEC:?}" "${FUSEC_SRC:?}"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export FUSEC_CACHE_DIR="$tmp/cache"
+fail=0 pass=0
+check() { # check DESCRIPTION COMMAND...
+    local what=$1
+    shift
+    if "$@"; then pass=$((pass + 1)); else
+        fail=$((fail + 1))
+        echo "FAIL: $what"
+    fi
+}
+ex="$FUSEC_SRC/examples"
+
+out=$("$FUSEC" bench "$ex/gelu.fuse" -f gelu --dim N=1001 --reps 3 --target=ref 2>&1)
+check "bench table exits 0: $out" test $? -eq 0
+check "bench table shows the copy bandwidth" grep -q "copy bandwidth" <<<"$out"
+check "bench table shows one fused kernel" grep -Eq "kernels +1$" <<<"$out"
+
+out=$("$FUSEC" bench "$ex/softmax.fuse" -f softmax --dim R=3 --dim C=7 --reps 3 --format json \
+    --target=ref --no-fuse 2>&1)
+check "bench json exits 0: $out" test $? -eq 0
+check "bench json is one object with the SPEC's keys" python3 -c '
+import json, sys
+d = json.loads(sys.argv[1])
+for k in ("median_ms", "compile_cold_ms", "compile_cached_ms", "gbps", "pct_of_copy", "kernels"):
+    assert k in d, k
+assert d["fused"] is False and d["kernels"] == 5, d
+assert d["bytes"] == 2 * 3 * 7 * 4, d
+' "$out"
+
+"$FUSEC" bench "$ex/softmax.fuse" -f softmax --dim R=3 --target=ref >/dev/null 2>"$tmp/err"
+check "a missing --dim exits 1" test $? -eq 1
+check "a missing --dim is named" grep -q "dim 'C'" "$tmp/err"
+"$FUSEC" bench "$ex/gelu.fuse" -f gelu --dim N=x >/dev/null 2>&1
+check "a bad --dim is a usage error" test $? -eq 2
+"$FUSEC" bench "$ex/gelu.fuse" -f gelu --dim N=5 --reps 0 >/dev/null 2>&1
+check "--reps 0 is a usage error" test $? -eq 2
+"$FUSEC" bench "$ex/gelu.fuse" -f gelu --dim N=5 --format xml >/dev/null 2>&1
+check "--format xml is a usage error" test $? -eq 2
+
+out=$("$FUSEC" cache stats 2>&1)
+check "cache stats exits 0: $out" test $? -eq 0
+check "cache stats names the directory" grep -q "$tmp/cache" <<<"$out"
+out=$("$FUSEC" cache clear 2>&1)
+check "cache clear exits 0: $out" test $? -eq 0
+"$FUSEC" cache frobnicate >/dev/null 2>&1
+check "cache with an unknown verb is a usage error" test $? -eq 2
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,48 @@
+/* tools/cli.h: what the parts of the fusec command line share: the parsed arguments, exit
+ * codes and the helpers that report errors. */
+#ifndef FUSEC_TOOLS_CLI_H
+#define FUSEC_TOOLS_CLI_H
+
+#include <stdint.h>
+
+#include "fusec.h"
+
+enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
+
+#define MAX_FILES    256
+#define MAX_BINDINGS 64
+
+typedef struct binding {
+    const char *name; /* NULL for a positional --out */
+    const char *path;
+} binding;
+
+typedef struct dim_binding {
+    const char *name;
+    int64_t size;
+} dim_binding;
+
+typedef struct cli {
+    const char *command; /* NULL (compile), "run", "bench", "cache" */
+    const char *files[MAX_FILES];
+    int nfiles;
+    fusec_options opt;
+    const char *emit;
+    const char *output;
+    const char *function;
+    binding ins[MAX_BINDINGS];
+    int nins;
+    const char *outs[MAX_BINDINGS];
+    int nouts;
+    dim_binding dims[MAX_BINDINGS]; /* bench --dim NAME=SIZE */
+    int ndims;
+    int reps;           /* bench --reps */
+    const char *format; /* bench --format table|json */
+} cli;
+
+int cli_usage_error(const char *fmt, const char *arg);
+int cli_exit_code(fusec_status s);
+void cli_print_module_messages(const fusec_module *m, fusec_status st);
+int cli_bench(cli *c); /* tools/bench.c */
+
+#endif
