@@ -32,6 +32,12 @@ test-asan: deps
 demo: build
 	@bash scripts/demo.sh $(BUILD)
 
+# Fused against unfused and against what users use instead, on every device present; writes
+# bench/out/ (results.json, PNG plots). BENCH_FLAGS=--quick for one size of each.
+bench: build
+	@python3 -c 'import matplotlib' 2>/dev/null || python3 -m pip install -q matplotlib 2>/dev/null || true
+	python3 bench/run.py --fusec $(BUILD)/fusec $(BENCH_FLAGS)
+
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)
 

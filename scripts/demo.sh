@@ -21,22 +21,32 @@ echo "== the fusion report of gelu.fuse (fusec -v)"
 "$FUSEC" -v examples/gelu.fuse 2>&1 | sed 's/^/  /'
 
 echo
+target=$("$FUSEC" -v examples/gelu.fuse 2>&1 | sed -n 's/^target: //p' | cut -d' ' -f1)
+target=${target:-ref}
+n=$((1 << 24)); [ "$target" = ref ] && n=$((1 << 18))
+echo "== fused against unfused on the $target target (fusec bench, median of 10 runs)"
+for mode in "" --no-fuse; do
+    "$FUSEC" bench examples/gelu.fuse -f gelu --dim N=$n --reps 10 $mode
+    "$FUSEC" bench examples/softmax.fuse -f softmax --dim R=$((n / 1024)) --dim C=1024 --reps 10 $mode
+done | grep -E '^examples|time|of copy|kernels'
+
+echo
 echo "== gelu on 1000003 random values: fusec run against numpy"
-python3 - "$FUSEC" "$tmp" <<'PY'
+python3 - "$FUSEC" "$tmp" "$target" <<'PY'
 import subprocess, sys, time
 import numpy as np
-fusec, tmp = sys.argv[1], sys.argv[2]
+fusec, tmp, target = sys.argv[1], sys.argv[2], sys.argv[3]
 x = np.random.default_rng(1).uniform(-4, 4, 1000003).astype(np.float32)
 np.save(f"{tmp}/x.npy", x)
-for target in ("ref",):
-    t = time.perf_counter()
-    subprocess.run([fusec, "run", "examples/gelu.fuse", "-f", "gelu", f"--target={target}",
+for t in sorted({target, "ref"}):
+    start = time.perf_counter()
+    subprocess.run([fusec, "run", "examples/gelu.fuse", "-f", "gelu", f"--target={t}",
                     "--in", f"x={tmp}/x.npy", "--out", f"{tmp}/y.npy"], check=True)
-    dt = time.perf_counter() - t
+    dt = time.perf_counter() - start
     y = np.load(f"{tmp}/y.npy")
     xd = x.astype(np.float64)
     ref = 0.5 * xd * (1 + np.tanh(np.sqrt(2 / np.pi) * (xd + 0.044715 * xd ** 3)))
     err = np.max(np.abs(y - ref) / (np.abs(ref) + 1e-6))
-    print(f"  target {target:4s}: {dt * 1e3:8.1f} ms for the whole process, "
+    print(f"  target {t:4s}: {dt * 1e3:8.1f} ms for the whole process, "
           f"max relative error {err:.2e} against numpy (float64)")
 PY
