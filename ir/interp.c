@@ -4,13 +4,16 @@
  * operations, even when a node's dtype is f16 or f32; only a CAST, a value flagged
  * IR_NODE_STORED (a kernel writes it to memory) and an OUTPUT round to their dtype. Integer
  * values are exact with wrap-around at their width: computed in uint64 (no signed overflow)
- * and wrapped with ir_wrap_int. Inputs are read from their storage dtype.
+ * and wrapped with ir_wrap_int. Inputs are read from their storage dtype. What each
+ * element-wise op, cast and constant computes is ir/scalar_ops.h's, shared with constant
+ * folding and the front end; only reductions are defined here.
  *
  * Nodes are evaluated in index order (topological). Each value is one array of double (float
  * dtypes) or int64_t (integers and bool), freed after its last use; values no output needs
  * are not computed. Nothing here aborts: errors, out of memory included, return -1.
  */
 #include "ir.h"
+#include "scalar_ops.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -70,170 +73,69 @@ static void format_dims(char *buf, size_t len, const int64_t *dims, int32_t rank
     if (rank == 0) snprintf(buf, len, "[]");
 }
 
-/* ---- scalar semantics ------------------------------------------------------------------ */
+/* ---- element-wise loops ---------------------------------------------------------------- */
 
-static int64_t wrap_u(uint64_t u, ir_dtype t) {
-    /* uint64 -> int64 by value modulo 2^64, without an implementation-defined conversion */
-    int64_t v = u >= UINT64_C(0x8000000000000000) ? -(int64_t)(UINT64_MAX - u) - 1 : (int64_t)u;
-    return ir_wrap_int(v, t);
-}
+/* One loop per op: the switch on the op runs once per node, and the op's expression from
+ * the lists of scalar_ops.h (the semantics ir_scalar_eval computes too) is inlined into the
+ * loop. x[i] is operand i's array and st[i] its step: 1, or 0 for a rank-0 operand read at
+ * every element; an operand past the op's arity reads a 0 with step 0. */
+#define EW_LOOP(T, EXPR)                                                                           \
+    do {                                                                                           \
+        for (int64_t k = 0; k < cnt; k++) {                                                        \
+            T a = x[0][k * st[0]], b = x[1][k * st[1]], c = x[2][k * st[2]];                       \
+            (void)b;                                                                               \
+            (void)c;                                                                               \
+            out[k] = (EXPR);                                                                       \
+        }                                                                                          \
+    } while (0)
 
-/* numpy's minimum/maximum: a NaN operand wins */
-static double fmin_nan(double a, double b) {
-    if (isnan(a)) return a;
-    if (isnan(b)) return b;
-    return b < a ? b : a;
-}
+#define FLOAT_CASE(E, EXPR)                                                                        \
+    case IR_OP_##E:                                                                                \
+        EW_LOOP(double, EXPR);                                                                     \
+        break;
+#define INT_CASE(E, EXPR)                                                                          \
+    case IR_OP_##E: EW_LOOP(int64_t, EXPR); break;
 
-static double fmax_nan(double a, double b) {
-    if (isnan(a)) return a;
-    if (isnan(b)) return b;
-    return b > a ? b : a;
-}
-
-/* Round half to even, independent of the current rounding mode. */
-static double round_even(double x) {
-    double r = floor(x);
-    double d = x - r; /* exact: below 2^52 floor keeps all the integer bits */
-    if (d > 0.5 || (d == 0.5 && fmod(r, 2.0) != 0.0)) r += 1.0;
-    return r == 0.0 ? copysign(0.0, x) : r;
-}
-
-static double sigmoid(double x) {
-    /* never exp of a large positive number: no overflow to inf/inf */
-    if (x >= 0) return 1.0 / (1.0 + exp(-x));
-    double e = exp(x);
-    return e / (1.0 + e);
-}
-
-static double ew_float(ir_op op, double a, double b, double c) {
+static void float_loop(ir_op op, double *out, const double *const *x, const int64_t *st,
+                       int64_t cnt) {
     switch (op) {
-    case IR_OP_NEG: return -a;
-    case IR_OP_ADD: return a + b;
-    case IR_OP_SUB: return a - b;
-    case IR_OP_MUL: return a * b;
-    case IR_OP_DIV: return a / b;
-    case IR_OP_MOD: return fmod(a, b);
-    case IR_OP_ABS: return fabs(a);
-    case IR_OP_SIGN:
-        if (isnan(a)) return a;
-        return a > 0 ? 1.0 : a < 0 ? -1.0 : 0.0;
-    case IR_OP_MINIMUM: return fmin_nan(a, b);
-    case IR_OP_MAXIMUM: return fmax_nan(a, b);
-    case IR_OP_CLAMP: return fmin_nan(fmax_nan(a, b), c);
-    case IR_OP_EXP: return exp(a);
-    case IR_OP_EXP2: return exp2(a);
-    case IR_OP_EXPM1: return expm1(a);
-    case IR_OP_LOG: return log(a);
-    case IR_OP_LOG2: return log2(a);
-    case IR_OP_LOG10: return log10(a);
-    case IR_OP_LOG1P: return log1p(a);
-    case IR_OP_SQRT: return sqrt(a);
-    case IR_OP_RSQRT: return 1.0 / sqrt(a);
-    case IR_OP_SIN: return sin(a);
-    case IR_OP_COS: return cos(a);
-    case IR_OP_TAN: return tan(a);
-    case IR_OP_ASIN: return asin(a);
-    case IR_OP_ACOS: return acos(a);
-    case IR_OP_ATAN: return atan(a);
-    case IR_OP_SINH: return sinh(a);
-    case IR_OP_COSH: return cosh(a);
-    case IR_OP_TANH: return tanh(a);
-    case IR_OP_ASINH: return asinh(a);
-    case IR_OP_ACOSH: return acosh(a);
-    case IR_OP_ATANH: return atanh(a);
-    case IR_OP_ERF: return erf(a);
-    case IR_OP_SIGMOID: return sigmoid(a);
-    case IR_OP_RELU: return a > 0 ? a : isnan(a) ? a : 0.0; /* relu(-0.0) is +0.0 */
-    case IR_OP_FLOOR: return floor(a);
-    case IR_OP_CEIL: return ceil(a);
-    case IR_OP_ROUND: return round_even(a);
-    case IR_OP_TRUNC: return trunc(a);
-    case IR_OP_POW: return pow(a, b);
-    case IR_OP_ATAN2: return atan2(a, b);
-    case IR_OP_HYPOT: return hypot(a, b);
-    case IR_OP_COPYSIGN: return copysign(a, b);
-    default: return NAN; /* not reached: the verifier admits no other op here */
+        IR_SCALAR_FLOAT_OPS(FLOAT_CASE)
+    default: break; /* not reached: the verifier admits no other op here */
     }
 }
 
-static int64_t ew_int(ir_op op, ir_dtype t, int64_t a, int64_t b, int64_t c) {
-    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+/* t: the node's dtype, which the expressions of IR_SCALAR_INT_OPS wrap to */
+static void int_loop(ir_op op, ir_dtype t, int64_t *out, const int64_t *const *x, const int64_t *st,
+                     int64_t cnt) {
     switch (op) {
-    case IR_OP_NEG: return wrap_u(0 - ua, t);
-    case IR_OP_ADD: return wrap_u(ua + ub, t);
-    case IR_OP_SUB: return wrap_u(ua - ub, t);
-    case IR_OP_MUL: return wrap_u(ua * ub, t);
-    case IR_OP_DIV:
-        /* by zero: 0 on every target; by -1: negation, so INT_MIN / -1 wraps to INT_MIN */
-        if (b == 0) return 0;
-        if (b == -1) return wrap_u(0 - ua, t);
-        return ir_wrap_int(a / b, t);
-    case IR_OP_MOD:
-        if (b == 0 || b == -1) return 0;
-        return ir_wrap_int(a % b, t);
-    case IR_OP_ABS: return a < 0 ? wrap_u(0 - ua, t) : a;
-    case IR_OP_SIGN: return (a > 0) - (a < 0);
-    case IR_OP_MINIMUM: return b < a ? b : a;
-    case IR_OP_MAXIMUM: return b > a ? b : a;
-    case IR_OP_CLAMP: {
-        int64_t m = b > a ? b : a;
-        return c < m ? c : m;
-    }
-    default: return 0; /* not reached: the verifier admits no other op here */
+        IR_SCALAR_INT_OPS(INT_CASE)
+    default: break;
     }
 }
 
-static int cmp_float(ir_op op, double a, double b) {
+/* Ops on floats that give a bool: comparisons and predicates. */
+static void float_test_loop(ir_op op, int64_t *out, const double *const *x, const int64_t *st,
+                            int64_t cnt) {
     switch (op) {
-    case IR_OP_EQ: return a == b;
-    case IR_OP_NE: return a != b;
-    case IR_OP_LT: return a < b;
-    case IR_OP_LE: return a <= b;
-    case IR_OP_GT: return a > b;
-    case IR_OP_GE: return a >= b;
-    default: return 0;
+        IR_SCALAR_CMP_OPS(FLOAT_CASE)
+        IR_SCALAR_PRED_OPS(FLOAT_CASE)
+    default: break;
     }
 }
 
-static int cmp_int(ir_op op, int64_t a, int64_t b) {
+/* Ops on integers or bools that give a bool: comparisons and logic. */
+static void int_test_loop(ir_op op, int64_t *out, const int64_t *const *x, const int64_t *st,
+                          int64_t cnt) {
     switch (op) {
-    case IR_OP_EQ: return a == b;
-    case IR_OP_NE: return a != b;
-    case IR_OP_LT: return a < b;
-    case IR_OP_LE: return a <= b;
-    case IR_OP_GT: return a > b;
-    case IR_OP_GE: return a >= b;
-    default: return 0;
+        IR_SCALAR_CMP_OPS(INT_CASE)
+        IR_SCALAR_LOGIC_OPS(INT_CASE)
+    default: break;
     }
 }
 
-/* An integer converted to float dtype t with one rounding. Going through double would
- * round twice for |v| >= 2^53, so the value is first cut to 53 bits rounding to odd (the
- * lost bits stick in the lowest kept bit), which then rounds to 24 bits or fewer exactly as
- * the integer itself would. */
-static double int_to_float(int64_t v, ir_dtype t) {
-    if (t == IR_F64) return (double)v;
-    if (t == IR_F32) return (double)(float)v;
-    uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
-    double d;
-    if (u < (UINT64_C(1) << 53)) {
-        d = (double)u;
-    } else {
-        int s = 0;
-        while ((u >> s) >= (UINT64_C(1) << 53))
-            s++;
-        uint64_t m = u >> s;
-        if (u & ((UINT64_C(1) << s) - 1)) m |= 1;
-        d = ldexp((double)m, s);
-    }
-    return ir_round_to_dtype(v < 0 ? -d : d, t);
-}
-
-/* A float value converted to integer dtype t (fusec's rules: see ir_float_to_int). */
-static int64_t float_to_int(double x, ir_dtype t) {
-    return ir_float_to_int(x, t);
-}
+#undef INT_CASE
+#undef FLOAT_CASE
+#undef EW_LOOP
 
 /* ---- the run --------------------------------------------------------------------------- */
 
@@ -291,66 +193,46 @@ static void eval_input(run *R, ir_ref r) {
 }
 
 static void eval_const(run *R, ir_ref r) {
-    const ir_node *n = &R->f->nodes[r];
-    if (is_float(n->dtype))
-        R->vals[r].d[0] = n->value.f;
+    ir_scalar v = ir_scalar_of_const(&R->f->nodes[r]);
+    if (R->vals[r].d)
+        R->vals[r].d[0] = v.f;
     else
-        R->vals[r].i[0] = ir_wrap_int(n->value.i, n->dtype);
+        R->vals[r].i[0] = v.i;
 }
 
 static void eval_ew(run *R, ir_ref r) {
+    static const double zero_d = 0;
+    static const int64_t zero_i = 0;
     const ir_node *n = &R->f->nodes[r];
     const ir_op_info *oi = &ir_ops[n->op];
     value *out = &R->vals[r];
-    const value *a[3] = {NULL, NULL, NULL};
-    int64_t step[3] = {0, 0, 0}; /* 0: a rank-0 operand read at every element */
+    const double *xd[3] = {&zero_d, &zero_d, &zero_d};
+    const int64_t *xi[3] = {&zero_i, &zero_i, &zero_i};
+    int64_t st[3] = {0, 0, 0};
     for (int i = 0; i < oi->arity; i++) {
-        a[i] = &R->vals[n->args[i]];
-        step[i] = R->f->nodes[n->args[i]].shape.rank == 0 ? 0 : 1;
+        const value *v = &R->vals[n->args[i]];
+        if (v->d) xd[i] = v->d;
+        if (v->i) xi[i] = v->i;
+        st[i] = R->f->nodes[n->args[i]].shape.rank == 0 ? 0 : 1;
     }
     int64_t cnt = R->count[r];
     ir_dtype at = R->f->nodes[n->args[0]].dtype;
-    if (oi->flags & IR_OPF_CMP) {
-        for (int64_t k = 0; k < cnt; k++)
-            out->i[k] = is_float(at) ? cmp_float(n->op, a[0]->d[k * step[0]], a[1]->d[k * step[1]])
-                                     : cmp_int(n->op, a[0]->i[k * step[0]], a[1]->i[k * step[1]]);
-    } else if (oi->flags & IR_OPF_LOGIC) {
-        for (int64_t k = 0; k < cnt; k++) {
-            int64_t x = a[0]->i[k * step[0]];
-            if (n->op == IR_OP_NOT)
-                out->i[k] = !x;
-            else if (n->op == IR_OP_AND)
-                out->i[k] = x && a[1]->i[k * step[1]];
-            else
-                out->i[k] = x || a[1]->i[k * step[1]];
-        }
-    } else if (oi->flags & IR_OPF_PRED) {
-        for (int64_t k = 0; k < cnt; k++) {
-            double x = a[0]->d[k * step[0]];
-            out->i[k] = n->op == IR_OP_ISNAN ? isnan(x) != 0 : isinf(x) != 0;
-        }
+    if ((oi->flags & (IR_OPF_CMP | IR_OPF_PRED)) && is_float(at)) {
+        float_test_loop(n->op, out->i, xd, st, cnt);
+    } else if (oi->flags & (IR_OPF_CMP | IR_OPF_LOGIC)) {
+        int_test_loop(n->op, out->i, xi, st, cnt);
     } else if (oi->flags & IR_OPF_SELECT) {
         for (int64_t k = 0; k < cnt; k++) {
-            int c = a[0]->i[k * step[0]] != 0;
+            int c = xi[0][k * st[0]] != 0;
             if (is_float(n->dtype))
-                out->d[k] = c ? a[1]->d[k * step[1]] : a[2]->d[k * step[2]];
+                out->d[k] = c ? xd[1][k * st[1]] : xd[2][k * st[2]];
             else
-                out->i[k] = c ? a[1]->i[k * step[1]] : a[2]->i[k * step[2]];
+                out->i[k] = c ? xi[1][k * st[1]] : xi[2][k * st[2]];
         }
     } else if (is_float(n->dtype)) {
-        for (int64_t k = 0; k < cnt; k++) {
-            double x = a[0]->d[k * step[0]];
-            double y = oi->arity > 1 ? a[1]->d[k * step[1]] : 0;
-            double z = oi->arity > 2 ? a[2]->d[k * step[2]] : 0;
-            out->d[k] = ew_float(n->op, x, y, z);
-        }
+        float_loop(n->op, out->d, xd, st, cnt);
     } else {
-        for (int64_t k = 0; k < cnt; k++) {
-            int64_t x = a[0]->i[k * step[0]];
-            int64_t y = oi->arity > 1 ? a[1]->i[k * step[1]] : 0;
-            int64_t z = oi->arity > 2 ? a[2]->i[k * step[2]] : 0;
-            out->i[k] = ew_int(n->op, n->dtype, x, y, z);
-        }
+        int_loop(n->op, n->dtype, out->i, xi, st, cnt);
     }
 }
 
@@ -361,14 +243,12 @@ static void eval_cast(run *R, ir_ref r) {
     value *out = &R->vals[r];
     int64_t cnt = R->count[r];
     for (int64_t k = 0; k < cnt; k++) {
-        if (is_float(from) && is_float(to))
-            out->d[k] = ir_round_to_dtype(a->d[k], to);
-        else if (is_float(from))
-            out->i[k] = float_to_int(a->d[k], to);
-        else if (is_float(to))
-            out->d[k] = int_to_float(a->i[k], to);
+        ir_scalar x = {a->d ? a->d[k] : 0, a->i ? a->i[k] : 0};
+        ir_scalar y = ir_scalar_cast(x, from, to);
+        if (out->d)
+            out->d[k] = y.f;
         else
-            out->i[k] = ir_wrap_int(a->i[k], to);
+            out->i[k] = y.i;
     }
 }
 
@@ -474,16 +354,16 @@ static int eval_reduce(run *R, ir_ref r) {
             case IR_OP_SUM: *p += (uint64_t)v; break;
             case IR_OP_PROD: *p *= (uint64_t)v; break;
             case IR_OP_MAX:
-                if (v > wrap_u(*p, IR_I64)) *p = (uint64_t)v;
+                if (v > ir_scalar_wrap_u(*p, IR_I64)) *p = (uint64_t)v;
                 break;
             case IR_OP_MIN:
-                if (v < wrap_u(*p, IR_I64)) *p = (uint64_t)v;
+                if (v < ir_scalar_wrap_u(*p, IR_I64)) *p = (uint64_t)v;
                 break;
             default: break;
             }
         }
         for (int64_t k = 0; k < ocnt; k++)
-            out->i[k] = wrap_u(acc[k], n->dtype);
+            out->i[k] = ir_scalar_wrap_u(acc[k], n->dtype);
         free(acc);
         return 0;
     }
@@ -516,8 +396,8 @@ static int eval_reduce(run *R, ir_ref r) {
             break;
         }
         case IR_OP_PROD: *p *= v; break;
-        case IR_OP_MAX: *p = fmax_nan(*p, v); break;
-        case IR_OP_MIN: *p = fmin_nan(*p, v); break;
+        case IR_OP_MAX: *p = ir_scalar_fmax(*p, v); break;
+        case IR_OP_MIN: *p = ir_scalar_fmin(*p, v); break;
         default: break;
         }
     }

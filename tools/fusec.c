@@ -502,5 +502,7 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < c.nins; i++)
         free((void *)c.ins[i].name);
+    for (int i = 0; i < c.ndims; i++)
+        free((void *)c.dims[i].name);
     return rc;
 }
