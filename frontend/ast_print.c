@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *print_op_symbol(ir_op op) {
+const char *parse_op_token(ir_op op) {
     switch (op) {
     case IR_OP_NEG: return "-";
     case IR_OP_NOT: return "!";
@@ -84,12 +84,12 @@ static void print_expr(ir_buf *b, const ast_expr *e) {
     case AST_BOOL: ir_buf_puts(b, e->u.blit.value ? "true" : "false"); break;
     case AST_NAME: ir_buf_puts(b, e->u.name.name); break;
     case AST_UNARY:
-        ir_buf_printf(b, "(%s ", print_op_symbol(e->u.unary.op));
+        ir_buf_printf(b, "(%s ", parse_op_token(e->u.unary.op));
         print_expr(b, e->u.unary.x);
         ir_buf_puts(b, ")");
         break;
     case AST_BINARY:
-        ir_buf_printf(b, "(%s ", print_op_symbol(e->u.binary.op));
+        ir_buf_printf(b, "(%s ", parse_op_token(e->u.binary.op));
         print_expr(b, e->u.binary.l);
         ir_buf_puts(b, " ");
         print_expr(b, e->u.binary.r);

@@ -362,7 +362,7 @@ static check_val lower_binary(check_ctx *c, check_frame *fr, const ast_expr *e) 
         for (int i = 0; i < 2; i++) {
             check_type t = check_type_of(c, &v[i]);
             if (!is_bool(&t)) {
-                check_error(c, at, "operator '%s' needs bool operands, got %s", check_op_token(op),
+                check_error(c, at, "operator '%s' needs bool operands, got %s", parse_op_token(op),
                             check_type_name(&t));
                 return check_err_val();
             }
@@ -373,7 +373,7 @@ static check_val lower_binary(check_ctx *c, check_frame *fr, const ast_expr *e) 
     }
     check_type t = check_promote(c, v, 2);
     if (!(flags & IR_OPF_CMP) && is_bool(&t)) {
-        check_error(c, at, "operator '%s' needs numeric operands, got bool", check_op_token(op));
+        check_error(c, at, "operator '%s' needs numeric operands, got bool", parse_op_token(op));
         return check_err_val();
     }
     if (all_weak(v, 2)) return check_fold_binary(op, &v[0], &v[1]);

@@ -189,7 +189,6 @@ check_val check_fold_binary(ir_op op, const check_val *l, const check_val *r);
 check_val check_fold_builtin(ir_op op, const check_val *args, int n);
 /* A weak value converted to kind wk. */
 check_val check_weak_to(const check_val *v, check_wkind wk);
-const char *check_op_token(ir_op op);
 
 /* ---- check_calls.c -------------------------------------------------------------------- */
 

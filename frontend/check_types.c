@@ -205,24 +205,3 @@ check_val check_fold_builtin(ir_op op, const check_val *args, int n) {
     weak_promote(v, args, n, k);
     return fold(op, (flags & IR_OPF_PRED) ? CHECK_W_BOOL : k, k, v, n, loc);
 }
-
-const char *check_op_token(ir_op op) {
-    switch (op) {
-    case IR_OP_NEG: return "-";
-    case IR_OP_NOT: return "!";
-    case IR_OP_ADD: return "+";
-    case IR_OP_SUB: return "-";
-    case IR_OP_MUL: return "*";
-    case IR_OP_DIV: return "/";
-    case IR_OP_MOD: return "%";
-    case IR_OP_EQ: return "==";
-    case IR_OP_NE: return "!=";
-    case IR_OP_LT: return "<";
-    case IR_OP_LE: return "<=";
-    case IR_OP_GT: return ">";
-    case IR_OP_GE: return ">=";
-    case IR_OP_AND: return "&&";
-    case IR_OP_OR: return "||";
-    default: return ir_ops[op].name;
-    }
-}

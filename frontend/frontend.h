@@ -15,6 +15,9 @@
  * recovery at statement level so one run reports several. Returns the number of errors. */
 int parse_file(diag_ctx *d, ast_file **out);
 
+/* How an operator is written in source ("+", "&&"); an op without one gives its name. */
+const char *parse_op_token(ir_op op);
+
 /* `fusec --emit=ast`: a stable text form of the tree. */
 void parse_print_ast(ir_buf *b, const ast_file *f);
 

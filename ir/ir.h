@@ -227,6 +227,10 @@ typedef struct ir_kernel {
     int32_t nparts, cap_parts;
 } ir_kernel;
 
+/* The kind of a reduction of domain `d` over `axes`: full, row (reduces a suffix of the axes)
+ * or column. Axes of literal size 1 count as either (ir/shape.c). */
+ir_kernel_kind ir_reduction_kind(const ir_shape *d, uint32_t axes);
+
 struct ir_partition {
     ir_kernel *kernels; /* in an order that respects their dependencies */
     int32_t nkernels, cap_kernels;

@@ -133,3 +133,21 @@ int ir_bind_shapes(const ir_func *f, const ir_tensor *inputs, int64_t *sym_value
     }
     return 0;
 }
+
+/* The kind of a reduction over `d` that reduces `axes`. Axes of literal size 1 count as
+ * either: they change neither the layout nor the number of elements. */
+ir_kernel_kind ir_reduction_kind(const ir_shape *d, uint32_t axes) {
+    uint32_t ones = 0, all = d->rank ? (uint32_t)((1u << d->rank) - 1) : 0;
+    for (int32_t i = 0; i < d->rank; i++)
+        if (ir_dim_is_one(d->dims[i])) ones |= 1u << i;
+    uint32_t r = axes | ones;
+    if (r == all) return IR_KERNEL_FULL_REDUCTION;
+    /* row: from the first reduced axis (ignoring size-1 axes before it) to the last */
+    uint32_t real = axes & ~ones;
+    int first = 0;
+    while (first < d->rank && !(real & (1u << first)))
+        first++;
+    uint32_t suffix = all & ~((1u << first) - 1);
+    if ((r & suffix) == suffix) return IR_KERNEL_ROW_REDUCTION;
+    return IR_KERNEL_COLUMN_REDUCTION;
+}

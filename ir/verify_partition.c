@@ -52,22 +52,6 @@ static int fits(const ir_shape *s, const ir_shape *d) {
     return ir_shape_equal(&out, d);
 }
 
-/* The kind of a reduction of `d` over `axes` (axes of literal size 1 count as either). */
-static ir_kernel_kind reduce_kind(const ir_shape *d, uint32_t axes) {
-    uint32_t ones = 0, all = d->rank ? (uint32_t)((1u << d->rank) - 1) : 0;
-    for (int32_t i = 0; i < d->rank; i++)
-        if (ir_dim_is_one(d->dims[i])) ones |= 1u << i;
-    uint32_t r = axes | ones;
-    if (r == all) return IR_KERNEL_FULL_REDUCTION;
-    uint32_t real = axes & ~ones;
-    int first = 0;
-    while (first < d->rank && !(real & (1u << first)))
-        first++;
-    uint32_t suffix = all & ~((1u << first) - 1);
-    if ((r & suffix) == suffix) return IR_KERNEL_ROW_REDUCTION;
-    return IR_KERNEL_COLUMN_REDUCTION;
-}
-
 typedef struct scratch {
     int32_t *owner;  /* kernel of each node, -1 */
     int32_t *pos;    /* place in its body */
@@ -202,7 +186,7 @@ static int check_kernel(const ir_func *f, int32_t k, scratch *s, char *err, size
         }
         return 0;
     }
-    if (reduce_kind(&kn->domain, kn->reduce_axes) != kn->kind)
+    if (ir_reduction_kind(&kn->domain, kn->reduce_axes) != kn->kind)
         return fail(err, errlen, "kernel %d: the kind does not match reduce axes 0x%x", (int)k,
                     (unsigned)kn->reduce_axes);
     ir_shape outer = ir_shape_reduce(&kn->domain, kn->reduce_axes);

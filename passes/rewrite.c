@@ -151,24 +151,6 @@ static ir_ref set_intern(node_set *s, const ir_func *f, ir_ref r) {
     }
 }
 
-/* The kind of a reduction over `d` that reduces `axes`. Axes of literal size 1 count as
- * either: they change neither the layout nor the number of elements. */
-static ir_kernel_kind reduce_kind(const ir_shape *d, uint32_t axes) {
-    uint32_t ones = 0, all = d->rank ? (uint32_t)((1u << d->rank) - 1) : 0;
-    for (int32_t i = 0; i < d->rank; i++)
-        if (ir_dim_is_one(d->dims[i])) ones |= 1u << i;
-    uint32_t r = axes | ones;
-    if (r == all) return IR_KERNEL_FULL_REDUCTION;
-    /* row: from the first reduced axis (ignoring size-1 axes before it) to the last */
-    uint32_t real = axes & ~ones;
-    int first = 0;
-    while (first < d->rank && !(real & (1u << first)))
-        first++;
-    uint32_t suffix = all & ~((1u << first) - 1);
-    if ((r & suffix) == suffix) return IR_KERNEL_ROW_REDUCTION;
-    return IR_KERNEL_COLUMN_REDUCTION;
-}
-
 /* A binary min-heap of ints keyed by key[]. */
 typedef struct heap {
     int32_t *a;
@@ -227,7 +209,7 @@ static void describe_part(const ir_func *f, const ir_ref *body, int32_t from, in
         if (pass_is_reduce(n)) {
             k->domain = f->nodes[n->args[0]].shape;
             k->reduce_axes = n->axes;
-            k->kind = reduce_kind(&k->domain, n->axes);
+            k->kind = ir_reduction_kind(&k->domain, n->axes);
             return;
         }
         if (!first_out && (n->flags & IR_NODE_STORED)) first_out = n;

@@ -24,27 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check.h"
+
 extern char **environ;
-
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_STR(got, want)                                                                       \
-    do {                                                                                           \
-        const char *g_ = (got), *w_ = (want);                                                      \
-        if (!g_ || strcmp(g_, w_) != 0) {                                                          \
-            fprintf(stderr, "%s:%d: got \"%s\", want \"%s\"\n", __FILE__, __LINE__,                \
-                    g_ ? g_ : "(null)", w_);                                                       \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
 
 static char root[512];
 
@@ -957,10 +939,5 @@ int main(int argc, char **argv) {
     test_threads();
     test_timing("/proc/self/exe");
     remove_tree(root);
-    if (failures) {
-        fprintf(stderr, "test_cache: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_cache: ok\n");
-    return 0;
+    return check_exit("test_cache");
 }

@@ -10,25 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_STR(got, want)                                                                       \
-    do {                                                                                           \
-        const char *g_ = (got), *w_ = (want);                                                      \
-        if (strcmp(g_, w_) != 0) {                                                                 \
-            fprintf(stderr, "%s:%d: CHECK_STR failed\n--- got:\n%s\n--- want:\n%s\n", __FILE__,    \
-                    __LINE__, g_, w_);                                                             \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 /* Everything one check produced; all memory in `arena`, freed by done(). */
 typedef struct result {
@@ -630,10 +612,5 @@ int main(void) {
     test_recursion_and_limits();
     test_returns();
     test_names();
-    if (failures) {
-        fprintf(stderr, "test_check: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_check: ok\n");
-    return 0;
+    return check_exit("test_check");
 }

@@ -1,4 +1,5 @@
-/* tests/unit/test_dtype.c: f16/bf16 conversions, rounding to a dtype, integer wrap-around and saturation.
+/* tests/unit/test_dtype.c: f16/bf16 conversions, rounding to a dtype, integer wrap-around and
+ * saturation.
  *
  * The 16-bit conversions are checked exhaustively (every bit pattern round-trips) and
  * against an independent reference: the two neighbours of x on the 16-bit grid found by
@@ -13,15 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15u;
 
@@ -237,10 +230,5 @@ int main(void) {
     check_known_values();
     check_round_to_dtype();
     check_wrap();
-    if (failures) {
-        fprintf(stderr, "test_dtype: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_dtype: ok\n");
-    return 0;
+    return check_exit("test_dtype");
 }

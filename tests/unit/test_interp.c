@@ -9,24 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_STR(got, want)                                                                       \
-    do {                                                                                           \
-        const char *g_ = (got), *w_ = (want);                                                      \
-        if (strcmp(g_, w_) != 0) {                                                                 \
-            fprintf(stderr, "%s:%d: got \"%s\", want \"%s\"\n", __FILE__, __LINE__, g_, w_);       \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 /* NaN equals NaN; otherwise |a - b| <= tol * |b| (tol 0: bit-for-bit up to the sign of 0) */
 static int close_to(double a, double b, double tol) {
@@ -678,10 +661,5 @@ int main(void) {
     test_storage_inputs();
     test_sum_accuracy();
     test_large();
-    if (failures) {
-        fprintf(stderr, "test_interp: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_interp: ok\n");
-    return 0;
+    return check_exit("test_interp");
 }

@@ -6,24 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_STR(got, want)                                                                       \
-    do {                                                                                           \
-        const char *g_ = (got), *w_ = (want);                                                      \
-        if (strcmp(g_, w_) != 0) {                                                                 \
-            fprintf(stderr, "%s:%d: got:\n%s\nwant:\n%s\n", __FILE__, __LINE__, g_, w_);           \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 static ir_shape shape(int rank, const ir_dim *dims) {
     ir_shape s = {0};
@@ -356,10 +339,5 @@ int main(void) {
     test_build_and_print();
     test_verify_rejects();
     test_verify_accepts();
-    if (failures) {
-        fprintf(stderr, "test_ir: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_ir: ok\n");
-    return 0;
+    return check_exit("test_ir");
 }

@@ -7,25 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_STR(got, want)                                                                       \
-    do {                                                                                           \
-        const char *g_ = (got), *w_ = (want);                                                      \
-        if (strcmp(g_, w_) != 0) {                                                                 \
-            fprintf(stderr, "%s:%d: CHECK_STR failed\n  got:  %s\n  want: %s\n", __FILE__,         \
-                    __LINE__, g_, w_);                                                             \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 static const char *const kind_enum_names[LEX_KIND_COUNT] = {
 #define KIND_NAME(E, S) #E,
@@ -314,10 +296,5 @@ int main(void) {
     test_overflow();
     test_bad_bytes();
     test_eof_repeats();
-    if (failures) {
-        fprintf(stderr, "test_lexer: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_lexer: ok\n");
-    return 0;
+    return check_exit("test_lexer");
 }

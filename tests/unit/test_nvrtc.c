@@ -17,15 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 static double now_ms(void) {
     struct timespec t;
@@ -244,10 +236,5 @@ int main(void) {
     test_timing();
     test_compile();
     test_threads();
-    if (failures) {
-        fprintf(stderr, "test_nvrtc: %d check(s) failed\n", failures);
-        return 1;
-    }
-    printf("test_nvrtc: ok\n");
-    return 0;
+    return check_exit("test_nvrtc");
 }

@@ -7,25 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_STR(got, want)                                                                       \
-    do {                                                                                           \
-        const char *g_ = (got), *w_ = (want);                                                      \
-        if (strcmp(g_, w_) != 0) {                                                                 \
-            fprintf(stderr, "%s:%d: CHECK_STR failed\n--- got:\n%s\n--- want:\n%s\n", __FILE__,    \
-                    __LINE__, g_, w_);                                                             \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 /* Everything one parse produced. All memory is in `arena`, freed by done(). */
 typedef struct result {
@@ -735,10 +717,5 @@ int main(void) {
     test_recovery();
     test_diag();
     test_limits();
-    if (failures) {
-        fprintf(stderr, "test_parser: %d failure(s)\n", failures);
-        return 1;
-    }
-    printf("test_parser: ok\n");
-    return 0;
+    return check_exit("test_parser");
 }

@@ -13,25 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond);               \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
-
-#define CHECK_MSG(cond, ...)                                                                       \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond);               \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, "\n");                                                                 \
-            failures++;                                                                            \
-        }                                                                                          \
-    } while (0)
+#include "check.h"
 
 /* ---- helpers --------------------------------------------------------------------------- */
 
@@ -823,10 +805,5 @@ int main(void) {
     test_verify_partition();
     test_pipeline_options();
     test_random_programs(getenv("FUSEC_TEST_RANDOM") ? atoi(getenv("FUSEC_TEST_RANDOM")) : 300);
-    if (failures) {
-        fprintf(stderr, "test_passes: %d failure%s\n", failures, failures == 1 ? "" : "s");
-        return 1;
-    }
-    printf("test_passes: ok\n");
-    return 0;
+    return check_exit("test_passes");
 }
