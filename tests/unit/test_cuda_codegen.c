@@ -1,0 +1,304 @@
+/* tests/unit/test_cuda_codegen.c: the CUDA code generator without a compiler or a GPU: the op
+ * table covers ops.def; every example and test program generates (fused and --no-fuse), the
+ * same IR giving byte-identical source, with launch metadata that holds together; and
+ * cuda_resolve's grids, variants, argument values and checks for known shapes. */
+#include "codegen/cuda.h"
+#include "codegen/cuda_internal.h"
+#include "frontend/frontend.h"
+#include "passes/passes.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static char *read_text(const char *path) {
+    char full[1024];
+    const char *src = getenv("FUSEC_SRC");
+    snprintf(full, sizeof full, "%s/%s", src ? src : ".", path);
+    FILE *fp = fopen(full, "rb");
+    if (!fp) return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, fp) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf) buf[n] = 0;
+    fclose(fp);
+    return buf;
+}
+
+/* The fused functions of a source file, in arena a; n set. NULL on errors. */
+static ir_func **fused_funcs(ir_arena *a, const char *path, int no_fuse, int *n) {
+    char *text = read_text(path);
+    *n = 0;
+    CHECK_MSG(text != NULL, "cannot read %s", path);
+    if (!text) return NULL;
+    size_t len = strlen(text);
+    char *copy = ir_arena_alloc(a, len + 1);
+    memcpy(copy, text, len + 1);
+    free(text);
+    diag_ctx d;
+    diag_init(&d, a, path, copy, len);
+    ast_file *file = NULL;
+    ir_module *m = NULL;
+    if (parse_file(&d, &file) || check_file(&d, file, &m) || d.nerrors || !m) {
+        CHECK_MSG(0, "%s does not compile:\n%s", path, d.out.data ? d.out.data : "");
+        return NULL;
+    }
+    ir_func **fs = ir_arena_calloc(a, (size_t)(m->nfuncs + 1), sizeof(ir_func *));
+    for (int i = 0; i < m->nfuncs; i++) {
+        ir_func *g = ir_func_clone(a, m->funcs[i]);
+        char err[512];
+        pass_options o = {0};
+        o.no_fuse = no_fuse;
+        int rc = pass_run_pipeline(g, &o, err, sizeof err);
+        CHECK_MSG(rc == PASS_OK, "%s %s: %s", path, m->funcs[i]->name, err);
+        if (rc != PASS_OK) return NULL;
+        fs[i] = g;
+    }
+    *n = m->nfuncs;
+    return fs;
+}
+
+static const cuda_module *generate(ir_arena *a, const char *path, int no_fuse) {
+    int n = 0;
+    ir_func **fs = fused_funcs(a, path, no_fuse, &n);
+    if (!fs) return NULL;
+    cuda_module *mod = NULL;
+    char err[512];
+    int rc = cuda_generate(a, fs, n, &mod, err, sizeof err);
+    CHECK_MSG(rc == 0, "%s%s: %s", path, no_fuse ? " --no-fuse" : "", err);
+    return rc == 0 ? mod : NULL;
+}
+
+static const cuda_func *find_func(const cuda_module *m, const char *name) {
+    for (int32_t i = 0; m && i < m->nfuncs; i++)
+        if (strcmp(m->funcs[i].name, name) == 0) return &m->funcs[i];
+    CHECK_MSG(0, "no function %s", name);
+    return NULL;
+}
+
+/* The metadata refers to what exists: arguments in range, variants ending unconditional. */
+static void check_metadata(const char *path, const cuda_module *m) {
+    for (int32_t fi = 0; fi < m->nfuncs; fi++) {
+        const cuda_func *f = &m->funcs[fi];
+        for (int32_t li = 0; li < f->nlaunches; li++) {
+            const cuda_launch *l = &f->launches[li];
+            CHECK_MSG(l->nvariants >= 1 && l->variants[l->nvariants - 1].nconds == 0,
+                      "%s %s launch %d: the last variant must have no conditions", path, f->name,
+                      (int)li);
+            for (int32_t v = 0; v < l->nvariants; v++) {
+                const char *name = l->variants[v].name;
+                int known = 0;
+                for (int32_t i = 0; i < m->nnames; i++)
+                    known |= strcmp(m->names[i], name) == 0;
+                CHECK_MSG(known && strstr(m->source, name), "%s: %s is not in the source", path,
+                          name);
+                CHECK(l->variants[v].nparts >= 1);
+            }
+            for (int32_t j = 0; j < l->nargs; j++) {
+                const cuda_arg *a = &l->args[j];
+                switch (a->kind) {
+                case CUDA_ARG_PARAM: CHECK(a->index >= 0 && a->index < f->nparams); break;
+                case CUDA_ARG_RESULT: CHECK(a->index >= 0 && a->index < f->nresults); break;
+                case CUDA_ARG_SCRATCH: CHECK(a->index >= 0 && a->index < f->nscratch); break;
+                case CUDA_ARG_GRID_OF: CHECK(a->index >= 0 && a->index < li); break;
+                default: break;
+                }
+                CHECK(a->name && a->name[0]);
+            }
+        }
+    }
+}
+
+static void test_programs(void) {
+    const char *dirs[] = {"examples", "tests/programs"};
+    int files = 0;
+    for (int d = 0; d < 2; d++) {
+        char full[1024];
+        const char *src = getenv("FUSEC_SRC");
+        snprintf(full, sizeof full, "%s/%s", src ? src : ".", dirs[d]);
+        DIR *dir = opendir(full);
+        CHECK_MSG(dir != NULL, "cannot list %s", full);
+        if (!dir) continue;
+        struct dirent *e;
+        while ((e = readdir(dir))) {
+            size_t n = strlen(e->d_name);
+            if (n < 6 || strcmp(e->d_name + n - 5, ".fuse") != 0) continue;
+            char path[1024];
+            snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name);
+            for (int no_fuse = 0; no_fuse < 2; no_fuse++) {
+                ir_arena a1, a2;
+                ir_arena_init(&a1);
+                ir_arena_init(&a2);
+                const cuda_module *m1 = generate(&a1, path, no_fuse);
+                const cuda_module *m2 = generate(&a2, path, no_fuse);
+                if (m1 && m2) {
+                    CHECK_MSG(m1->source_len == m2->source_len &&
+                                  memcmp(m1->source, m2->source, m1->source_len) == 0,
+                              "%s: two generations differ", path);
+                    CHECK(strlen(m1->source) == m1->source_len);
+                    check_metadata(path, m1);
+                }
+                ir_arena_free(&a1);
+                ir_arena_free(&a2);
+            }
+            files++;
+        }
+        closedir(dir);
+    }
+    CHECK(files >= 10);
+}
+
+/* ---- cuda_resolve on known shapes -------------------------------------------------------------
+ */
+
+typedef struct resolved {
+    cuda_config c[8];
+    int64_t v[128];
+    char err[256];
+    int rc;
+} resolved;
+
+static void resolve(const cuda_func *f, const int64_t *syms, const uint64_t *params,
+                    const uint64_t *results, resolved *r) {
+    memset(r, 0, sizeof *r);
+    CHECK(f->nlaunches <= 8 && cuda_func_nargs(f) <= 128);
+    r->rc = cuda_resolve(f, syms, params, results, 132, r->c, r->v, r->err, sizeof r->err);
+}
+
+/* The value of the first argument of launch l named `name`. */
+static int64_t arg_value(const cuda_func *f, const resolved *r, int32_t l, const char *name) {
+    int32_t at = 0;
+    for (int32_t i = 0; i < l; i++)
+        at += f->launches[i].nargs;
+    for (int32_t j = 0; j < f->launches[l].nargs; j++)
+        if (strcmp(f->launches[l].args[j].name, name) == 0) return r->v[at + j];
+    CHECK_MSG(0, "%s: no argument %s", f->name, name);
+    return -1;
+}
+
+static void test_resolve(void) {
+    ir_arena a;
+    ir_arena_init(&a);
+    uint64_t aligned[4] = {0x10000, 0x20000, 0x30000, 0x40000};
+    uint64_t odd[4] = {0x10004, 0x20000, 0x30000, 0x40000};
+    resolved r;
+
+    /* gelu: one chunked variant, a grid-stride grid of 8 blocks an SM at most */
+    const cuda_module *m = generate(&a, "examples/gelu.fuse", 0);
+    const cuda_func *f = find_func(m, "gelu");
+    if (f) {
+        CHECK(f->nlaunches == 1 && f->launches[0].nvariants == 1 && f->nscratch == 0);
+        int64_t n = (int64_t)1 << 28;
+        resolve(f, &n, aligned, aligned, &r);
+        CHECK(r.rc == 0 && r.c[0].block == 256 && r.c[0].grid == 132 * 8 && !r.c[0].skip);
+        CHECK(arg_value(f, &r, 0, "N_") == n);
+        n = 1000; /* ceil(1000 / (256 * 4)) */
+        resolve(f, &n, aligned, aligned, &r);
+        CHECK(r.rc == 0 && r.c[0].grid == 1);
+        n = 0;
+        resolve(f, &n, aligned, aligned, &r);
+        CHECK(r.rc == 0 && r.c[0].skip);
+        n = ((int64_t)1 << 33) + 3; /* past 2^31: still one variant, chunked */
+        resolve(f, &n, aligned, aligned, &r);
+        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_gelu_k0") == 0);
+    }
+
+    /* bias_relu: broadcasts tracked, so 32- and 64-bit variants */
+    m = generate(&a, "examples/bias_relu.fuse", 0);
+    f = find_func(m, "bias_relu");
+    if (f) {
+        int64_t s[2] = {1 << 16, 1 << 16}; /* B * C = 2^32 */
+        resolve(f, s, aligned, aligned, &r);
+        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_bias_relu_k0_i64") == 0);
+        s[0] = 4096;
+        s[1] = 4096;
+        resolve(f, s, aligned, aligned, &r);
+        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_bias_relu_k0") == 0);
+        CHECK(r.c[0].grid == 132 * 8); /* ceil(2^24 / (256 * 8)) = 8192, capped */
+    }
+
+    /* softmax: the cached variant for aligned rows that fit, else the streamed one */
+    m = generate(&a, "examples/softmax.fuse", 0);
+    f = find_func(m, "softmax");
+    if (f) {
+        CHECK(f->nlaunches == 1 && f->launches[0].nvariants == 2);
+        int64_t s[2] = {65536, 4096}; /* R, C */
+        resolve(f, s, aligned, aligned, &r);
+        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0") == 0);
+        CHECK(r.c[0].row_threads == 256 && r.c[0].block == 256);
+        CHECK(arg_value(f, &r, 0, "tpr_") == 256);
+        CHECK(r.c[0].grid == 132 * 8);
+        resolve(f, s, odd, aligned, &r); /* x not 16-byte aligned */
+        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0_stream") == 0);
+        resolve(f, s, NULL, NULL, &r); /* addresses unknown: the safe variant */
+        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0_stream") == 0);
+        s[1] = 4098; /* not whole vectors */
+        resolve(f, s, aligned, aligned, &r);
+        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0_stream") == 0);
+        s[1] = 100000; /* longer than the registers hold */
+        resolve(f, s, aligned, aligned, &r);
+        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0_stream") == 0);
+        CHECK(r.c[0].row_threads == 1024 && r.c[0].block == 1024);
+        s[0] = 10;
+        s[1] = 7; /* short rows: a thread per row, 256 rows a block */
+        resolve(f, s, aligned, aligned, &r);
+        CHECK(r.rc == 0 && r.c[0].row_threads == 1 && r.c[0].block == 256 && r.c[0].grid == 1);
+        s[1] = 0; /* max over an empty axis */
+        resolve(f, s, aligned, aligned, &r);
+        CHECK(r.rc != 0 && strstr(r.err, "max over an empty axis"));
+    }
+
+    /* stats: a full reduction, partials then the final combine over their count */
+    m = generate(&a, "tests/programs/fusion_models.fuse", 0);
+    f = find_func(m, "stats");
+    if (f) {
+        CHECK(f->nlaunches == 2 && f->nscratch == 1);
+        int64_t n = 1 << 20;
+        resolve(f, &n, aligned, aligned, &r);
+        /* 1056 blocks for 132 SMs, capped at the partials' room */
+        CHECK(r.rc == 0 && r.c[0].grid == CG_MAX_PARTIALS && r.c[1].grid == 1 && !r.c[1].skip);
+        CHECK(arg_value(f, &r, 1, "nparts_") == CG_MAX_PARTIALS);
+        n = 0; /* max over an empty axis is an error, as in the reference */
+        resolve(f, &n, aligned, aligned, &r);
+        CHECK(r.rc != 0 && strstr(r.err, "max over an empty axis"));
+    }
+    f = find_func(m, "layernorm");
+    if (f) {
+        int64_t s[2] = {1024, 4096};
+        resolve(f, s, aligned, aligned, &r);
+        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_layernorm_k0") == 0);
+    }
+
+    /* a combined launch: the parts' grids add up, each part's first block is an argument */
+    m = generate(&a, "tests/programs/fusion_misc.fuse", 0);
+    f = find_func(m, "two_domains");
+    if (f) {
+        int64_t s[2] = {1 << 22, 4096}; /* N, M */
+        resolve(f, s, aligned, aligned, &r);
+        CHECK(r.rc == 0 && r.c[0].grid == 132 * 8 + 4);
+        CHECK(arg_value(f, &r, 0, "part1_") == 132 * 8);
+    }
+    f = find_func(m, "softmax_cols");
+    if (f) {
+        int64_t s[2] = {1000, 100}; /* R, C: 4 tiles of 32 columns */
+        resolve(f, s, aligned, aligned, &r);
+        CHECK(r.rc == 0 && r.c[0].grid == 4 && r.c[0].block == 256);
+    }
+    ir_arena_free(&a);
+}
+
+int main(void) {
+    const char *missing = cg_op_table_check();
+    CHECK_MSG(missing == NULL, "the CUDA op table lacks %s", missing ? missing : "");
+    test_programs();
+    test_resolve();
+    return check_exit("test_cuda_codegen");
+}

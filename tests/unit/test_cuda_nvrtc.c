@@ -1,0 +1,254 @@
+/* tests/unit/test_cuda_nvrtc.c: the generated CUDA through NVRTC (no GPU needed). Every
+ * example and test program builds to a cubin for sm_90 (fused and --no-fuse), the examples
+ * also for sm_80 and with fast math; and the PTX holds the memory traffic the design promises:
+ * gelu's vector loop moves each element with one 16-byte load and one 16-byte store, its
+ * scalar tail with one load and one store; the single-pass softmax and layernorm read each
+ * row element once (vector loads only, as many chunks as a thread caches) and write it once.
+ * Exits 77 (skipped) when NVRTC is not installed. */
+#include "codegen/cuda.h"
+#include "frontend/frontend.h"
+#include "passes/passes.h"
+#include "runtime/nvrtc.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "check.h"
+
+static double now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+static char *read_text(const char *path) {
+    char full[1024];
+    const char *src = getenv("FUSEC_SRC");
+    snprintf(full, sizeof full, "%s/%s", src ? src : ".", path);
+    FILE *fp = fopen(full, "rb");
+    if (!fp) return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (buf && fread(buf, 1, (size_t)n, fp) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf) buf[n] = 0;
+    fclose(fp);
+    return buf;
+}
+
+/* The generated source of a file (arena a), NULL on failure. */
+static const char *generate(ir_arena *a, const char *path, int no_fuse) {
+    char *text = read_text(path);
+    CHECK_MSG(text != NULL, "cannot read %s", path);
+    if (!text) return NULL;
+    size_t len = strlen(text);
+    char *copy = ir_arena_alloc(a, len + 1);
+    memcpy(copy, text, len + 1);
+    free(text);
+    diag_ctx d;
+    diag_init(&d, a, path, copy, len);
+    ast_file *file = NULL;
+    ir_module *m = NULL;
+    if (parse_file(&d, &file) || check_file(&d, file, &m) || d.nerrors || !m) {
+        CHECK_MSG(0, "%s does not compile", path);
+        return NULL;
+    }
+    ir_func **fs = ir_arena_calloc(a, (size_t)(m->nfuncs + 1), sizeof(ir_func *));
+    for (int i = 0; i < m->nfuncs; i++) {
+        fs[i] = ir_func_clone(a, m->funcs[i]);
+        char err[512];
+        pass_options o = {0};
+        o.no_fuse = no_fuse;
+        if (pass_run_pipeline(fs[i], &o, err, sizeof err) != PASS_OK) {
+            CHECK_MSG(0, "%s: %s", path, err);
+            return NULL;
+        }
+    }
+    cuda_module *mod = NULL;
+    char err[512];
+    if (cuda_generate(a, fs, m->nfuncs, &mod, err, sizeof err) != 0) {
+        CHECK_MSG(0, "%s: %s", path, err);
+        return NULL;
+    }
+    return mod->source;
+}
+
+static double slowest;
+static char slowest_what[256];
+
+/* Builds src; 1 when NVRTC accepts it (a cubin is ELF; PTX has entries). */
+static int build(const char *what, const char *src, const char *arch, int fast, int ptx,
+                 char **out) {
+    void *img = NULL;
+    size_t len = 0;
+    char *log = NULL;
+    double t0 = now_ms();
+    rt_nvrtc_status st = rt_nvrtc_compile(src, "fusec.cu", arch, fast, ptx, &img, &len, &log);
+    double ms = now_ms() - t0;
+    if (ms > slowest) {
+        slowest = ms;
+        snprintf(slowest_what, sizeof slowest_what, "%s", what);
+    }
+    CHECK_MSG(st == RT_NVRTC_OK, "%s for %s%s: %s\n%s", what, arch, fast ? " (fast math)" : "",
+              rt_nvrtc_status_string(st), log ? log : "");
+    int ok = st == RT_NVRTC_OK &&
+             (ptx ? strstr(img, ".entry") != NULL : len > 4 && memcmp(img, "\177ELF", 4) == 0);
+    CHECK_MSG(ok || st != RT_NVRTC_OK, "%s: not a %s", what, ptx ? "PTX" : "cubin");
+    free(log);
+    if (out && ok)
+        *out = img;
+    else
+        free(img);
+    return ok;
+}
+
+static void test_all_programs(void) {
+    const char *dirs[] = {"examples", "tests/programs"};
+    for (int d = 0; d < 2; d++) {
+        char full[1024];
+        const char *srcdir = getenv("FUSEC_SRC");
+        snprintf(full, sizeof full, "%s/%s", srcdir ? srcdir : ".", dirs[d]);
+        DIR *dir = opendir(full);
+        if (!dir) continue;
+        struct dirent *e;
+        while ((e = readdir(dir))) {
+            size_t n = strlen(e->d_name);
+            if (n < 6 || strcmp(e->d_name + n - 5, ".fuse") != 0) continue;
+            char path[1024];
+            snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name);
+            ir_arena a;
+            ir_arena_init(&a);
+            const char *fused = generate(&a, path, 0);
+            const char *unfused = generate(&a, path, 1);
+            /* sm_90 for every program; sm_80 and fast math for the examples (the generated
+             * source does not change with either; NVRTC's code for it does) */
+            if (fused) build(path, fused, "sm_90", 0, 0, NULL);
+            if (unfused) build(path, unfused, "sm_90", 0, 0, NULL);
+            if (fused && d == 0) {
+                build(path, fused, "sm_80", 0, 0, NULL);
+                build(path, fused, "sm_90", 1, 0, NULL);
+                if (unfused) build(path, unfused, "sm_80", 1, 0, NULL);
+            }
+            ir_arena_free(&a);
+        }
+        closedir(dir);
+    }
+}
+
+/* The text of `.entry name(` up to the next entry (or the end). */
+static char *entry_text(const char *ptx, const char *name) {
+    char head[256];
+    snprintf(head, sizeof head, ".entry %s(", name);
+    const char *p = strstr(ptx, head);
+    if (!p) return NULL;
+    const char *q = strstr(p + 1, ".entry ");
+    size_t n = q ? (size_t)(q - p) : strlen(p);
+    char *s = malloc(n + 1);
+    memcpy(s, p, n);
+    s[n] = 0;
+    return s;
+}
+
+/* Lines of s holding `what`, and not `unless` (NULL: no exception). */
+static int count_lines(const char *s, const char *what, const char *unless) {
+    int n = 0;
+    for (const char *p = s; p && *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line ? len : sizeof line - 1), p);
+        if (strstr(line, what) && (!unless || !strstr(line, unless))) n++;
+        p = nl ? nl + 1 : NULL;
+    }
+    return n;
+}
+
+static void test_golden_ptx(void) {
+    ir_arena a;
+    ir_arena_init(&a);
+    char *ptx = NULL;
+    const char *src = generate(&a, "examples/gelu.fuse", 0);
+    if (src && build("gelu", src, "sm_90", 0, 1, &ptx)) {
+        char *e = entry_text(ptx, "fusec_gelu_k0");
+        CHECK_MSG(e != NULL, "no entry fusec_gelu_k0 in:\n%s", ptx);
+        if (e) {
+            /* the vector loop: one 16-byte load and one 16-byte store for 4 elements */
+            CHECK_MSG(count_lines(e, "ld.global.nc.v4.b32", NULL) == 1, "%s", e);
+            CHECK_MSG(count_lines(e, "st.global.v4.b32", NULL) == 1, "%s", e);
+            /* the scalar tail: one load and one store */
+            CHECK_MSG(count_lines(e, "ld.global", ".v4.") == 1, "%s", e);
+            CHECK_MSG(count_lines(e, "st.global", ".v4.") == 1, "%s", e);
+        }
+        free(e);
+        free(ptx);
+        ptx = NULL;
+    }
+    if (src && build("gelu (fast math)", src, "sm_90", 1, 1, &ptx)) {
+        char *e = entry_text(ptx, "fusec_gelu_k0");
+        CHECK(e && strstr(e, "tanh.approx.f32"));
+        free(e);
+        free(ptx);
+        ptx = NULL;
+    }
+
+    src = generate(&a, "examples/softmax.fuse", 0);
+    if (src && build("softmax", src, "sm_90", 0, 1, &ptx)) {
+        char *e = entry_text(ptx, "fusec_softmax_k0");
+        CHECK_MSG(e != NULL, "no cached softmax entry");
+        if (e) {
+            /* one pass over the row: every global load is a vector load of the row (one per
+             * chunk a thread caches), every store a vector store, as many as the loads */
+            int lds = count_lines(e, "ld.global", NULL);
+            int ldv = count_lines(e, "ld.global.nc.v4.b32", NULL);
+            int sts = count_lines(e, "st.global", NULL);
+            int stv = count_lines(e, "st.global.v4.b32", NULL);
+            CHECK_MSG(lds == ldv && sts == stv && lds == sts && lds >= 1 && lds <= 8,
+                      "softmax cached: %d loads (%d vector), %d stores (%d vector)", lds, ldv, sts,
+                      stv);
+        }
+        free(e);
+        e = entry_text(ptx, "fusec_softmax_k0_stream");
+        CHECK_MSG(e != NULL, "no streamed softmax entry");
+        free(e);
+        free(ptx);
+        ptx = NULL;
+    }
+
+    src = generate(&a, "examples/layernorm.fuse", 0);
+    if (src && build("layernorm", src, "sm_90", 0, 1, &ptx)) {
+        char *e = entry_text(ptx, "fusec_layernorm_k0");
+        if (e) {
+            /* the row once (vectors of 8 bf16), w and b once a row, the result once */
+            int lds = count_lines(e, "ld.global", NULL);
+            int ldv = count_lines(e, "ld.global.nc.v4.b32", NULL);
+            int sts = count_lines(e, "st.global", NULL);
+            int stv = count_lines(e, "st.global.v4.b32", NULL);
+            CHECK_MSG(lds == ldv && sts == stv && lds == 3 * sts,
+                      "layernorm cached: %d loads (%d vector), %d stores (%d vector)", lds, ldv,
+                      sts, stv);
+        }
+        CHECK(e != NULL);
+        free(e);
+        free(ptx);
+    }
+    ir_arena_free(&a);
+}
+
+int main(void) {
+    char err[512];
+    if (rt_nvrtc_load(err, sizeof err) != RT_NVRTC_OK) {
+        printf("test_cuda_nvrtc: skipped: %s\n", err);
+        return 77;
+    }
+    test_all_programs();
+    test_golden_ptx();
+    printf("test_cuda_nvrtc: slowest build %.0f ms (%s)\n", slowest, slowest_what);
+    return check_exit("test_cuda_nvrtc");
+}
