@@ -5,8 +5,8 @@ A small weighted Remez exchange in mpmath: it finds the polynomial P of degree n
 minimises max |W(t) * (F(t) - P(t))| on [a, b]. Each kernel below states which F and W
 it uses (F is the function with its fixed leading terms taken out, W turns the error of P
 into the relative error of the final function), so the fit minimises the error that the
-C code actually makes. Usage: `python3 scripts/fit_math.py [NAME...]`; it prints each
-kernel's coefficients (as C hex floats, rounded to float or double) and the fitted error.
+C code actually makes. Usage: `python3 scripts/fit_math.py [NAME[:DEGREE]...]`; it prints
+each kernel's coefficients (C hex floats, rounded to float or double) and its error.
 Needs mpmath (`pip install mpmath`).
 """
 import sys
@@ -151,7 +151,6 @@ ERFCF_C = mp.mpf("2.5")
 ERFC_C = mp.mpf("3.5")
 SIN_F, SIN_W = odd(mp.sin, -mp.mpf(1) / 6)
 SINH_F, SINH_W = odd(mp.sinh, mp.mpf(1) / 6)
-TAN_F, TAN_W = odd(mp.tan, mp.mpf(1) / 3)
 ASIN_F, ASIN_W = odd(mp.asin, mp.mpf(1) / 6)
 ATAN_F, ATAN_W = odd(mp.atan, -mp.mpf(1) / 3)
 PI = mp.pi
