@@ -1,5 +1,6 @@
 /* bench/anchor.c: the hand-written C a user would write instead of fusec: each formula as
- * one OpenMP loop, built by bench/run.py with `gcc -O3 -march=native -ffast-math -fopenmp`.
+ * one OpenMP loop (GELU's is bench/gelu_anchor.c), built by bench/run.py with
+ * `gcc -O3 -march=native -ffast-math -fopenmp`.
  * It times itself and prints one JSON object.
  *
  *   anchor gelu N REPS          y = 0.5 x (1 + tanh(k (x + 0.044715 x^3))), f32
@@ -24,14 +25,8 @@ static int cmp(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static void gelu(const float *restrict x, float *restrict y, long n) {
-    const float k = 0.7978845608028654f;
-#pragma omp parallel for simd schedule(static)
-    for (long i = 0; i < n; i++) {
-        float v = x[i];
-        y[i] = 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
-    }
-}
+/* bench/gelu_anchor.c, shared with bench/cpu_bench */
+void gelu_anchor(float *restrict y, const float *restrict x, long n);
 
 static void bias_relu(const float *restrict x, const float *restrict b, float *restrict y,
                       long rows, long cols) {
@@ -74,7 +69,7 @@ int main(int argc, char **argv) {
     for (int r = -1; r < reps; r++) {
         double t0 = now_ms();
         if (bias) bias_relu(x, b, y, rows, cols);
-        else if (!strcmp(what, "gelu")) gelu(x, y, n);
+        else if (!strcmp(what, "gelu")) gelu_anchor(y, x, n);
         else copy(x, y, n);
         if (r >= 0) t[r] = now_ms() - t0;
     }

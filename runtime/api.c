@@ -21,8 +21,8 @@
 
 struct fusec_function {
     fusec_module *module;
-    ir_func *checked; /* the function as checked: the reference interpreter's input */
-    ir_func *fused;   /* after the pass pipeline: the kernel partition */
+    ir_func *checked; /* the function as checked: its signature */
+    ir_func *fused;   /* after the pass pipeline: the kernel partition every target runs */
 };
 
 struct fusec_module {
@@ -584,8 +584,11 @@ fusec_status fusec_launch(fusec_function *f, const fusec_tensor *inputs, int nin
     }
 
     if (!m->backend) {
+        /* the partitioned function: values its kernels store are rounded to their dtype, so
+         * --no-fuse on the reference rounds as --no-fuse does everywhere (the fused partition
+         * stores only results, so it computes what the unpartitioned function does) */
         char err[512];
-        if (ir_interp_run(fn, in, outs, err, sizeof err) != 0)
+        if (ir_interp_run(f->fused, in, outs, err, sizeof err) != 0)
             return set_message(m, FUSEC_ERR_RUNTIME, "%s", err);
         return FUSEC_OK;
     }

@@ -1,11 +1,524 @@
-/* runtime/cpu_backend.c: the cpu backend (placeholder until its code generator lands):
- * it reports itself unavailable, so --target=auto falls back and --target=cpu fails cleanly. */
+/* runtime/cpu_backend.c: the CPU backend (rt_backend_cpu): every kernel of the partition as
+ * LLVM-generated code (codegen/llvm.c), built for the host CPU through the disk cache, run on
+ * all cores by the thread pool (runtime/threadpool.c).
+ *
+ * Compiling plans the module (codegen/llvm_plan.c, plain C), keys the cache with the printed
+ * partitions, the options, the host CPU (CPUID), LLVM's version and a hash of the code
+ * generator's sources, and looks the object code up. On a miss, libfusec_llvm.so (LLVM and
+ * codegen/llvm*.c, runtime/cpu_jit.c) is loaded, builds the object, and its ORC LLJIT loads
+ * it. On a hit in a process without LLVM, runtime/cpu_elf.c loads it, so that such a process
+ * never loads LLVM at all (FUSEC_CPU_LOADER=orc|elf forces either loader, for tests).
+ *
+ * A launch runs the function's kernels in partition order, each spread over the pool in
+ * contiguous parts of its iteration space, and returns when they are done (there are no
+ * streams on the CPU). The intermediates the partition stores are malloc'd per launch and
+ * freed after it. Results are bit-identical from run to run: every row, column unit and
+ * chunk of a reduction is summed by one call in an order fixed by the shape, and a full
+ * reduction's chunk partials are combined in index order.
+ *
+ * Built without LLVM (-DFUSEC_LLVM=OFF), the backend reports itself unavailable.
+ */
 #include <stdio.h>
 
 #include "runtime/backend.h"
 
+#if FUSEC_HAVE_LLVM
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "codegen/llvm.h"
+#include "llvm_codegen_hash.h" /* generated: LLVM_CODEGEN_SOURCE_HASH */
+#include "runtime/cache.h"
+#include "runtime/cpu_elf.h"
+#include "runtime/cpu_jit.h"
+#include "runtime/threadpool.h"
+
+#ifndef FUSEC_LLVM_VERSION
+#define FUSEC_LLVM_VERSION "?"
+#endif
+
+/* Kernels touching fewer elements than this run on the calling thread alone. */
+#define CPU_PARALLEL_MIN_ELEMS 32768
+#define CPU_ALIGN              64
+
+typedef struct cpu_kernel {
+    llvm_task_fn *tasks; /* one per task */
+    llvm_task_fn uncached;
+    llvm_task_fn finalize;
+} cpu_kernel;
+
+typedef struct cpu_program {
+    const rt_llvm_api *api; /* with jit */
+    rt_jit *jit;            /* loaded by LLVM's JIT, or */
+    rt_elf *elf;            /* by fusec's own loader */
+    const llvm_module_meta *meta;
+    cpu_kernel **kernels; /* [func][kernel] */
+    int nfuncs;
+} cpu_program;
+
+/* Results of at least this many bytes are streamed: LLVM_STREAM_MIN_BYTES, or
+ * FUSEC_CPU_STREAM_MIN_BYTES (tests set 0 to stream everything). */
+static pthread_once_t stream_once = PTHREAD_ONCE_INIT;
+static double stream_min;
+
+static void stream_init(void) {
+    const char *e = getenv("FUSEC_CPU_STREAM_MIN_BYTES");
+    char *end = NULL;
+    double d = e && *e ? strtod(e, &end) : -1;
+    stream_min = e && *e && end && *end == 0 && d >= 0 ? d : (double)LLVM_STREAM_MIN_BYTES;
+}
+
+static double stream_min_bytes(void) {
+    pthread_once(&stream_once, stream_init);
+    return stream_min;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Available when the LLVM module is there to build kernels (its presence is checked, it is
+ * not loaded: --target=auto must stay cheap). */
 static int cpu_available(char *why, size_t whylen) {
-    snprintf(why, whylen, "the cpu backend is not part of this build of fusec");
+    if (rt_llvm_present()) return 1;
+    char err[512];
+    if (!rt_llvm_open(err, sizeof err)) snprintf(why, whylen, "%s", err);
+    return 0;
+}
+
+/* The options and the host's identity: from CPUID where fusec can load objects itself (so a
+ * cache hit needs no LLVM), else from LLVM. */
+static int host_setup(const rt_backend_request *req, llvm_gen_options *o, const char **arch,
+                      char *err, size_t errlen) {
+    memset(o, 0, sizeof(*o));
+    o->fast_math = req->opt && req->opt->fast_math;
+    if (rt_elf_supported() && *rt_cpu_host_id()) {
+        o->f16c = rt_cpu_host_f16c();
+        o->x86 = 1;
+        o->vector_bytes = rt_cpu_host_vector_bytes();
+        *arch = rt_cpu_host_id();
+        return 0;
+    }
+    const rt_llvm_api *api = rt_llvm_open(err, errlen);
+    if (!api || api->init(err, errlen)) return -1;
+    api->host_options(o);
+    *arch = ir_arena_printf(req->arena, "%s %s", api->cpu_name(), api->cpu_features());
+    return 0;
+}
+
+static fusec_status cpu_emit(const rt_backend_request *req, fusec_emit kind, ir_buf *out, char *err,
+                             size_t errlen) {
+    if (kind != FUSEC_EMIT_LLVM) {
+        snprintf(err, errlen, "the cpu backend emits LLVM IR only");
+        return FUSEC_ERR_UNSUPPORTED;
+    }
+    const rt_llvm_api *api = rt_llvm_open(err, errlen);
+    if (!api || api->init(err, errlen)) return FUSEC_ERR_UNSUPPORTED;
+    llvm_module_meta *meta;
+    if (llvm_plan_module(req->funcs, req->nfuncs, req->arena, &meta, err, errlen))
+        return FUSEC_ERR_INTERNAL;
+    llvm_gen_options o;
+    const char *arch;
+    if (host_setup(req, &o, &arch, err, errlen)) return FUSEC_ERR_UNSUPPORTED;
+    if (api->print_ir(meta, &o, req->arena, out, err, errlen)) return FUSEC_ERR_COMPILER;
+    return FUSEC_OK;
+}
+
+/* ---- building ------------------------------------------------------------------------------ */
+
+typedef struct build_ctx {
+    const llvm_module_meta *meta;
+    const llvm_gen_options *opt;
+    ir_arena *arena;
+    rt_jit_times times;
+    char err[512];
+} build_ctx;
+
+/* Builds on a miss: only now is LLVM loaded. */
+static int build_cb(void *ctx, void **out, size_t *outlen) {
+    build_ctx *b = ctx;
+    const rt_llvm_api *api = rt_llvm_open(b->err, sizeof b->err);
+    if (!api || api->init(b->err, sizeof b->err)) return -1;
+    return api->build(b->meta, b->opt, b->arena, out, outlen, &b->times, b->err, sizeof b->err);
+}
+
+/* The cache key: the partitions (which decide the generated code, with the codegen and math
+ * versions), the options, the host CPU, LLVM's version and fusec's. */
+static void make_key(const rt_backend_request *req, const llvm_gen_options *o, const char *arch,
+                     rt_cache_key *k) {
+    ir_buf src, grp;
+    ir_buf_init(&src, req->arena);
+    ir_buf_init(&grp, req->arena);
+    ir_buf_puts(&grp, "cpu:");
+    for (int i = 0; i < req->nfuncs; i++) {
+        ir_print_func(&src, req->funcs[i]);
+        if (grp.len < 200) ir_buf_printf(&grp, "%s%s", i ? "," : "", req->funcs[i]->name);
+    }
+    rt_cache_key_init(k, grp.data);
+    rt_cache_key_part_str(k, "source", src.data);
+    rt_cache_key_part_str(k, "options",
+                          ir_arena_printf(req->arena, "O3%s%s v%d",
+                                          o->fast_math ? " fast-math" : "", o->f16c ? " f16c" : "",
+                                          o->vector_bytes));
+    rt_cache_key_part_str(k, "arch", arch);
+    rt_cache_key_part_str(k, "compiler", "LLVM " FUSEC_LLVM_VERSION);
+    /* the hash covers codegen/llvm*.[ch] (the math's source included) and runtime/cpu_jit.c */
+    rt_cache_key_part_str(k, "fusec",
+                          ir_arena_printf(req->arena, "%s/%s-%s", FUSEC_VERSION_STRING,
+                                          LLVM_CODEGEN_VERSION, LLVM_CODEGEN_SOURCE_HASH));
+}
+
+static void cpu_destroy(void *program) {
+    cpu_program *p = program;
+    if (!p) return;
+    if (p->kernels) {
+        for (int f = 0; f < p->nfuncs; f++) {
+            if (!p->kernels[f]) continue;
+            for (int32_t k = 0; k < p->meta->funcs[f].nkernels; k++)
+                free(p->kernels[f][k].tasks);
+            free(p->kernels[f]);
+        }
+        free(p->kernels);
+    }
+    if (p->jit) p->api->free(p->jit);
+    rt_elf_free(p->elf);
+    free(p);
+}
+
+static llvm_task_fn lookup(cpu_program *p, const char *name, char *err, size_t errlen) {
+    void *addr = NULL;
+    if (p->jit) {
+        addr = p->api->lookup(p->jit, name, err, errlen);
+    } else {
+        addr = rt_elf_lookup(p->elf, name);
+        if (!addr) snprintf(err, errlen, "cached object code lacks %s", name);
+    }
+    llvm_task_fn fn;
+    memcpy(&fn, &addr, sizeof fn); /* an object pointer to a function pointer, as dlsym's */
+    return fn;
+}
+
+static int resolve(cpu_program *p, char *err, size_t errlen) {
+    p->nfuncs = p->meta->nfuncs;
+    p->kernels = calloc((size_t)(p->nfuncs ? p->nfuncs : 1), sizeof(*p->kernels));
+    if (!p->kernels) goto oom;
+    for (int f = 0; f < p->nfuncs; f++) {
+        const llvm_func_meta *fm = &p->meta->funcs[f];
+        p->kernels[f] = calloc((size_t)(fm->nkernels ? fm->nkernels : 1), sizeof(cpu_kernel));
+        if (!p->kernels[f]) goto oom;
+        for (int32_t k = 0; k < fm->nkernels; k++) {
+            const llvm_kernel_meta *km = &fm->kernels[k];
+            cpu_kernel *ck = &p->kernels[f][k];
+            ck->tasks = calloc((size_t)km->ntasks, sizeof(*ck->tasks));
+            if (!ck->tasks) goto oom;
+            for (int32_t t = 0; t < km->ntasks; t++)
+                if (!(ck->tasks[t] = lookup(p, km->tasks[t].symbol, err, errlen))) return -1;
+            if (km->uncached_symbol &&
+                !(ck->uncached = lookup(p, km->uncached_symbol, err, errlen)))
+                return -1;
+            if (km->finalize && !(ck->finalize = lookup(p, km->finalize, err, errlen))) return -1;
+        }
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "out of memory");
+    return -1;
+}
+
+static fusec_status cpu_compile(const rt_backend_request *req, void **program, char *err,
+                                size_t errlen) {
+    *program = NULL;
+    const fusec_options *opt = req->opt;
+    int verbose = opt && opt->verbose && req->report;
+    double t0 = now_ms();
+    llvm_module_meta *meta;
+    if (llvm_plan_module(req->funcs, req->nfuncs, req->arena, &meta, err, errlen))
+        return FUSEC_ERR_INTERNAL;
+    llvm_gen_options o;
+    const char *arch;
+    if (host_setup(req, &o, &arch, err, errlen)) return FUSEC_ERR_UNSUPPORTED;
+    build_ctx bc = {meta, &o, req->arena, {0, 0, 0, 0}, ""};
+    void *obj = NULL;
+    size_t len = 0;
+    fusec_status st = FUSEC_OK;
+    double t1 = now_ms();
+    if (opt && opt->no_cache) {
+        if (build_cb(&bc, &obj, &len) != 0) {
+            snprintf(err, errlen, "%s", bc.err);
+            return FUSEC_ERR_COMPILER;
+        }
+        if (verbose) ir_buf_printf(req->report, "cpu: cache off\n");
+    } else {
+        rt_cache_config cfg = {opt ? opt->cache_dir : NULL, 0, 0, 0};
+        rt_cache *cache = rt_cache_open(&cfg);
+        if (!cache) {
+            snprintf(err, errlen, "out of memory");
+            return FUSEC_ERR_OUT_OF_MEMORY;
+        }
+        rt_cache_key key;
+        make_key(req, &o, arch, &key);
+        rt_cache_info info;
+        rt_cache_status cs = rt_cache_get_or_build(cache, &key, build_cb, &bc, &obj, &len, &info);
+        const char *warn = rt_cache_warning(cache);
+        if (warn && req->report) ir_buf_printf(req->report, "warning: %s\n", warn);
+        if (verbose) ir_buf_printf(req->report, "cpu: cache %s\n", info.reason);
+        rt_cache_close(cache);
+        if (cs == RT_CACHE_BUILD_FAILED) {
+            snprintf(err, errlen, "%s", bc.err);
+            return FUSEC_ERR_COMPILER;
+        }
+        if (cs != RT_CACHE_OK) {
+            snprintf(err, errlen, "kernel cache: %s",
+                     cs == RT_CACHE_NOMEM ? "out of memory" : "invalid key");
+            return cs == RT_CACHE_NOMEM ? FUSEC_ERR_OUT_OF_MEMORY : FUSEC_ERR_INTERNAL;
+        }
+    }
+    double t2 = now_ms();
+    cpu_program *p = calloc(1, sizeof(*p));
+    if (!p) {
+        free(obj);
+        snprintf(err, errlen, "out of memory");
+        return FUSEC_ERR_OUT_OF_MEMORY;
+    }
+    p->meta = meta;
+    /* LLVM's JIT when LLVM is in the process anyway (it just built the object), else fusec's
+     * own loader */
+    const char *loader = getenv("FUSEC_CPU_LOADER");
+    int use_elf = rt_elf_supported() && !rt_llvm_loaded();
+    if (loader && !strcmp(loader, "elf") && rt_elf_supported()) use_elf = 1;
+    if (loader && !strcmp(loader, "orc")) use_elf = 0;
+    if (use_elf) {
+        p->elf = rt_elf_load(obj, len, err, errlen);
+    } else {
+        p->api = rt_llvm_open(err, errlen);
+        if (p->api && p->api->init(err, errlen) == 0) p->jit = p->api->load(obj, len, err, errlen);
+    }
+    free(obj);
+    if ((!p->jit && !p->elf) || resolve(p, err, errlen)) {
+        cpu_destroy(p);
+        return FUSEC_ERR_COMPILER;
+    }
+    double t3 = now_ms();
+    if (verbose) {
+        if (bc.times.gen + bc.times.opt > 0)
+            ir_buf_printf(req->report,
+                          "cpu: build: generate %.3f ms, link math %.3f ms, O3 %.3f ms, "
+                          "codegen %.3f ms\n",
+                          bc.times.gen, bc.times.link, bc.times.opt, bc.times.emit);
+        ir_buf_printf(req->report,
+                      "cpu: plan %.3f ms, build or cache %.3f ms, load %.3f ms (%zu bytes of "
+                      "object code, loaded by %s)\n",
+                      t1 - t0, t2 - t1, t3 - t2, len, p->elf ? "fusec" : "LLVM ORC LLJIT");
+    }
+    *program = p;
+    return st;
+}
+
+/* ---- launching ----------------------------------------------------------------------------- */
+
+typedef struct run_ctx {
+    llvm_task_fn *fns;
+    int64_t *counts; /* items of each task */
+    int ntasks;
+    void *const *bufs;
+    const int64_t *syms;
+    char *scratch;         /* per thread: scratch + worker * scratch_stride; or shared */
+    size_t scratch_stride; /* 0: every worker gets `scratch` */
+    int64_t flags;         /* LLVM_TASK_* */
+} run_ctx;
+
+/* Runs the items [b, e) of the tasks laid end to end. */
+static void run_part(void *vctx, int64_t b, int64_t e, int worker) {
+    run_ctx *r = vctx;
+    void *scratch = r->scratch ? r->scratch + (size_t)worker * r->scratch_stride : NULL;
+    int64_t start = 0;
+    for (int t = 0; t < r->ntasks && start < e; t++) {
+        int64_t lo = b > start ? b - start : 0;
+        int64_t hi = e - start < r->counts[t] ? e - start : r->counts[t];
+        if (lo < hi) r->fns[t](r->bufs, r->syms, lo, hi, scratch, r->flags);
+        start += r->counts[t];
+    }
+}
+
+static void *aligned(size_t n) {
+    size_t sz = (n + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
+    return aligned_alloc(CPU_ALIGN, sz ? sz : CPU_ALIGN);
+}
+
+static fusec_status run_kernel(const llvm_kernel_meta *km, const cpu_kernel *ck, void *const *bufs,
+                               const int64_t *syms, char *err, size_t errlen) {
+    int64_t counts[64];
+    llvm_task_fn fns[64];
+    int n = km->ntasks;
+    if (n > 64) {
+        snprintf(err, errlen, "internal error: a kernel of %d parts", n);
+        return FUSEC_ERR_INTERNAL;
+    }
+    int64_t total = 0, elems = llvm_shape_count(&km->domain, syms);
+    for (int t = 0; t < n; t++) {
+        counts[t] = llvm_extent_count(&km->tasks[t].extent, syms);
+        fns[t] = ck->tasks[t];
+        total += counts[t];
+        if (t > 0) elems += llvm_shape_count(&km->tasks[t].extent.outer, syms);
+    }
+    run_ctx r = {fns, counts, n, bufs, syms, NULL, 0, 0};
+    /* results far larger than the caches are streamed to memory */
+    if (km->elem_out_bytes > 0 && (double)elems * km->elem_out_bytes >= stream_min_bytes())
+        r.flags |= LLVM_TASK_STREAM;
+    int max_parts = elems < CPU_PARALLEL_MIN_ELEMS ? 1 : 0;
+    int threads = max_parts == 1 ? 1 : rt_pool_size();
+    void *scratch = NULL;
+    if (km->scratch_bytes > 0) {
+        size_t per = (size_t)llvm_shape_count(&km->scratch_shape, syms) * (size_t)km->scratch_bytes;
+        if (per > LLVM_ROW_CACHE_MAX_BYTES) {
+            fns[0] = ck->uncached;
+        } else {
+            r.scratch_stride = (per + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
+            scratch = aligned(r.scratch_stride * (size_t)threads);
+            if (!scratch) goto oom;
+            r.scratch = scratch;
+        }
+    }
+    if (ck->finalize) {
+        size_t bytes = (size_t)total * (size_t)km->npartials * 8;
+        scratch = aligned(bytes);
+        if (!scratch) goto oom;
+        r.scratch = scratch;
+        r.scratch_stride = 0;
+    }
+    rt_pool_run(total, max_parts, run_part, &r);
+    if (ck->finalize) ck->finalize(bufs, syms, total, 0, scratch, 0);
+    free(scratch);
+    return FUSEC_OK;
+oom:
+    snprintf(err, errlen, "out of memory");
+    return FUSEC_ERR_OUT_OF_MEMORY;
+}
+
+static fusec_status cpu_launch(void *program, int func, const ir_tensor *args, const int64_t *syms,
+                               void *stream, char *err, size_t errlen) {
+    (void)stream; /* CPU launches complete before they return */
+    cpu_program *p = program;
+    if (!p || func < 0 || func >= p->nfuncs) {
+        snprintf(err, errlen, "internal error: no function %d", func);
+        return FUSEC_ERR_INTERNAL;
+    }
+    const llvm_func_meta *fm = &p->meta->funcs[func];
+    const ir_func *f = fm->func;
+    /* max and min over an empty axis are errors (as the reference has them), found before
+     * anything runs */
+    for (int32_t k = 0; k < fm->nkernels; k++) {
+        const llvm_kernel_meta *km = &fm->kernels[k];
+        for (int32_t i = 0; i < km->nnonempty; i++)
+            if (llvm_shape_count(&km->nonempty[i], syms) == 0) {
+                snprintf(err, errlen, "%s over an empty axis", ir_ops[km->nonempty_op[i]].name);
+                return FUSEC_ERR_RUNTIME;
+            }
+    }
+    void **bufs = calloc((size_t)fm->nbufs + 1, sizeof(void *));
+    if (!bufs) goto oom;
+    fusec_status st = FUSEC_OK;
+    for (int32_t i = 0; i < fm->nbufs && st == FUSEC_OK; i++) {
+        const llvm_buf *b = &fm->bufs[i];
+        switch (b->kind) {
+        case LLVM_BUF_PARAM: bufs[i] = args[b->index].data; break;
+        case LLVM_BUF_RESULT: bufs[i] = args[f->nparams + b->index].data; break;
+        case LLVM_BUF_TEMP: {
+            size_t n =
+                (size_t)llvm_shape_count(&b->shape, syms) * (size_t)ir_dtypes[b->dtype].bytes;
+            bufs[i] = aligned(n);
+            if (!bufs[i]) {
+                snprintf(err, errlen, "out of memory for an intermediate of %zu bytes", n);
+                st = FUSEC_ERR_OUT_OF_MEMORY;
+            }
+        } break;
+        }
+    }
+    for (int32_t k = 0; k < fm->nkernels && st == FUSEC_OK; k++)
+        st = run_kernel(&fm->kernels[k], &p->kernels[func][k], bufs, syms, err, errlen);
+    for (int32_t i = 0; i < fm->nbufs; i++)
+        if (fm->bufs[i].kind == LLVM_BUF_TEMP) free(bufs[i]);
+    free(bufs);
+    return st;
+oom:
+    snprintf(err, errlen, "out of memory");
+    return FUSEC_ERR_OUT_OF_MEMORY;
+}
+
+/* ---- the copy roofline ---------------------------------------------------------------------- */
+
+typedef struct copy_ctx {
+    char *dst;
+    const char *src;
+    size_t bytes;
+    int parts;
+    int fill;
+} copy_ctx;
+
+static void copy_part(void *vctx, int64_t b, int64_t e, int worker) {
+    (void)worker;
+    copy_ctx *c = vctx;
+    /* part i of `parts`: the same bytes every time, so each thread touches its own pages */
+    for (int64_t i = b; i < e; i++) {
+        int64_t lo, hi;
+        rt_pool_part((int64_t)c->bytes, c->parts, (int)i, &lo, &hi);
+        if (c->fill)
+            memset(c->dst + lo, (int)(i & 0x7f) + 1, (size_t)(hi - lo));
+        else
+            memcpy(c->dst + lo, c->src + lo, (size_t)(hi - lo));
+    }
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* `bytes` moved, as fusec bench counts them (runtime/api.c does the same for the reference
+ * target): bytes / 2 read and bytes / 2 written, by memcpy on every thread of the pool. */
+static fusec_status cpu_copy_time(size_t moved, int reps, double *median_ms, char *err,
+                                  size_t errlen) {
+    *median_ms = 0;
+    if (reps < 1) reps = 1;
+    size_t bytes = moved / 2 ? moved / 2 : 1;
+    char *src = aligned(bytes), *dst = aligned(bytes);
+    double *t = calloc((size_t)reps, sizeof(double));
+    if (!src || !dst || !t) {
+        free(src);
+        free(dst);
+        free(t);
+        snprintf(err, errlen, "out of memory for a copy of %zu bytes", bytes);
+        return FUSEC_ERR_OUT_OF_MEMORY;
+    }
+    int parts = rt_pool_size();
+    copy_ctx fill_src = {src, NULL, bytes, parts, 1}, fill_dst = {dst, NULL, bytes, parts, 1};
+    rt_pool_run(parts, 0, copy_part, &fill_src); /* first touch on the thread that copies */
+    rt_pool_run(parts, 0, copy_part, &fill_dst);
+    copy_ctx c = {dst, src, bytes, parts, 0};
+    rt_pool_run(parts, 0, copy_part, &c); /* warm-up */
+    for (int i = 0; i < reps; i++) {
+        double t0 = now_ms();
+        rt_pool_run(parts, 0, copy_part, &c);
+        t[i] = now_ms() - t0;
+    }
+    qsort(t, (size_t)reps, sizeof(double), cmp_double);
+    *median_ms = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    free(src);
+    free(dst);
+    free(t);
+    return FUSEC_OK;
+}
+
+#else /* !FUSEC_HAVE_LLVM */
+
+static int cpu_available(char *why, size_t whylen) {
+    snprintf(why, whylen,
+             "the cpu backend is not part of this build of fusec (built without LLVM)");
     return 0;
 }
 
@@ -42,6 +555,8 @@ static fusec_status cpu_copy_time(size_t bytes, int reps, double *median_ms, cha
     cpu_available(err, errlen);
     return FUSEC_ERR_UNSUPPORTED;
 }
+
+#endif
 
 const rt_backend rt_backend_cpu = {
     .name = "cpu",

@@ -332,6 +332,9 @@ static int cmd_run(cli *c) {
         fprintf(stderr, "fusec: error: %s\n", fusec_status_string(st));
         return EXIT_INTERNAL;
     }
+    /* build before reporting, so -v shows the backend's lines and a missing device is said
+     * before any input is read */
+    if (st == FUSEC_OK) st = fusec_module_build(m);
     cli_print_module_messages(m, st);
     if (st != FUSEC_OK) {
         fusec_module_free(m);

@@ -1,0 +1,68 @@
+/* codegen/llvm_gen.h: the LLVM-C side the CPU code generator's files share: the module-wide
+ * state (types, the builder, options) and the value emitters of codegen/llvm_ops.c, which
+ * codegen/llvm.c calls from its loops.
+ *
+ * Values inside a kernel are in their compute type: bool i1, i32, i64, float for f16, bf16
+ * and f32, double for f64. Memory holds the storage type: bool i8, f16 and bf16 i16.
+ */
+#ifndef FUSEC_CODEGEN_LLVM_GEN_H
+#define FUSEC_CODEGEN_LLVM_GEN_H
+
+#include <llvm-c/Core.h>
+
+#include "codegen/llvm_internal.h"
+
+/* Generates the functions of a planned module into `mod` (of context `ctx`): the task
+ * functions named by the metadata, with external linkage, and declarations of the
+ * llvm_math_* functions they call (to be linked from the math bitcode). 0, or -1 with err. */
+int llvm_gen_module(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_module_meta *meta,
+                    const llvm_gen_options *opt, ir_arena *arena, char *err, size_t errlen);
+
+typedef struct lg_mod {
+    LLVMContextRef ctx;
+    LLVMModuleRef mod;
+    LLVMBuilderRef b;
+    LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_half, t_f32, t_f64, t_i8p, t_i64p;
+    int fast_math;
+    int f16c; /* the target converts f16 in hardware (x86 F16C, or not x86 at all) */
+    int x86;
+    int vector_bytes;
+    ir_arena *arena;
+    char *err;
+    size_t errlen;
+    int failed; /* an internal error was recorded in err */
+} lg_mod;
+
+/* Records the first internal error; generation goes on with placeholder values and fails at
+ * the end. */
+void lg_fail(lg_mod *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+LLVMTypeRef lg_storage_type(lg_mod *m, ir_dtype t);
+LLVMTypeRef lg_compute_type(lg_mod *m, ir_dtype t);
+
+/* An element of dtype t at ptr (a pointer to its storage type), in its compute type. */
+LLVMValueRef lg_load(lg_mod *m, ir_dtype t, LLVMValueRef ptr);
+/* Stores a compute-type value v as dtype t (rounding f16/bf16 to nearest even). */
+void lg_store(lg_mod *m, ir_dtype t, LLVMValueRef v, LLVMValueRef ptr);
+/* A CONST node in its compute type (16-bit float constants are not rounded). */
+LLVMValueRef lg_const(lg_mod *m, const ir_node *n);
+/* An element-wise, cast or broadcast node applied to its operands' values. */
+LLVMValueRef lg_emit_op(lg_mod *m, const ir_func *f, const ir_node *n, LLVMValueRef *args);
+
+/* Reductions. The accumulator type of reduction node n; its identity; x (an operand value)
+ * mapped into accumulator space; two accumulators combined; and the finished value in the
+ * node's compute type (count: the number of reduced elements, for mean). sum_like: float
+ * sums and products, which are accumulated in blocks for accuracy. */
+LLVMTypeRef lg_red_type(lg_mod *m, const ir_func *f, const ir_node *n);
+LLVMValueRef lg_red_identity(lg_mod *m, const ir_func *f, const ir_node *n);
+LLVMValueRef lg_red_pre(lg_mod *m, const ir_func *f, const ir_node *n, LLVMValueRef x);
+LLVMValueRef lg_red_combine(lg_mod *m, const ir_func *f, const ir_node *n, LLVMValueRef acc,
+                            LLVMValueRef x);
+LLVMValueRef lg_red_post(lg_mod *m, const ir_func *f, const ir_node *n, LLVMValueRef acc,
+                         LLVMValueRef count);
+
+/* A call of intrinsic `name` overloaded on the types tys[0 .. ntys). */
+LLVMValueRef lg_intrinsic(lg_mod *m, const char *name, LLVMTypeRef *tys, int ntys,
+                          LLVMValueRef *args, int nargs);
+
+#endif

@@ -1,0 +1,241 @@
+"""tests/py/test_cpu_backend.py: `fusec run --target=cpu` against `--target=ref` (the reference
+interpreter) on the same .npy inputs: every function of every example and of
+tests/programs/*.fuse, fused and --no-fuse, at odd sizes (1, 7, 1000003 elements, rows of 1
+and of 100003, long columns), every dtype, random non-zero inputs plus NaN, infinities, zeros
+and integer edge cases (division by zero, INT_MIN / -1), within the SPEC's tolerances (§5).
+Also: repeated runs give bit-identical files, and FUSEC_NUM_THREADS does not change results.
+
+Tolerances: element-wise results as fusectest.close (SPEC §5). Functions with a reduction get
+the reduction's allowance: 1e-5 times the reference result on the absolute values of the
+float inputs (exactly 1e-5 * sum(|x|) for a sum, carried through epilogues), and products
+(n - 1) * 2^-24 relative. Under --no-fuse, f16/bf16 intermediates are rounded when stored
+(SPEC §1) while the reference does not round them, so those results get a looser bound.
+Integer and bool results must be equal.
+
+Set FUSEC_CPU_TEST_QUICK=1 to run the small sizes only."""
+import os
+import re
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from fusectest import FUSEC, SRC, check, close, finish, np, rand, run, tmpdir  # noqa: E402
+
+rc, _, err = run(["run", os.path.join(SRC, "examples", "gelu.fuse"), "-f", "gelu", "--target=cpu"])
+if "not part of this build" in err or "no native target" in err:
+    print("the cpu backend is not built: skipping")
+    sys.exit(77)
+
+rng = np.random.default_rng(12345)
+OUT = tmpdir()
+QUICK = os.environ.get("FUSEC_CPU_TEST_QUICK") == "1"
+
+FILES = [os.path.join(SRC, "examples", f) for f in sorted(os.listdir(os.path.join(SRC, "examples")))
+         if f.endswith(".fuse")]
+FILES += [os.path.join(SRC, "tests", "programs", f)
+          for f in sorted(os.listdir(os.path.join(SRC, "tests", "programs"))) if f.endswith(".fuse")]
+
+NP = {"bool": np.bool_, "i32": np.int32, "i64": np.int64, "f16": np.float16, "bf16": np.float32,
+      "f32": np.float32, "f64": np.float64}
+
+# Sizes of the symbolic dims, by name (any other name gets 3).
+PROFILES = {
+    "ones": dict(N=1, M=1, B=1, C=1, R=1, A=1, D=1),
+    "odd": dict(N=7, M=5, B=3, C=7, R=5, A=2, D=3),
+    "mid": dict(N=4099, M=1031, B=37, C=1001, R=37, A=3, D=130),
+    "rows": dict(N=1000003, M=17, B=3, C=100003, R=3, A=2, D=5),
+    "cols": dict(N=3, M=1000, B=100003, C=7, R=100003, A=7, D=9),
+}
+BIG = {"rows", "cols"}
+# functions of tests/programs/cpu_dtypes.fuse made for extreme values
+EDGE_FUNCS = {"nans", "casts", "casts64", "float_rem", "int32_ops", "int64_ops", "int_minmax"}
+np.seterr(all="ignore")
+
+
+_IR = {}
+
+
+def _ir(path):
+    """The fused IR of a file (cached)."""
+    if path not in _IR:
+        rc, out, _ = run(["--emit=ir", "--target=ref", path])
+        _IR[path] = out if rc == 0 else ""
+    return _IR[path]
+
+
+def signature(path, fn):
+    """[(name, dtype, dims)] of fn's parameters, from --emit=ir, and whether it reduces."""
+    out = _ir(path)
+    if not out:
+        return None, ""
+    params, red, cur = [], "", None
+    for line in out.splitlines():
+        m = re.match(r"func (\w+)\(", line)
+        if m:
+            cur = m.group(1)
+            continue
+        if cur != fn:
+            continue
+        m = re.match(r'\s+%\d+ = input (\d+) "(\w+)" : (\w+)\[(.*)\]', line)
+        if m:
+            dims = [d.strip() for d in m.group(4).split(",")] if m.group(4) else []
+            params.append((int(m.group(1)), m.group(2), m.group(3), dims))
+        m = re.search(r"= (sum|mean|prod|max|min) ", line)
+        if m:
+            red += m.group(1) + " "
+    params.sort()
+    return [(n, t, d) for _, n, t, d in params], red
+
+
+def functions(path):
+    return re.findall(r"^func (\w+)\(", _ir(path), re.M)
+
+
+def make_input(dtype, shape, fn, special):
+    n = int(np.prod(shape)) if shape else 1
+    if dtype == "bool":
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    if dtype in ("i32", "i64"):
+        a = rng.integers(-20, 21, size=shape).astype(NP[dtype])
+        flat = a.reshape(-1)
+        if special and n >= 7:
+            # division by zero and by -1, INT_MIN and INT_MAX
+            lo, hi = np.iinfo(NP[dtype]).min, np.iinfo(NP[dtype]).max
+            flat[:7] = [0, -1, lo, hi, lo, -1, 0]
+        return a
+    a = rand(shape, rng)
+    if fn == "nans":
+        a = np.round(a * 4) / 4  # halves, for round-half-to-even
+        a[a == 0] = 0.25
+    if special and n >= 8:
+        flat = a.reshape(-1)
+        # huge values only where no f32 intermediate can overflow or lose the argument (the
+        # reference computes intermediates in float64)
+        big = 1e30 if fn in EDGE_FUNCS else 3.75
+        flat[:8] = [np.nan, np.inf, -np.inf, 0.0, -0.0, big, -1e-30, 2.5]
+    return a.astype(NP[dtype]) if dtype != "bf16" else a.astype(np.float32)
+
+
+# every other case streams its results (non-temporal stores), whatever their size
+STREAM_ALL = dict(os.environ, FUSEC_CPU_STREAM_MIN_BYTES="0")
+case_number = 0
+
+
+def fusec_run(path, fn, files, outs, target, extra=(), env=None):
+    args = ["run", path, "-f", fn, f"--target={target}", *extra]
+    for name, p in files:
+        args += ["--in", f"{name}={p}"]
+    for p in outs:
+        if os.path.exists(p):
+            os.remove(p)
+        args += ["--out", p]
+    p = subprocess.run([FUSEC] + args, capture_output=True, text=True, timeout=600, env=env)
+    return p.returncode, p.stderr
+
+
+def compare(tag, got, ref, ref_abs, dtype, loose, prod_n):
+    if got.shape != ref.shape:
+        check(False, f"{tag}: shape {got.shape} != {ref.shape}")
+        return
+    if dtype in ("bool", "i32", "i64"):
+        bad = np.argwhere(got != ref)
+        check(bad.size == 0, f"{tag}: at {tuple(bad[0]) if bad.size else ''}: "
+              f"got {got[tuple(bad[0])] if bad.size else ''}, want {ref[tuple(bad[0])] if bad.size else ''}")
+        return
+    ref64 = ref.astype(np.float64)
+    extra = None
+    if ref_abs is not None:
+        ra = np.abs(ref_abs.astype(np.float64))
+        extra = np.where(np.isfinite(ra), 1e-5 * ra, 0.0)
+    if prod_n:
+        e2 = np.where(np.isfinite(ref64), np.abs(ref64) * (prod_n - 1) * 2.0 ** -24, 0.0)
+        extra = e2 if extra is None else extra + e2
+    if loose:
+        big = np.max(np.abs(ref64[np.isfinite(ref64)]), initial=0.0)
+        e3 = np.where(np.isfinite(ref64), 0.05 * np.abs(ref64) + 0.02 * big + 0.05, 0.0)
+        extra = e3 if extra is None else extra + e3
+    ok, why = close(got, ref64, dtype, extra=extra)
+    check(ok, f"{tag}: {why}")
+
+
+def run_case(path, fn, profile, nofuse_too=True, special=False, repeat=False):
+    sig, red = signature(path, fn)
+    if sig is None:
+        check(False, f"{path}:{fn}: --emit=ir failed")
+        return
+    sizes = PROFILES[profile]
+    base = os.path.join(OUT, f"{fn}_{profile}")
+    files, absfiles, has_float = [], [], False
+    for name, dtype, dims in sig:
+        shape = tuple(int(d) if d.isdigit() else sizes.get(d, 3) for d in dims)
+        a = make_input(dtype, shape, fn, special)
+        p = f"{base}_in_{name}.npy"
+        np.save(p, a)
+        files.append((name, p))
+        if dtype in ("f16", "bf16", "f32", "f64"):
+            has_float = True
+            p2 = f"{base}_abs_{name}.npy"
+            np.save(p2, np.abs(a))
+            absfiles.append((name, p2))
+        else:
+            absfiles.append((name, p))
+    # the results' dtypes, from the function's header line
+    header = re.search(rf"^func {fn}\(.*\) -> (.*)$", _ir(path), re.M).group(1)
+    rdt = re.findall(r"(bool|i32|i64|f16|bf16|f32|f64)\[", header)
+    nres = len(rdt)
+    refs = [f"{base}_ref{i}.npy" for i in range(nres)]
+    rc, err = fusec_run(path, fn, files, refs, "ref")
+    if rc != 0:
+        # the reference refuses (max of an empty axis): the cpu target must refuse as well
+        rc2, err2 = fusec_run(path, fn, files, [f"{base}_cpu{i}.npy" for i in range(nres)], "cpu")
+        check(rc2 == rc, f"{fn}/{profile}: ref exit {rc} ({err.strip()}), cpu exit {rc2} ({err2.strip()})")
+        return
+    ref = [np.load(p) for p in refs]
+    ref_abs = [None] * nres
+    if red and has_float:
+        ra = [f"{base}_refabs{i}.npy" for i in range(nres)]
+        if fusec_run(path, fn, absfiles, ra, "ref")[0] == 0:
+            ref_abs = [np.load(p) for p in ra]
+    prod_n = 0
+    if "prod" in red and sig:
+        prod_n = max(int(np.prod([sizes.get(d, 3) for d in dims])) for _, _, dims in sig)
+    modes = [("fused", ())] + ([("nofuse", ("--no-fuse",))] if nofuse_too else [])
+    global case_number
+    case_number += 1
+    env = STREAM_ALL if case_number % 2 else None
+    for mode, extra in modes:
+        outs = [f"{base}_{mode}{i}.npy" for i in range(nres)]
+        rc, err = fusec_run(path, fn, files, outs, "cpu", extra, env=env)
+        check(rc == 0, f"{fn}/{profile}/{mode}: exit {rc}: {err.strip()[-400:]}")
+        if rc != 0:
+            continue
+        for i in range(nres):
+            got = np.load(outs[i])
+            loose = mode == "nofuse" and any(t in ("f16", "bf16") for _, t, _ in sig)
+            compare(f"{os.path.basename(path)}:{fn}/{profile}/{mode} result {i}", got, ref[i],
+                    ref_abs[i], rdt[i], loose or (rdt[i] in ("f16", "bf16") and mode == "nofuse"),
+                    prod_n)
+        if repeat and mode == "fused":
+            again = [f"{base}_again{i}.npy" for i in range(nres)]
+            rc, err = fusec_run(path, fn, files, again, "cpu", env=env)
+            env1 = dict(env or os.environ, FUSEC_NUM_THREADS="1")
+            single = [f"{base}_one{i}.npy" for i in range(nres)]
+            rc1, _ = fusec_run(path, fn, files, single, "cpu", env=env1)
+            for i in range(nres):
+                same = rc == 0 and open(outs[i], "rb").read() == open(again[i], "rb").read()
+                check(same, f"{fn}/{profile}: a second run is not bit-identical (result {i})")
+                same1 = rc1 == 0 and open(outs[i], "rb").read() == open(single[i], "rb").read()
+                check(same1, f"{fn}/{profile}: one thread gives other bits (result {i})")
+
+
+
+for path in FILES:
+    example = os.path.dirname(path).endswith("examples")
+    for fn in functions(path):
+        for profile in ("ones", "odd", "mid") + (() if QUICK else ("rows", "cols")):
+            # the big sizes unfused for the examples only, to keep the test near 2 minutes
+            big = profile in BIG
+            run_case(path, fn, profile, nofuse_too=not big or example,
+                     special=profile == "mid", repeat=profile == "rows")
+
+finish()

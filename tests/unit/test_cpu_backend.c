@@ -1,0 +1,306 @@
+/* tests/unit/test_cpu_backend.c: the CPU backend through fusec.h, against the reference
+ * target on the same inputs: results written into poisoned buffers, both object loaders
+ * (LLVM's ORC JIT and fusec's own, FUSEC_CPU_LOADER), run-to-run bit identity, concurrent
+ * launches from several threads, integer division by zero, max over an empty axis; and the
+ * pieces under it: the thread pool's parts, the ELF loader's refusals, the copy roofline.
+ * Skipped (77) when the build has no CPU backend. */
+#include "fusec.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "runtime/backend.h"
+#include "runtime/cpu_elf.h"
+#include "runtime/threadpool.h"
+
+static const char *SRC =
+    "fn gelu(x: f32[N]) -> f32[N] {\n"
+    "    let k = 0.7978845608028654;\n"
+    "    return 0.5 * x * (1.0 + tanh(k * (x + 0.044715 * x * x * x)));\n"
+    "}\n"
+    "fn softmax(x: f32[R, C]) -> f32[R, C] {\n"
+    "    let e = exp(x - max(x, axis=1));\n"
+    "    return e / sum(e, axis=1);\n"
+    "}\n"
+    "fn stats(x: f32[N]) -> (f32[], f32[]) { return sum(x), max(x); }\n"
+    "fn cols(x: f32[R, C]) -> f32[C] { return mean(x, axis=0); }\n"
+    "fn divide(a: i32[N], b: i32[N]) -> (i32[N], i32[N]) { return a / b, a % b; }\n"
+    "fn halves(x: f16[N], y: bf16[N]) -> (bf16[N], f16[]) {\n"
+    "    return bf16(y * f32(x) + 1.0), max(x);\n"
+    "}\n";
+
+static fusec_module *compile(fusec_target t) {
+    fusec_options o;
+    fusec_options_init(&o);
+    o.target = t;
+    fusec_module *m = NULL;
+    fusec_status st = fusec_module_compile_string("test.fuse", SRC, strlen(SRC), &o, &m);
+    CHECK_MSG(st == FUSEC_OK, "%s %s", fusec_module_message(m), fusec_module_diagnostics(m));
+    return m;
+}
+
+static fusec_function *fn(fusec_module *m, const char *name) {
+    fusec_function *f = NULL;
+    CHECK_MSG(fusec_module_function(m, name, &f) == FUSEC_OK, "%s", name);
+    return f;
+}
+
+static uint32_t rng = 12345;
+static float frand(void) {
+    rng = rng * 1664525u + 1013904223u;
+    float v = (float)(rng >> 8) * (8.0f / 16777216.0f) - 4.0f;
+    return v == 0 ? 0.5f : v;
+}
+
+/* Launches f on CPU and reference with the same inputs; results compared to rel/abs. */
+static void compare(fusec_function *fc, fusec_function *fr, const fusec_tensor *in, int nin,
+                    int nout, double rel, double abs_) {
+    fusec_tensor oc[4], orf[4];
+    CHECK(fusec_function_result_shapes(fc, in, nin, oc, nout) == FUSEC_OK);
+    for (int i = 0; i < nout; i++) {
+        orf[i] = oc[i];
+        size_t n = 1;
+        for (int d = 0; d < oc[i].rank; d++)
+            n *= (size_t)oc[i].shape[d];
+        size_t bytes = n * fusec_dtype_size(oc[i].dtype) + 1;
+        oc[i].data = malloc(bytes);
+        orf[i].data = malloc(bytes);
+        memset(oc[i].data, 0xa5, bytes); /* poison: every element must be written */
+        memset(orf[i].data, 0x5a, bytes);
+    }
+    fusec_status s1 = fusec_launch(fc, in, nin, oc, nout, NULL);
+    fusec_status s2 = fusec_launch(fr, in, nin, orf, nout, NULL);
+    CHECK_MSG(s1 == FUSEC_OK && s2 == FUSEC_OK, "%s / %s", fusec_function_name(fc),
+              fusec_status_string(s1));
+    for (int i = 0; i < nout && s1 == FUSEC_OK && s2 == FUSEC_OK; i++) {
+        size_t n = 1;
+        for (int d = 0; d < oc[i].rank; d++)
+            n *= (size_t)oc[i].shape[d];
+        int bad = 0;
+        for (size_t k = 0; k < n && bad < 3; k++) {
+            double g, w;
+            switch (oc[i].dtype) {
+            case FUSEC_F32:
+                g = ((float *)oc[i].data)[k];
+                w = ((float *)orf[i].data)[k];
+                break;
+            case FUSEC_I32:
+                g = ((int32_t *)oc[i].data)[k];
+                w = ((int32_t *)orf[i].data)[k];
+                break;
+            default: {
+                /* f16 / bf16: converted through the public API */
+                float a, b;
+                CHECK(fusec_convert(oc[i].dtype, (char *)oc[i].data + 2 * k, FUSEC_F32, &a, 1) ==
+                      FUSEC_OK);
+                CHECK(fusec_convert(orf[i].dtype, (char *)orf[i].data + 2 * k, FUSEC_F32, &b, 1) ==
+                      FUSEC_OK);
+                g = a;
+                w = b;
+            }
+            }
+            int ok = (isnan(g) && isnan(w)) || fabs(g - w) <= rel * fabs(w) + abs_;
+            if (!ok) {
+                bad++;
+                CHECK_MSG(ok, "%s result %d [%zu]: cpu %.9g, ref %.9g", fusec_function_name(fc), i,
+                          k, g, w);
+            }
+        }
+    }
+    for (int i = 0; i < nout; i++) {
+        free(oc[i].data);
+        free(orf[i].data);
+    }
+}
+
+static void test_against_reference(fusec_module *mc, fusec_module *mr) {
+    for (int64_t n = 1; n <= 100003; n = n * 7 + 3) {
+        float *x = malloc((size_t)n * sizeof(float));
+        for (int64_t i = 0; i < n; i++)
+            x[i] = frand();
+        fusec_tensor t = {x, FUSEC_F32, 1, {n}};
+        compare(fn(mc, "gelu"), fn(mr, "gelu"), &t, 1, 1, 1e-5, 1e-6);
+        /* sum: 1e-5 * sum(|x|) <= 4e-5 n; max exact */
+        compare(fn(mc, "stats"), fn(mr, "stats"), &t, 1, 2, 1e-5, 4e-5 * (double)n);
+        free(x);
+    }
+    int64_t shapes[][2] = {{1, 1}, {3, 7}, {5, 1000}, {1, 4099}, {130, 3}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int64_t r = shapes[s][0], c = shapes[s][1];
+        float *x = malloc((size_t)(r * c) * sizeof(float));
+        for (int64_t i = 0; i < r * c; i++)
+            x[i] = frand();
+        fusec_tensor t = {x, FUSEC_F32, 2, {r, c}};
+        compare(fn(mc, "softmax"), fn(mr, "softmax"), &t, 1, 1, 2e-5, 1e-6);
+        compare(fn(mc, "cols"), fn(mr, "cols"), &t, 1, 1, 1e-5, 4e-5);
+        free(x);
+    }
+    /* integers: division and remainder by zero and INT_MIN / -1 never trap */
+    int32_t a[9] = {7, -7, 7, INT32_MIN, INT32_MIN, 5, 0, -3, 100};
+    int32_t b[9] = {0, 2, -1, -1, 0, 3, 0, 0, -7};
+    fusec_tensor ab[2] = {{a, FUSEC_I32, 1, {9}}, {b, FUSEC_I32, 1, {9}}};
+    compare(fn(mc, "divide"), fn(mr, "divide"), ab, 2, 2, 0, 0);
+    /* 16-bit floats: one unit in the last place of bf16 */
+    uint16_t h[37], bf[37];
+    for (int i = 0; i < 37; i++) {
+        float v = frand(), w = frand();
+        fusec_convert(FUSEC_F32, &v, FUSEC_F16, &h[i], 1);
+        fusec_convert(FUSEC_F32, &w, FUSEC_BF16, &bf[i], 1);
+    }
+    fusec_tensor hb[2] = {{h, FUSEC_F16, 1, {37}}, {bf, FUSEC_BF16, 1, {37}}};
+    compare(fn(mc, "halves"), fn(mr, "halves"), hb, 2, 2, 1.0 / 128, 1e-6);
+}
+
+/* Two launches of a big softmax give the same bytes. */
+static void test_bit_identical(fusec_module *mc) {
+    int64_t r = 64, c = 10007;
+    size_t n = (size_t)(r * c);
+    float *x = malloc(n * sizeof(float)), *y1 = malloc(n * sizeof(float)),
+          *y2 = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        x[i] = frand();
+    fusec_tensor in = {x, FUSEC_F32, 2, {r, c}}, o1 = {y1, FUSEC_F32, 2, {r, c}},
+                 o2 = {y2, FUSEC_F32, 2, {r, c}};
+    CHECK(fusec_launch(fn(mc, "softmax"), &in, 1, &o1, 1, NULL) == FUSEC_OK);
+    CHECK(fusec_launch(fn(mc, "softmax"), &in, 1, &o2, 1, NULL) == FUSEC_OK);
+    CHECK(memcmp(y1, y2, n * sizeof(float)) == 0);
+    float s1 = 0, s2 = 1, m1 = 0, m2 = 1;
+    fusec_tensor in1 = {x, FUSEC_F32, 1, {(int64_t)n}};
+    fusec_tensor st1[2] = {{&s1, FUSEC_F32, 0, {0}}, {&m1, FUSEC_F32, 0, {0}}};
+    fusec_tensor st2[2] = {{&s2, FUSEC_F32, 0, {0}}, {&m2, FUSEC_F32, 0, {0}}};
+    CHECK(fusec_launch(fn(mc, "stats"), &in1, 1, st1, 2, NULL) == FUSEC_OK);
+    CHECK(fusec_launch(fn(mc, "stats"), &in1, 1, st2, 2, NULL) == FUSEC_OK);
+    CHECK(memcmp(&s1, &s2, sizeof s1) == 0 && memcmp(&m1, &m2, sizeof m1) == 0);
+    free(x);
+    free(y1);
+    free(y2);
+}
+
+typedef struct thread_arg {
+    fusec_function *f;
+    float *x, *y;
+    int64_t n;
+    int ok;
+} thread_arg;
+
+static void *launcher(void *p) {
+    thread_arg *a = p;
+    fusec_tensor in = {a->x, FUSEC_F32, 1, {a->n}}, out = {a->y, FUSEC_F32, 1, {a->n}};
+    a->ok = 1;
+    for (int i = 0; i < 20; i++)
+        a->ok &= fusec_launch(a->f, &in, 1, &out, 1, NULL) == FUSEC_OK;
+    return NULL;
+}
+
+/* Launches from several threads at once (the pool takes turns) all complete and agree. */
+static void test_threads(fusec_module *mc) {
+    enum { T = 4 };
+    int64_t n = 200003;
+    float *x = malloc((size_t)n * sizeof(float));
+    for (int64_t i = 0; i < n; i++)
+        x[i] = frand();
+    pthread_t th[T];
+    thread_arg args[T];
+    for (int i = 0; i < T; i++) {
+        args[i] = (thread_arg){fn(mc, "gelu"), x, malloc((size_t)n * sizeof(float)), n, 0};
+        pthread_create(&th[i], NULL, launcher, &args[i]);
+    }
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        CHECK(args[i].ok);
+        if (i) CHECK(memcmp(args[0].y, args[i].y, (size_t)n * sizeof(float)) == 0);
+    }
+    for (int i = 0; i < T; i++)
+        free(args[i].y);
+    free(x);
+}
+
+static void test_empty_max(fusec_module *mc) {
+    float dummy = 0, s = 1, m = 1;
+    fusec_tensor in = {&dummy, FUSEC_F32, 1, {0}};
+    fusec_tensor out[2] = {{&s, FUSEC_F32, 0, {0}}, {&m, FUSEC_F32, 0, {0}}};
+    fusec_status st = fusec_launch(fn(mc, "stats"), &in, 1, out, 2, NULL);
+    CHECK_MSG(st == FUSEC_ERR_RUNTIME, "%s", fusec_status_string(st));
+    CHECK(strstr(fusec_module_message(mc), "empty") != NULL);
+}
+
+typedef struct pool_ctx {
+    int64_t n;
+    unsigned char *seen;
+    int bad;
+} pool_ctx;
+
+static void mark(void *p, int64_t b, int64_t e, int worker) {
+    pool_ctx *c = p;
+    if (worker < 0 || worker >= rt_pool_size() || b < 0 || e > c->n || b >= e) c->bad = 1;
+    for (int64_t i = b; i < e && i < c->n; i++)
+        c->seen[i]++;
+}
+
+/* Every item of every run is run exactly once. */
+static void test_pool(void) {
+    CHECK(rt_pool_size() >= 1);
+    for (int64_t n = 0; n < 40; n++) {
+        for (int parts = 0; parts < 4; parts++) {
+            pool_ctx c = {n, calloc((size_t)n + 1, 1), 0};
+            rt_pool_run(n, parts, mark, &c);
+            CHECK(!c.bad);
+            for (int64_t i = 0; i < n; i++)
+                CHECK_MSG(c.seen[i] == 1, "n %lld item %lld run %d times", (long long)n,
+                          (long long)i, c.seen[i]);
+            free(c.seen);
+        }
+    }
+}
+
+static void test_elf_refusals(void) {
+    char err[256] = "";
+    unsigned char junk[256];
+    memset(junk, 0x7f, sizeof junk);
+    CHECK(rt_elf_load(junk, sizeof junk, err, sizeof err) == NULL);
+    CHECK(err[0] != 0);
+    CHECK(rt_elf_load(junk, 3, err, sizeof err) == NULL);
+    rt_elf_free(NULL);
+}
+
+static void test_copy_time(void) {
+    double ms = -1;
+    char err[256];
+    CHECK(rt_backend_cpu.copy_time(1 << 20, 3, &ms, err, sizeof err) == FUSEC_OK);
+    CHECK(ms > 0);
+}
+
+int main(void) {
+    char why[512];
+    if (!rt_backend_cpu.available(why, sizeof why)) {
+        printf("the cpu backend is not available: %s; skipping\n", why);
+        return 77;
+    }
+    test_pool();
+    test_elf_refusals();
+    test_copy_time();
+    fusec_module *mr = compile(FUSEC_TARGET_REF);
+    if (failures) return check_exit("test_cpu_backend");
+    /* each loader in turn: LLVM's JIT, then fusec's own (objects from the cache) */
+    const char *loaders[] = {"orc", "elf"};
+    for (int l = 0; l < 2; l++) {
+        setenv("FUSEC_CPU_LOADER", loaders[l], 1);
+        fusec_module *mc = compile(FUSEC_TARGET_CPU);
+        fusec_status st = fusec_module_build(mc);
+        CHECK_MSG(st == FUSEC_OK, "%s", fusec_module_message(mc));
+        if (st != FUSEC_OK) break;
+        test_against_reference(mc, mr);
+        test_bit_identical(mc);
+        test_threads(mc);
+        test_empty_max(mc);
+        fusec_module_free(mc);
+    }
+    unsetenv("FUSEC_CPU_LOADER");
+    fusec_module_free(mr);
+    return check_exit("test_cpu_backend");
+}
