@@ -1,9 +1,11 @@
-/* tests/unit/check.h: the assertions of the C unit tests. A failed check prints where and
- * what, counts, and lets the test go on; check_exit() reports and gives the exit code. */
+/* tests/unit/check.h: the assertions of the C unit tests, and reading test files. A failed check
+ * prints where and what, counts, and lets the test go on; check_exit() reports and gives the exit
+ * code. */
 #ifndef FUSEC_TESTS_CHECK_H
 #define FUSEC_TESTS_CHECK_H
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int failures;
@@ -37,6 +39,27 @@ static int failures;
             failures++;                                                                            \
         }                                                                                          \
     } while (0)
+
+/* A file of the source tree ($FUSEC_SRC, else the working directory) as a malloc'd,
+ * NUL-terminated string; NULL when it cannot be read. */
+static inline char *read_text(const char *path) {
+    char full[1024];
+    const char *src = getenv("FUSEC_SRC");
+    snprintf(full, sizeof full, "%s/%s", src ? src : ".", path);
+    FILE *fp = fopen(full, "rb");
+    if (!fp) return NULL;
+    fseek(fp, 0, SEEK_END);
+    long n = ftell(fp);
+    fseek(fp, 0, SEEK_SET);
+    char *buf = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (buf && fread(buf, 1, (size_t)n, fp) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf) buf[n] = 0;
+    fclose(fp);
+    return buf;
+}
 
 /* The test's last words: "NAME: ok" or the count of failures; the exit code. */
 static inline int check_exit(const char *name) {

@@ -17,25 +17,6 @@
 
 /* ---- helpers --------------------------------------------------------------------------- */
 
-static char *read_text(const char *path) {
-    char full[1024];
-    const char *src = getenv("FUSEC_SRC");
-    snprintf(full, sizeof full, "%s/%s", src ? src : ".", path);
-    FILE *fp = fopen(full, "rb");
-    if (!fp) return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf && fread(buf, 1, (size_t)n, fp) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf) buf[n] = 0;
-    fclose(fp);
-    return buf;
-}
-
 /* Compiles source text through the front end; NULL (and a message) on errors. */
 static ir_module *compile(ir_arena *a, const char *name, const char *text) {
     size_t len = strlen(text);
