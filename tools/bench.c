@@ -139,18 +139,8 @@ int cli_bench(cli *c) {
     memset(outs, 0, sizeof outs);
     int np = 0, nr = 0;
     uint64_t seed = 0x5eed5eed5eedULL;
-    if (fusec_module_function(m, c->function, &f) != FUSEC_OK) {
-        fprintf(stderr, "fusec: error: %s\n", fusec_module_message(m));
-        rc = EXIT_INPUT;
-        goto done;
-    }
-    np = fusec_function_num_params(f);
-    nr = fusec_function_num_results(f);
-    if (np > MAX_BINDINGS || nr > MAX_BINDINGS) {
-        fprintf(stderr, "fusec: error: too many parameters or results\n");
-        rc = EXIT_INTERNAL;
-        goto done;
-    }
+    rc = cli_find_function(c, m, &f, &np, &nr);
+    if (rc != EXIT_OK) goto done;
     for (int i = 0; i < np; i++) {
         fusec_param_info p;
         fusec_function_param(f, i, &p);

@@ -43,6 +43,10 @@ typedef struct cli {
 int cli_usage_error(const char *fmt, const char *arg);
 int cli_exit_code(fusec_status s);
 void cli_print_module_messages(const fusec_module *m, fusec_status st);
+/* Looks up c->function in m (a missing one is reported with the file's functions) and
+ * gets its parameter and result counts; EXIT_OK or the exit code to return. */
+int cli_find_function(const cli *c, fusec_module *m, fusec_function **f, int *nparams,
+                      int *nresults);
 int cli_bench(cli *c); /* tools/bench.c */
 
 #endif

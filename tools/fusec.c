@@ -323,6 +323,28 @@ static void print_values(int index, const fusec_tensor *t) {
     printf("%s\n", n > shown ? " ..." : "");
 }
 
+int cli_find_function(const cli *c, fusec_module *m, fusec_function **f, int *nparams,
+                      int *nresults) {
+    if (fusec_module_function(m, c->function, f) != FUSEC_OK) {
+        fprintf(stderr, "fusec: error: no function '%s' in %s", c->function, c->files[0]);
+        int nf = fusec_module_num_functions(m);
+        for (int i = 0; i < nf; i++)
+            fprintf(stderr, "%s%s", i ? ", " : " (functions: ",
+                    fusec_function_name(fusec_module_function_at(m, i)));
+        fprintf(stderr, "%s\n", nf ? ")" : "");
+        return EXIT_INPUT;
+    }
+    *nparams = fusec_function_num_params(*f);
+    *nresults = fusec_function_num_results(*f);
+    if (*nparams > MAX_BINDINGS || *nresults > MAX_BINDINGS) {
+        fprintf(stderr, "fusec: error: '%s' has more than %d parameters or results\n", c->function,
+                MAX_BINDINGS);
+        *nparams = *nresults = 0;
+        return EXIT_INTERNAL;
+    }
+    return EXIT_OK;
+}
+
 static int cmd_run(cli *c) {
     if (c->nfiles != 1) return cli_usage_error("%s", "run takes one FILE.fuse");
     if (!c->function) return cli_usage_error("%s", "run needs -f FUNCTION");
@@ -348,23 +370,8 @@ static int cmd_run(cli *c) {
     memset(outs, 0, sizeof outs);
     char err[512];
 
-    if (fusec_module_function(m, c->function, &f) != FUSEC_OK) {
-        fprintf(stderr, "fusec: error: no function '%s' in %s", c->function, c->files[0]);
-        int nf = fusec_module_num_functions(m);
-        for (int i = 0; i < nf; i++)
-            fprintf(stderr, "%s%s", i ? ", " : " (functions: ",
-                    fusec_function_name(fusec_module_function_at(m, i)));
-        fprintf(stderr, "%s\n", nf ? ")" : "");
-        rc = EXIT_INPUT;
-        goto done;
-    }
-    nparams = fusec_function_num_params(f);
-    nresults = fusec_function_num_results(f);
-    if (nparams > MAX_BINDINGS || nresults > MAX_BINDINGS) {
-        fprintf(stderr, "fusec: error: too many parameters or results\n");
-        rc = EXIT_INTERNAL;
-        goto done;
-    }
+    rc = cli_find_function(c, m, &f, &nparams, &nresults);
+    if (rc != EXIT_OK) goto done;
     for (int b = 0; b < c->nins; b++) {
         int found = 0;
         for (int i = 0; i < nparams; i++) {
