@@ -46,7 +46,8 @@ for t in sorted({target, "ref"}):
     y = np.load(f"{tmp}/y.npy")
     xd = x.astype(np.float64)
     ref = 0.5 * xd * (1 + np.tanh(np.sqrt(2 / np.pi) * (xd + 0.044715 * xd ** 3)))
-    err = np.max(np.abs(y - ref) / (np.abs(ref) + 1e-6))
-    print(f"  target {t:4s}: {dt * 1e3:8.1f} ms for the whole process, "
-          f"max relative error {err:.2e} against numpy (float64)")
+    # the SPEC's f32 tolerance: |got - ref| <= 1e-5 |ref| + 1e-6
+    worst = np.max(np.abs(y - ref) / (1e-5 * np.abs(ref) + 1e-6))
+    print(f"  target {t:4s}: {dt * 1e3:8.1f} ms for the whole process; worst error "
+          f"{worst:.3f} of the SPEC's tolerance against numpy (float64)")
 PY
