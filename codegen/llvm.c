@@ -1116,19 +1116,7 @@ static void gen_column(lg_fn *g) {
     LLVMValueRef cw = imin(g, CW, LLVMBuildSub(b, inner, c0, ""));
     LLVMValueRef *kbase = new_bases(g, NULL);
     /* the kept axes before the last, from ko (row-major over them) */
-    for (int i = nk - 1; i >= 0; i--) {
-        int c = kept_axes[i];
-        LLVMValueRef idx = ko;
-        if (i > 0) {
-            LLVMValueRef q = LLVMBuildUDiv(b, ko, g->dim[c], "");
-            idx = LLVMBuildSub(b, ko, LLVMBuildMul(b, q, g->dim[c], ""), "");
-            ko = q;
-        }
-        for (int32_t a = 0; a < p->nacc; a++) {
-            LLVMValueRef st = g->stride[a * IR_MAX_RANK + c];
-            if (st) kbase[a] = LLVMBuildNSWAdd(b, kbase[a], LLVMBuildNSWMul(b, idx, st, ""), "");
-        }
-    }
+    add_offsets(g, kbase, ko, kept_axes, nk);
     for (int32_t a = 0; a < p->nacc; a++)
         if ((p->acc[a].present >> last) & 1) kbase[a] = LLVMBuildNSWAdd(b, kbase[a], c0, "");
     for (int32_t r = 0; r < g->f->nnodes; r++)
