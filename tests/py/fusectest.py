@@ -1,6 +1,8 @@
 """tests/py/fusectest.py: helpers shared by the Python tests: running fusec, numpy
 references for bf16/f16 rounding, and the SPEC's tolerances (§5)."""
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,7 +40,12 @@ def finish():
 
 
 def tmpdir():
-    return tempfile.mkdtemp(prefix="fusec-test-")
+    """A fresh directory, removed when the test exits: the big profiles write hundreds of
+    megabytes of .npy files, and a test that leaves them behind fills the disk of a shared
+    machine within a few dozen runs."""
+    d = tempfile.mkdtemp(prefix="fusec-test-")
+    atexit.register(shutil.rmtree, d, ignore_errors=True)
+    return d
 
 
 def bf16_round(a):

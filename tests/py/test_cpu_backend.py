@@ -15,6 +15,7 @@ Integer and bool results must be equal.
 Set FUSEC_CPU_TEST_QUICK=1 to run the small sizes only."""
 import os
 import re
+import shutil
 import subprocess
 import sys
 
@@ -159,12 +160,22 @@ def compare(tag, got, ref, ref_abs, dtype, loose, prod_n):
 
 
 def run_case(path, fn, profile, nofuse_too=True, special=False, repeat=False):
+    # each case in its own directory, removed after it, so the disk holds one case at a time
+    case_dir = os.path.join(OUT, f"{fn}_{profile}")
+    os.makedirs(case_dir, exist_ok=True)
+    try:
+        run_case_in(case_dir, path, fn, profile, nofuse_too, special, repeat)
+    finally:
+        shutil.rmtree(case_dir, ignore_errors=True)
+
+
+def run_case_in(case_dir, path, fn, profile, nofuse_too, special, repeat):
     sig, red = signature(path, fn)
     if sig is None:
         check(False, f"{path}:{fn}: --emit=ir failed")
         return
     sizes = PROFILES[profile]
-    base = os.path.join(OUT, f"{fn}_{profile}")
+    base = os.path.join(case_dir, "t")
     files, absfiles, has_float = [], [], False
     for name, dtype, dims in sig:
         shape = tuple(int(d) if d.isdigit() else sizes.get(d, 3) for d in dims)
