@@ -226,6 +226,49 @@ FUSEC_API fusec_status fusec_function_result_shapes(fusec_function *f,
 FUSEC_API fusec_status fusec_launch(fusec_function *f, const fusec_tensor *inputs, int ninputs,
                                     const fusec_tensor *results, int nresults, void *stream);
 
+/* ---- plans ---------------------------------------------------------------------------- */
+
+/* A function bound to fixed shapes and buffers: on CUDA one CUDA graph holding all its
+ * kernels (instantiated once; intermediates from a stream-ordered memory pool), replayed
+ * with one call; on the CPU its kernels run in order on the thread pool. Re-binding to new
+ * buffers of the same shapes updates the graph in place (no new instantiation).
+ * Thread safety: a plan may be launched from several threads at once; rebind and free must
+ * not race with any other use of the plan. A plan must be freed before its module. */
+typedef struct fusec_plan fusec_plan;
+
+/* Makes a plan of f for these tensors (checked as fusec_launch checks them). On CUDA, its
+ * scratch memory is taken on `stream` and ready when this returns. */
+FUSEC_API fusec_status fusec_plan_create(fusec_function *f, const fusec_tensor *inputs,
+                                         int ninputs, const fusec_tensor *results,
+                                         int nresults, void *stream, fusec_plan **out);
+/* Runs the plan on `stream` (CUDA: asynchronous, one graph launch; NULL: the default
+ * stream). */
+FUSEC_API fusec_status fusec_plan_launch(fusec_plan *p, void *stream);
+/* Points the plan at other tensors of the same shapes and dtypes (FUSEC_ERR_SHAPE when the
+ * shapes differ: make a new plan for new shapes). Launches already made are not affected. */
+FUSEC_API fusec_status fusec_plan_rebind(fusec_plan *p, const fusec_tensor *inputs,
+                                         int ninputs, const fusec_tensor *results,
+                                         int nresults);
+/* Frees the plan. On CUDA its scratch memory returns to the pool ordered after the last
+ * launch's stream; a launch still running completes. NULL is accepted. */
+FUSEC_API void fusec_plan_free(fusec_plan *p);
+
+/* ---- memory --------------------------------------------------------------------------- */
+
+/* Memory for tensors on the module's target, so one program serves every target: on CUDA,
+ * device memory (cuMemAlloc: plain, not managed) and synchronous copies, which wait for the
+ * legacy default stream's work but not for other streams' (synchronize those first); on the
+ * CPU and reference targets, 64-byte aligned host memory and memcpy. A program with CUDA
+ * buffers of its own passes them to fusec_launch directly. */
+FUSEC_API fusec_status fusec_memory_alloc(fusec_module *m, size_t bytes, void **ptr);
+FUSEC_API fusec_status fusec_memory_free(fusec_module *m, void *ptr); /* NULL accepted */
+FUSEC_API fusec_status fusec_memory_upload(fusec_module *m, void *dst, const void *host_src,
+                                           size_t bytes);
+FUSEC_API fusec_status fusec_memory_download(fusec_module *m, void *host_dst, const void *src,
+                                             size_t bytes);
+/* Waits for the work on `stream` (CUDA; NULL: the default stream); immediate elsewhere. */
+FUSEC_API fusec_status fusec_synchronize(fusec_module *m, void *stream);
+
 /* ---- measuring ------------------------------------------------------------------------- */
 
 /* Kernels one launch of f runs (after fusion, or one per operation with no_fuse). */
@@ -237,6 +280,21 @@ FUSEC_API int fusec_function_num_kernels(const fusec_function *f);
 FUSEC_API fusec_status fusec_bench_launch(fusec_function *f, const fusec_tensor *inputs,
                                           int ninputs, const fusec_tensor *results,
                                           int nresults, int reps, double *median_ms);
+
+/* What fusec_bench_run measures. */
+typedef struct fusec_bench_result {
+    double median_ms; /* one launch, by the target's clock (CUDA events, else the wall clock) */
+    double min_ms;
+    double host_us; /* host time of one launch call, without waiting for the device: the
+                       launch overhead (on the CPU the call does the work, so it is the
+                       whole time) */
+} fusec_bench_result;
+
+/* As fusec_bench_launch, launching through a plan of f when use_plan is set (one graph
+ * launch per run) and through fusec_launch otherwise. */
+FUSEC_API fusec_status fusec_bench_run(fusec_function *f, const fusec_tensor *inputs,
+                                       int ninputs, const fusec_tensor *results, int nresults,
+                                       int reps, int use_plan, fusec_bench_result *out);
 
 /* The roofline: the median time the module's target takes to move `bytes` bytes as a plain
  * copy (bytes / 2 read from one buffer and written to another) with all its parallelism

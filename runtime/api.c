@@ -541,28 +541,33 @@ fusec_status fusec_function_result_shapes(fusec_function *f, const fusec_tensor 
     return FUSEC_OK;
 }
 
-fusec_status fusec_launch(fusec_function *f, const fusec_tensor *inputs, int ninputs,
-                          const fusec_tensor *results, int nresults, void *stream) {
+/* The most parameters plus results a call takes, and symbolic dims a function binds. */
+#define RT_MAX_ARGS 128
+#define RT_MAX_SYMS (IR_MAX_RANK * 64 + 1)
+
+/* Checks a call's tensors against f's signature: args (inputs, then results) and the values
+ * of f's symbolic dims. */
+static fusec_status prepare_call(fusec_function *f, const fusec_tensor *inputs, int ninputs,
+                                 const fusec_tensor *results, int nresults, ir_tensor *args,
+                                 int64_t *syms) {
     if (!f || (nresults && !results)) return FUSEC_ERR_INVALID_ARGUMENT;
     const ir_func *fn = f->checked;
     fusec_module *m = f->module;
     if (nresults != fn->noutputs)
         return set_message(m, FUSEC_ERR_INVALID_ARGUMENT, "'%s' has %d result%s, got %d", fn->name,
                            (int)fn->noutputs, fn->noutputs == 1 ? "" : "s", nresults);
-    int64_t syms[IR_MAX_RANK * 64 + 1];
-    if (fn->nsyms > (int32_t)(sizeof syms / sizeof syms[0]))
+    if (fn->nsyms > RT_MAX_SYMS)
         return set_message(m, FUSEC_ERR_UNSUPPORTED, "too many symbolic dims");
     fusec_status st = bind_inputs(f, inputs, ninputs, 1, syms);
     if (st != FUSEC_OK) return st;
-
-    ir_tensor in[64], outs[64];
-    if (ninputs > 64 || nresults > 64)
-        return set_message(m, FUSEC_ERR_UNSUPPORTED, "more than 64 parameters or results");
+    if (ninputs + nresults > RT_MAX_ARGS)
+        return set_message(m, FUSEC_ERR_UNSUPPORTED, "more than %d parameters and results",
+                           RT_MAX_ARGS);
     for (int i = 0; i < ninputs; i++) {
-        in[i].dtype = fn->params[i].dtype;
-        in[i].rank = inputs[i].rank;
-        memcpy(in[i].dims, inputs[i].shape, sizeof(int64_t) * (size_t)inputs[i].rank);
-        in[i].data = inputs[i].data;
+        args[i].dtype = fn->params[i].dtype;
+        args[i].rank = inputs[i].rank;
+        memcpy(args[i].dims, inputs[i].shape, sizeof(int64_t) * (size_t)inputs[i].rank);
+        args[i].data = inputs[i].data;
     }
     for (int i = 0; i < nresults; i++) {
         const ir_output *o = &fn->outputs[i];
@@ -577,32 +582,201 @@ fusec_status fusec_launch(fusec_function *f, const fusec_tensor *inputs, int nin
         if (!same)
             return set_message(m, FUSEC_ERR_SHAPE,
                                "result %d: shape does not match the one the inputs give", i);
-        outs[i].dtype = o->dtype;
-        outs[i].rank = o->shape.rank;
-        memcpy(outs[i].dims, want, sizeof want);
-        outs[i].data = results[i].data;
+        ir_tensor *t = &args[ninputs + i];
+        t->dtype = o->dtype;
+        t->rank = o->shape.rank;
+        memcpy(t->dims, want, sizeof want);
+        t->data = results[i].data;
     }
+    return FUSEC_OK;
+}
 
+/* Builds the module on first use; the build's status. */
+static fusec_status ensure_built(fusec_module *m) {
+    if (!m->backend) return FUSEC_OK;
+    if (!m->built) return fusec_module_build(m);
+    return m->build_status;
+}
+
+/* Runs a prepared call on the module's target. */
+static fusec_status run_call(fusec_function *f, ir_tensor *args, const int64_t *syms,
+                             void *stream) {
+    fusec_module *m = f->module;
+    char err[512];
     if (!m->backend) {
         /* the partitioned function: values its kernels store are rounded to their dtype, so
          * --no-fuse on the reference rounds as --no-fuse does everywhere (the fused partition
          * stores only results, so it computes what the unpartitioned function does) */
-        char err[512];
-        if (ir_interp_run(f->fused, in, outs, err, sizeof err) != 0)
+        int np = f->checked->nparams;
+        if (ir_interp_run(f->fused, args, args + np, err, sizeof err) != 0)
             return set_message(m, FUSEC_ERR_RUNTIME, "%s", err);
         return FUSEC_OK;
     }
-    if (!m->built) {
-        st = fusec_module_build(m);
-        if (st != FUSEC_OK) return st;
-    } else if (m->build_status != FUSEC_OK) {
-        return m->build_status;
+    fusec_status st =
+        m->backend->launch(m->program, (int)(f - m->funcs), args, syms, stream, err, sizeof err);
+    if (st != FUSEC_OK) return set_message(m, st, "%s", err);
+    return FUSEC_OK;
+}
+
+fusec_status fusec_launch(fusec_function *f, const fusec_tensor *inputs, int ninputs,
+                          const fusec_tensor *results, int nresults, void *stream) {
+    ir_tensor args[RT_MAX_ARGS];
+    int64_t syms[RT_MAX_SYMS];
+    fusec_status st = prepare_call(f, inputs, ninputs, results, nresults, args, syms);
+    if (st == FUSEC_OK) st = ensure_built(f->module);
+    if (st != FUSEC_OK) return st;
+    return run_call(f, args, syms, stream);
+}
+
+/* ---- plans ------------------------------------------------------------------------------ */
+
+struct fusec_plan {
+    fusec_function *f;
+    void *backend_plan; /* the backend's (a CUDA graph); NULL on host targets */
+    int nargs;
+    ir_tensor args[RT_MAX_ARGS];
+    int64_t syms[RT_MAX_SYMS];
+};
+
+fusec_status fusec_plan_create(fusec_function *f, const fusec_tensor *inputs, int ninputs,
+                               const fusec_tensor *results, int nresults, void *stream,
+                               fusec_plan **out) {
+    if (out) *out = NULL;
+    if (!f || !out) return FUSEC_ERR_INVALID_ARGUMENT;
+    fusec_module *m = f->module;
+    fusec_plan *p = calloc(1, sizeof *p);
+    if (!p) return set_message(m, FUSEC_ERR_OUT_OF_MEMORY, "out of memory for a plan");
+    p->f = f;
+    p->nargs = ninputs + nresults;
+    fusec_status st = prepare_call(f, inputs, ninputs, results, nresults, p->args, p->syms);
+    if (st == FUSEC_OK) st = ensure_built(m);
+    if (st == FUSEC_OK && m->backend && m->backend->plan_create) {
+        char err[512];
+        st = m->backend->plan_create(m->program, (int)(f - m->funcs), p->args, p->syms, stream,
+                                     &p->backend_plan, err, sizeof err);
+        if (st != FUSEC_OK) set_message(m, st, "%s", err);
     }
-    ir_tensor args[128];
-    memcpy(args, in, sizeof(ir_tensor) * (size_t)ninputs);
-    memcpy(args + ninputs, outs, sizeof(ir_tensor) * (size_t)nresults);
+    if (st != FUSEC_OK) {
+        free(p);
+        return st;
+    }
+    *out = p;
+    return FUSEC_OK;
+}
+
+fusec_status fusec_plan_launch(fusec_plan *p, void *stream) {
+    if (!p) return FUSEC_ERR_INVALID_ARGUMENT;
+    fusec_module *m = p->f->module;
+    if (!p->backend_plan) {
+        ir_tensor args[RT_MAX_ARGS]; /* a launch may not write the plan: it is shared */
+        memcpy(args, p->args, sizeof(ir_tensor) * (size_t)p->nargs);
+        return run_call(p->f, args, p->syms, stream);
+    }
     char err[512];
-    st = m->backend->launch(m->program, (int)(f - m->funcs), args, syms, stream, err, sizeof err);
+    fusec_status st = m->backend->plan_launch(p->backend_plan, stream, err, sizeof err);
+    if (st != FUSEC_OK) return set_message(m, st, "%s", err);
+    return FUSEC_OK;
+}
+
+fusec_status fusec_plan_rebind(fusec_plan *p, const fusec_tensor *inputs, int ninputs,
+                               const fusec_tensor *results, int nresults) {
+    if (!p) return FUSEC_ERR_INVALID_ARGUMENT;
+    fusec_function *f = p->f;
+    fusec_module *m = f->module;
+    ir_tensor args[RT_MAX_ARGS];
+    int64_t syms[RT_MAX_SYMS];
+    fusec_status st = prepare_call(f, inputs, ninputs, results, nresults, args, syms);
+    if (st != FUSEC_OK) return st;
+    for (int i = 0; i < p->nargs; i++) {
+        int same = args[i].rank == p->args[i].rank;
+        for (int d = 0; same && d < args[i].rank; d++)
+            same = args[i].dims[d] == p->args[i].dims[d];
+        if (!same)
+            return set_message(m, FUSEC_ERR_SHAPE,
+                               "%s %d: a plan is re-bound to tensors of the shapes it was made "
+                               "for; make a new plan for new shapes",
+                               i < ninputs ? "input" : "result", i < ninputs ? i : i - ninputs);
+    }
+    if (p->backend_plan) {
+        char err[512];
+        st = m->backend->plan_rebind(p->backend_plan, args, err, sizeof err);
+        if (st != FUSEC_OK) return set_message(m, st, "%s", err);
+    }
+    memcpy(p->args, args, sizeof(ir_tensor) * (size_t)p->nargs);
+    return FUSEC_OK;
+}
+
+void fusec_plan_free(fusec_plan *p) {
+    if (!p) return;
+    if (p->backend_plan) p->f->module->backend->plan_destroy(p->backend_plan);
+    free(p);
+}
+
+/* ---- memory ------------------------------------------------------------------------------ */
+
+/* The target's memory functions, NULL on host targets. */
+static const rt_backend *device_backend(const fusec_module *m) {
+    return m->backend && m->backend->mem_alloc ? m->backend : NULL;
+}
+
+fusec_status fusec_memory_alloc(fusec_module *m, size_t bytes, void **ptr) {
+    if (ptr) *ptr = NULL;
+    if (!m || !ptr) return FUSEC_ERR_INVALID_ARGUMENT;
+    const rt_backend *be = device_backend(m);
+    if (be) {
+        char err[512];
+        fusec_status st = be->mem_alloc(bytes, ptr, err, sizeof err);
+        if (st != FUSEC_OK) return set_message(m, st, "%s", err);
+        return FUSEC_OK;
+    }
+    size_t n = (bytes + 63) & ~(size_t)63;
+    if (n < bytes || !(*ptr = aligned_alloc(64, n ? n : 64)))
+        return set_message(m, FUSEC_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes", bytes);
+    return FUSEC_OK;
+}
+
+fusec_status fusec_memory_free(fusec_module *m, void *ptr) {
+    if (!m) return FUSEC_ERR_INVALID_ARGUMENT;
+    if (!ptr) return FUSEC_OK;
+    const rt_backend *be = device_backend(m);
+    if (!be) {
+        free(ptr);
+        return FUSEC_OK;
+    }
+    char err[512];
+    fusec_status st = be->mem_free(ptr, err, sizeof err);
+    if (st != FUSEC_OK) return set_message(m, st, "%s", err);
+    return FUSEC_OK;
+}
+
+static fusec_status memory_copy(fusec_module *m, void *dst, const void *src, size_t bytes,
+                                int to_device) {
+    if (!m || (bytes && (!dst || !src))) return FUSEC_ERR_INVALID_ARGUMENT;
+    const rt_backend *be = device_backend(m);
+    if (!be) {
+        if (bytes) memcpy(dst, src, bytes);
+        return FUSEC_OK;
+    }
+    char err[512];
+    fusec_status st = be->mem_copy(dst, src, bytes, to_device, err, sizeof err);
+    if (st != FUSEC_OK) return set_message(m, st, "%s", err);
+    return FUSEC_OK;
+}
+
+fusec_status fusec_memory_upload(fusec_module *m, void *dst, const void *host_src, size_t bytes) {
+    return memory_copy(m, dst, host_src, bytes, 1);
+}
+
+fusec_status fusec_memory_download(fusec_module *m, void *host_dst, const void *src, size_t bytes) {
+    return memory_copy(m, host_dst, src, bytes, 0);
+}
+
+fusec_status fusec_synchronize(fusec_module *m, void *stream) {
+    if (!m) return FUSEC_ERR_INVALID_ARGUMENT;
+    const rt_backend *be = device_backend(m);
+    if (!be) return FUSEC_OK;
+    char err[512];
+    fusec_status st = be->synchronize(stream, err, sizeof err);
     if (st != FUSEC_OK) return set_message(m, st, "%s", err);
     return FUSEC_OK;
 }
@@ -624,24 +798,88 @@ static double median(double *t, int n) {
     return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
 }
 
+/* Launches of a prepared call, through a plan when there is one. */
+static fusec_status launch_prepared(fusec_function *f, fusec_plan *plan, const ir_tensor *args,
+                                    const int64_t *syms) {
+    if (plan) return fusec_plan_launch(plan, NULL);
+    ir_tensor copy[RT_MAX_ARGS];
+    int n = f->checked->nparams + f->checked->noutputs;
+    memcpy(copy, args, sizeof(ir_tensor) * (size_t)n);
+    return run_call(f, copy, syms, NULL);
+}
+
+/* Host time of one launch call: batches of launches issued without waiting, the device
+ * drained between batches so its queue never fills (a full queue blocks the host). */
+static fusec_status host_time(fusec_function *f, fusec_plan *plan, const ir_tensor *args,
+                              const int64_t *syms, int reps, double *host_us) {
+    enum { BATCH = 10 };
+    int batches = reps / BATCH > 5 ? reps / BATCH : 5;
+    double *t = malloc(sizeof(double) * (size_t)batches);
+    if (!t) return FUSEC_ERR_OUT_OF_MEMORY;
+    fusec_status st = FUSEC_OK;
+    for (int b = 0; b < batches && st == FUSEC_OK; b++) {
+        double t0 = now_ms();
+        for (int k = 0; k < BATCH && st == FUSEC_OK; k++)
+            st = launch_prepared(f, plan, args, syms);
+        t[b] = (now_ms() - t0) * 1e3 / BATCH;
+        if (st == FUSEC_OK) st = fusec_synchronize(f->module, NULL);
+    }
+    if (st == FUSEC_OK) *host_us = median(t, batches);
+    free(t);
+    return st;
+}
+
+fusec_status fusec_bench_run(fusec_function *f, const fusec_tensor *inputs, int ninputs,
+                             const fusec_tensor *results, int nresults, int reps, int use_plan,
+                             fusec_bench_result *out) {
+    if (!f || !out || reps < 1) return FUSEC_ERR_INVALID_ARGUMENT;
+    memset(out, 0, sizeof *out);
+    fusec_module *m = f->module;
+    ir_tensor args[RT_MAX_ARGS];
+    int64_t syms[RT_MAX_SYMS];
+    fusec_status st = prepare_call(f, inputs, ninputs, results, nresults, args, syms);
+    if (st == FUSEC_OK) st = ensure_built(m);
+    if (st != FUSEC_OK) return st;
+    fusec_plan *plan = NULL;
+    if (use_plan) {
+        st = fusec_plan_create(f, inputs, ninputs, results, nresults, NULL, &plan);
+        if (st != FUSEC_OK) return st;
+    }
+    double *t = malloc(sizeof(double) * (size_t)reps);
+    if (!t) st = set_message(m, FUSEC_ERR_OUT_OF_MEMORY, "out of memory");
+    if (st == FUSEC_OK && m->backend && m->backend->time_launches) {
+        char err[512];
+        st = m->backend->time_launches(m->program, plan ? plan->backend_plan : NULL,
+                                       (int)(f - m->funcs), args, syms, reps, t, err, sizeof err);
+        if (st != FUSEC_OK) set_message(m, st, "%s", err);
+        if (st == FUSEC_OK) st = host_time(f, plan, args, syms, reps, &out->host_us);
+    } else if (st == FUSEC_OK) {
+        /* the CPU and reference targets return when done: the wall clock is their clock */
+        st = launch_prepared(f, plan, args, syms);
+        for (int r = 0; r < reps && st == FUSEC_OK; r++) {
+            double t0 = now_ms();
+            st = launch_prepared(f, plan, args, syms);
+            t[r] = now_ms() - t0;
+        }
+    }
+    if (st == FUSEC_OK) {
+        out->median_ms = median(t, reps);
+        out->min_ms = t[0];
+        if (!out->host_us) out->host_us = out->median_ms * 1e3;
+    }
+    free(t);
+    fusec_plan_free(plan);
+    return st;
+}
+
 fusec_status fusec_bench_launch(fusec_function *f, const fusec_tensor *inputs, int ninputs,
                                 const fusec_tensor *results, int nresults, int reps,
                                 double *median_ms) {
-    if (!f || !median_ms || reps < 1) return FUSEC_ERR_INVALID_ARGUMENT;
+    if (!median_ms) return FUSEC_ERR_INVALID_ARGUMENT;
     *median_ms = 0;
-    /* The CPU and reference targets return when done, so the wall clock is their clock; a
-     * GPU target will time with events. */
-    fusec_status st = fusec_launch(f, inputs, ninputs, results, nresults, NULL);
-    if (st != FUSEC_OK) return st;
-    double *t = malloc(sizeof(double) * (size_t)reps);
-    if (!t) return FUSEC_ERR_OUT_OF_MEMORY;
-    for (int r = 0; r < reps && st == FUSEC_OK; r++) {
-        double t0 = now_ms();
-        st = fusec_launch(f, inputs, ninputs, results, nresults, NULL);
-        t[r] = now_ms() - t0;
-    }
-    if (st == FUSEC_OK) *median_ms = median(t, reps);
-    free(t);
+    fusec_bench_result r;
+    fusec_status st = fusec_bench_run(f, inputs, ninputs, results, nresults, reps, 0, &r);
+    if (st == FUSEC_OK) *median_ms = r.median_ms;
     return st;
 }
 

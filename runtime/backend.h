@@ -15,7 +15,7 @@
 #include "ir/ir.h"
 
 typedef struct rt_backend_request {
-    ir_func *const *funcs;    /* the module's fused functions, in source order */
+    ir_func *const *funcs; /* the module's fused functions, in source order */
     int nfuncs;
     const fusec_options *opt; /* arch, fast_math, no_cache, cache_dir, verbose */
     ir_arena *arena;          /* the module's arena, for anything that lives as long */
@@ -45,8 +45,27 @@ typedef struct rt_backend {
      * as a plain copy (bytes / 2 read from one buffer, written to another) with all of the
      * device's parallelism (every core on the CPU; a device-to-device copy on a GPU), over
      * `reps` runs after a warm-up. */
-    fusec_status (*copy_time)(size_t bytes, int reps, double *median_ms, char *err,
-                              size_t errlen);
+    fusec_status (*copy_time)(size_t bytes, int reps, double *median_ms, char *err, size_t errlen);
+
+    /* The rest is for backends with memory of their own (a device); NULL on host targets,
+     * where api.c uses malloc and memcpy, runs a plan as a launch with its arguments bound,
+     * and times with the wall clock. */
+    fusec_status (*mem_alloc)(size_t bytes, void **ptr, char *err, size_t errlen);
+    fusec_status (*mem_free)(void *ptr, char *err, size_t errlen);
+    fusec_status (*mem_copy)(void *dst, const void *src, size_t bytes, int to_device, char *err,
+                             size_t errlen);
+    fusec_status (*synchronize)(void *stream, char *err, size_t errlen);
+    /* A plan: func's launches for fixed dims and pointers, made once, replayed with one
+     * call, re-bound to new pointers for the same dims. */
+    fusec_status (*plan_create)(void *program, int func, const ir_tensor *args, const int64_t *syms,
+                                void *stream, void **plan, char *err, size_t errlen);
+    fusec_status (*plan_launch)(void *plan, void *stream, char *err, size_t errlen);
+    fusec_status (*plan_rebind)(void *plan, const ir_tensor *args, char *err, size_t errlen);
+    void (*plan_destroy)(void *plan);
+    /* Device times of reps launches (of the plan when not NULL), one each, in times_ms. */
+    fusec_status (*time_launches)(void *program, void *plan, int func, const ir_tensor *args,
+                                  const int64_t *syms, int reps, double *times_ms, char *err,
+                                  size_t errlen);
 } rt_backend;
 
 /* The backends (runtime/cuda_backend.c, runtime/cpu_backend.c). */

@@ -3,8 +3,10 @@
  *
  * Places tried, in order: $FUSEC_LLVM_MODULE; the directory of the binary that holds this
  * code (libfusec.so, or an executable linking libfusec.a), which is where the build tree and
- * an install keep it; the build tree's path (FUSEC_LLVM_MODULE_BUILD_PATH) and the install
- * path (FUSEC_LLVM_MODULE_INSTALL_PATH), both compiled in.
+ * an install keep it; for an installed executable, its ../FUSEC_INSTALL_LIBDIR (a prefix
+ * moved or chosen at install time keeps bin/ and lib/ side by side); the build tree's path
+ * (FUSEC_LLVM_MODULE_BUILD_PATH) and the install path (FUSEC_LLVM_MODULE_INSTALL_PATH), both
+ * compiled in.
  */
 #include "runtime/cpu_jit.h"
 
@@ -22,6 +24,11 @@
 #ifndef FUSEC_LLVM_MODULE_INSTALL_PATH
 #define FUSEC_LLVM_MODULE_INSTALL_PATH ""
 #endif
+#ifndef FUSEC_INSTALL_LIBDIR
+#define FUSEC_INSTALL_LIBDIR "lib"
+#endif
+
+#define MAX_CANDIDATES 5
 
 static struct {
     pthread_once_t once;
@@ -32,8 +39,8 @@ static struct {
 /* mod.api once loaded, readable without the once (rt_llvm_loaded) */
 static _Atomic(const rt_llvm_api *) loaded_api;
 
-/* Fills paths[] with the candidate files (at most 4); returns how many. */
-static int candidates(char paths[4][4096]) {
+/* Fills paths[] with the candidate files; returns how many. */
+static int candidates(char paths[MAX_CANDIDATES][4096]) {
     int n = 0;
     const char *env = getenv("FUSEC_LLVM_MODULE");
     if (env && *env) snprintf(paths[n++], 4096, "%s", env);
@@ -41,9 +48,13 @@ static int candidates(char paths[4][4096]) {
     /* the binary holding this file's data is the one holding its code */
     if (dladdr(&mod, &info) && info.dli_fname) {
         const char *slash = strrchr(info.dli_fname, '/');
-        if (slash)
-            snprintf(paths[n++], 4096, "%.*s/%s", (int)(slash - info.dli_fname), info.dli_fname,
-                     RT_LLVM_MODULE_NAME);
+        if (slash) {
+            int dir = (int)(slash - info.dli_fname);
+            snprintf(paths[n++], 4096, "%.*s/%s", dir, info.dli_fname, RT_LLVM_MODULE_NAME);
+            if (FUSEC_INSTALL_LIBDIR[0] != '/')
+                snprintf(paths[n++], 4096, "%.*s/../%s/%s", dir, info.dli_fname,
+                         FUSEC_INSTALL_LIBDIR, RT_LLVM_MODULE_NAME);
+        }
     }
     if (*FUSEC_LLVM_MODULE_BUILD_PATH)
         snprintf(paths[n++], 4096, "%s", FUSEC_LLVM_MODULE_BUILD_PATH);
@@ -58,7 +69,7 @@ static int exists(const char *path) {
 }
 
 static void open_module(void) {
-    char paths[4][4096];
+    char paths[MAX_CANDIDATES][4096];
     int n = candidates(paths);
     size_t used =
         (size_t)snprintf(mod.err, sizeof mod.err,
@@ -103,7 +114,7 @@ int rt_llvm_loaded(void) {
 
 int rt_llvm_present(void) {
     if (rt_llvm_loaded()) return 1;
-    char paths[4][4096];
+    char paths[MAX_CANDIDATES][4096];
     int n = candidates(paths);
     for (int i = 0; i < n; i++)
         if (exists(paths[i])) return 1;

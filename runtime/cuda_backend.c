@@ -4,8 +4,8 @@
  * All kernels of a module are one translation unit, so one NVRTC run (one cache entry) builds
  * them all. The architecture is --arch, else the GPU's own; without either, emitting PTX or a
  * cubin uses RT_CUDA_DEFAULT_ARCH (said with -v) while building for a run fails: there is
- * nothing to run on. Loading cubins and launching (the Driver API launcher) come next;
- * until then `launch` and `copy_time` report that no device can be used.
+ * nothing to run on. With a GPU, compile also loads the cubin (runtime/cuda_launch.c), so a
+ * built module is ready to launch.
  *
  * The only state shared between modules is the cache handles: one per cache configuration,
  * opened on first use, kept for the process, behind a mutex.
@@ -20,6 +20,7 @@
 #include "runtime/backend.h"
 #include "runtime/cache.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/cuda_launch.h"
 #include "runtime/nvrtc.h"
 
 /* The architecture emitted without --arch and without a GPU. */
@@ -35,6 +36,9 @@ typedef struct rt_cuda_program {
     void *cubin;         /* malloc'd; NULL when the module has no kernel */
     size_t cubin_len;
     char arch[32];
+    rt_cuda_gpu *gpu;         /* loaded on the device; NULL without one */
+    fusec_status load_status; /* why gpu is NULL when a device is present */
+    char load_err[512];
 } rt_cuda_program;
 
 static double now_ms(void) {
@@ -294,6 +298,8 @@ static fusec_status rt_cuda_emit(const rt_backend_request *req, fusec_emit kind,
     return FUSEC_OK;
 }
 
+static void rt_cuda_destroy(void *program);
+
 static fusec_status rt_cuda_compile(const rt_backend_request *req, void **program, char *err,
                                     size_t errlen) {
     *program = NULL;
@@ -318,12 +324,28 @@ static fusec_status rt_cuda_compile(const rt_backend_request *req, void **progra
             return st;
         }
     }
+    if (rt_cuda_probe(NULL, NULL, 0)) {
+        double t0 = now_ms();
+        p->load_status =
+            rt_cuda_gpu_load(mod, p->cubin, p->cubin_len, &p->gpu, p->load_err, sizeof p->load_err);
+        if (req->opt->verbose)
+            ir_buf_printf(req->report, "cuda: loading the kernels %.3f ms%s%s\n", now_ms() - t0,
+                          p->load_status == FUSEC_OK ? "" : ": ", p->load_err);
+        /* built for the GPU's own architecture, the kernels must load; built for an --arch
+         * of the caller's, the failure waits for a launch (emitting needs no device) */
+        if (p->load_status != FUSEC_OK && !(req->opt->arch && *req->opt->arch)) {
+            snprintf(err, errlen, "%s", p->load_err);
+            st = p->load_status;
+            rt_cuda_destroy(p);
+            return st;
+        }
+    }
     *program = p;
     return FUSEC_OK;
 }
 
-/* Why nothing can run: no device, or (with one) no launcher yet. */
-static fusec_status no_launch(char *err, size_t errlen) {
+/* Why nothing can run: no device, or the device could not load the kernels. */
+static fusec_status no_launch(const rt_cuda_program *p, char *err, size_t errlen) {
     char why[512];
     if (!rt_cuda_probe(NULL, why, sizeof why)) {
         if (strstr(why, "libcuda.so.1 could not be loaded"))
@@ -332,28 +354,83 @@ static fusec_status no_launch(char *err, size_t errlen) {
             snprintf(err, errlen, "%s", why);
         return FUSEC_ERR_NO_DEVICE;
     }
-    snprintf(err, errlen, "running CUDA kernels is not part of this build of fusec yet");
-    return FUSEC_ERR_UNSUPPORTED;
+    snprintf(err, errlen, "%s", p && p->load_err[0] ? p->load_err : "the kernels are not loaded");
+    return p && p->load_status != FUSEC_OK ? p->load_status : FUSEC_ERR_INTERNAL;
 }
 
 static fusec_status rt_cuda_launch(void *program, int func, const ir_tensor *args,
                                    const int64_t *syms, void *stream, char *err, size_t errlen) {
-    (void)program, (void)func, (void)args, (void)syms, (void)stream;
-    return no_launch(err, errlen);
+    rt_cuda_program *p = program;
+    if (!p->gpu) return no_launch(p, err, errlen);
+    return rt_cuda_gpu_launch(p->gpu, func, args, syms, stream, err, errlen);
 }
 
 static void rt_cuda_destroy(void *program) {
     rt_cuda_program *p = program;
     if (!p) return;
+    rt_cuda_gpu_free(p->gpu);
     free(p->cubin);
     free(p);
 }
 
-static fusec_status rt_cuda_copy_time(size_t bytes, int reps, double *median_ms, char *err,
-                                      size_t errlen) {
-    (void)bytes, (void)reps;
+static fusec_status rt_cuda_copy_time_(size_t bytes, int reps, double *median_ms, char *err,
+                                       size_t errlen) {
     *median_ms = 0;
-    return no_launch(err, errlen);
+    if (!rt_cuda_probe(NULL, NULL, 0)) return no_launch(NULL, err, errlen);
+    return rt_cuda_copy_time(bytes, reps, median_ms, err, errlen);
+}
+
+static fusec_status rt_cuda_mem_alloc_(size_t bytes, void **ptr, char *err, size_t errlen) {
+    *ptr = NULL;
+    if (!rt_cuda_probe(NULL, NULL, 0)) return no_launch(NULL, err, errlen);
+    return rt_cuda_mem_alloc(bytes, ptr, err, errlen);
+}
+
+static fusec_status rt_cuda_mem_free_(void *ptr, char *err, size_t errlen) {
+    if (!rt_cuda_probe(NULL, NULL, 0)) return no_launch(NULL, err, errlen);
+    return rt_cuda_mem_free(ptr, err, errlen);
+}
+
+static fusec_status rt_cuda_mem_copy_(void *dst, const void *src, size_t bytes, int to_device,
+                                      char *err, size_t errlen) {
+    if (!rt_cuda_probe(NULL, NULL, 0)) return no_launch(NULL, err, errlen);
+    return rt_cuda_mem_copy(dst, src, bytes, to_device, err, errlen);
+}
+
+static fusec_status rt_cuda_synchronize_(void *stream, char *err, size_t errlen) {
+    if (!rt_cuda_probe(NULL, NULL, 0)) return no_launch(NULL, err, errlen);
+    return rt_cuda_synchronize(stream, err, errlen);
+}
+
+static fusec_status rt_cuda_plan_create_(void *program, int func, const ir_tensor *args,
+                                         const int64_t *syms, void *stream, void **plan, char *err,
+                                         size_t errlen) {
+    rt_cuda_program *p = program;
+    *plan = NULL;
+    if (!p->gpu) return no_launch(p, err, errlen);
+    return rt_cuda_plan_create(p->gpu, func, args, syms, stream, (rt_cuda_plan **)plan, err,
+                               errlen);
+}
+
+static fusec_status rt_cuda_plan_launch_(void *plan, void *stream, char *err, size_t errlen) {
+    return rt_cuda_plan_launch(plan, stream, err, errlen);
+}
+
+static fusec_status rt_cuda_plan_rebind_(void *plan, const ir_tensor *args, char *err,
+                                         size_t errlen) {
+    return rt_cuda_plan_rebind(plan, args, err, errlen);
+}
+
+static void rt_cuda_plan_destroy_(void *plan) {
+    rt_cuda_plan_free(plan);
+}
+
+static fusec_status rt_cuda_time_launches_(void *program, void *plan, int func,
+                                           const ir_tensor *args, const int64_t *syms, int reps,
+                                           double *times_ms, char *err, size_t errlen) {
+    rt_cuda_program *p = program;
+    if (!p->gpu) return no_launch(p, err, errlen);
+    return rt_cuda_time_launches(p->gpu, plan, func, args, syms, reps, times_ms, err, errlen);
 }
 
 const rt_backend rt_backend_cuda = {
@@ -364,5 +441,14 @@ const rt_backend rt_backend_cuda = {
     .compile = rt_cuda_compile,
     .launch = rt_cuda_launch,
     .destroy = rt_cuda_destroy,
-    .copy_time = rt_cuda_copy_time,
+    .copy_time = rt_cuda_copy_time_,
+    .mem_alloc = rt_cuda_mem_alloc_,
+    .mem_free = rt_cuda_mem_free_,
+    .mem_copy = rt_cuda_mem_copy_,
+    .synchronize = rt_cuda_synchronize_,
+    .plan_create = rt_cuda_plan_create_,
+    .plan_launch = rt_cuda_plan_launch_,
+    .plan_rebind = rt_cuda_plan_rebind_,
+    .plan_destroy = rt_cuda_plan_destroy_,
+    .time_launches = rt_cuda_time_launches_,
 };

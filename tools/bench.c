@@ -12,6 +12,7 @@
 typedef struct bench_result {
     const char *target;
     double median_ms, copy_ms;
+    double host_us; /* host time of one launch call */
     double bytes;
     int kernels;
     double compile_cold_ms, compile_cached_ms;
@@ -84,10 +85,12 @@ static void print_result(const cli *c, const bench_result *r) {
         printf("{\"file\": \"%s\", \"function\": \"%s\", \"target\": \"%s\", \"fused\": %s, "
                "\"reps\": %d, \"median_ms\": %.6f, \"bytes\": %.0f, \"gbps\": %.3f, "
                "\"copy_ms\": %.6f, \"copy_gbps\": %.3f, \"pct_of_copy\": %.2f, "
-               "\"kernels\": %d, \"compile_cold_ms\": %.3f, \"compile_cached_ms\": %.3f}\n",
+               "\"kernels\": %d, \"compile_cold_ms\": %.3f, \"compile_cached_ms\": %.3f, "
+               "\"launch\": \"%s\", \"host_us_per_launch\": %.3f, \"host_us_per_kernel\": %.3f}\n",
                c->files[0], c->function, r->target, c->opt.no_fuse ? "false" : "true", c->reps,
                r->median_ms, r->bytes, gbs, r->copy_ms, copy_gbs, pct, r->kernels,
-               r->compile_cold_ms, r->compile_cached_ms);
+               r->compile_cold_ms, r->compile_cached_ms, c->plan ? "plan" : "stream", r->host_us,
+               r->host_us / (r->kernels > 0 ? r->kernels : 1));
         return;
     }
     printf("%s %s on %s (%s), median of %d runs\n", c->files[0], c->function, r->target,
@@ -98,6 +101,8 @@ static void print_result(const cli *c, const bench_result *r) {
     printf("  copy bandwidth  %12.2f GB/s (same bytes, measured in this run)\n", copy_gbs);
     printf("  of copy         %12.1f %%\n", pct);
     printf("  kernels         %12d\n", r->kernels);
+    printf("  host per launch %12.3f us (%s; %.3f us a kernel)\n", r->host_us,
+           c->plan ? "plan" : "stream", r->host_us / (r->kernels > 0 ? r->kernels : 1));
     printf("  compile cold    %12.3f ms (no cache)\n", r->compile_cold_ms);
     printf("  compile cached  %12.3f ms\n", r->compile_cached_ms);
 }
@@ -134,9 +139,12 @@ int cli_bench(cli *c) {
 
     int rc = EXIT_OK;
     fusec_function *f = NULL;
-    fusec_tensor ins[MAX_BINDINGS], outs[MAX_BINDINGS];
+    fusec_tensor ins[MAX_BINDINGS], outs[MAX_BINDINGS], dev_ins[MAX_BINDINGS],
+        dev_outs[MAX_BINDINGS];
     memset(ins, 0, sizeof ins);
     memset(outs, 0, sizeof outs);
+    memset(dev_ins, 0, sizeof dev_ins);
+    memset(dev_outs, 0, sizeof dev_outs);
     int np = 0, nr = 0;
     uint64_t seed = 0x5eed5eed5eedULL;
     rc = cli_find_function(c, m, &f, &np, &nr);
@@ -191,7 +199,13 @@ int cli_bench(cli *c) {
         r.bytes += (double)bytes;
     }
     r.kernels = fusec_function_num_kernels(f);
-    st = fusec_bench_launch(f, ins, np, outs, nr, c->reps, &r.median_ms);
+    rc = cli_to_target(m, ins, np, 1, dev_ins);
+    if (rc == EXIT_OK) rc = cli_to_target(m, outs, nr, 0, dev_outs);
+    if (rc != EXIT_OK) goto done;
+    fusec_bench_result br;
+    st = fusec_bench_run(f, dev_ins, np, dev_outs, nr, c->reps, c->plan, &br);
+    r.median_ms = br.median_ms;
+    r.host_us = br.host_us;
     if (st == FUSEC_OK) st = fusec_bench_copy(m, (size_t)r.bytes, c->reps, &r.copy_ms);
     if (st != FUSEC_OK) {
         fprintf(stderr, "fusec: error: %s\n", fusec_module_message(m));
@@ -200,6 +214,8 @@ int cli_bench(cli *c) {
     }
     print_result(c, &r);
 done:
+    cli_free_target(m, dev_ins, np);
+    cli_free_target(m, dev_outs, nr);
     for (int i = 0; i < np && i < MAX_BINDINGS; i++)
         free(ins[i].data);
     for (int i = 0; i < nr && i < MAX_BINDINGS; i++)

@@ -38,6 +38,7 @@ typedef struct cli {
     int ndims;
     int reps;           /* bench --reps */
     const char *format; /* bench --format table|json */
+    int plan;           /* bench --launch=plan: through a plan (a CUDA graph) */
 } cli;
 
 int cli_usage_error(const char *fmt, const char *arg);
@@ -48,5 +49,15 @@ void cli_print_module_messages(const fusec_module *m, fusec_status st);
 int cli_find_function(const cli *c, fusec_module *m, fusec_function **f, int *nparams,
                       int *nresults);
 int cli_bench(cli *c); /* tools/bench.c */
+
+/* tools/target.c: the bytes a tensor's shape and dtype take. Tensors in the module's
+ * target memory: dev[i] gets host[i]'s dtype and shape and its own memory on a GPU (with
+ * host[i]'s data when upload is set), host[i]'s memory on the CPU; results back into host
+ * tensors after the default stream's work; freeing. Failures are reported, and their exit
+ * code returned. */
+size_t cli_tensor_bytes(const fusec_tensor *t);
+int cli_to_target(fusec_module *m, const fusec_tensor *host, int n, int upload, fusec_tensor *dev);
+int cli_from_target(fusec_module *m, fusec_tensor *host, const fusec_tensor *dev, int n);
+void cli_free_target(fusec_module *m, fusec_tensor *dev, int n);
 
 #endif

@@ -21,6 +21,7 @@ static const char usage_text[] =
     "usage: fusec [OPTIONS] FILE.fuse...            compile every function\n"
     "       fusec run FILE.fuse -f FN [--in NAME=IN.npy]... [--out OUT.npy]... [OPTIONS]\n"
     "       fusec bench FILE.fuse -f FN --dim NAME=SIZE... [--reps K] [--format table|json]\n"
+    "                   [--launch=stream|plan]\n"
     "       fusec cache stats | clear\n"
     "\n"
     "options:\n"
@@ -42,6 +43,7 @@ static const char usage_text[] =
     "  --dim NAME=SIZE             (bench) the size of a symbolic dim\n"
     "  --reps K                    (bench) timed runs, median reported (default 20)\n"
     "  --format table|json         (bench) output format\n"
+    "  --launch=stream|plan        (bench) launch on a stream, or through a plan (a CUDA graph)\n"
     "  --help                      this text\n"
     "  --version                   the version\n"
     "\n"
@@ -200,6 +202,10 @@ static int parse_args(int argc, char **argv, cli *c) {
             if (!v || (strcmp(v, "table") && strcmp(v, "json")))
                 return cli_usage_error("--format is table or json, got '%s'", v ? v : "");
             c->format = v;
+        } else if ((v = option_value(argc, argv, &i, "--launch", &m)) || m) {
+            if (!v || (strcmp(v, "stream") && strcmp(v, "plan")))
+                return cli_usage_error("--launch is stream or plan, got '%s'", v ? v : "");
+            c->plan = !strcmp(v, "plan");
         } else if (a[0] == '-' && a[1] != 0) {
             return cli_usage_error("unknown option '%s'", a);
         } else {
@@ -364,10 +370,13 @@ static int cmd_run(cli *c) {
     }
     int rc = EXIT_OK;
     fusec_function *f = NULL;
-    fusec_tensor ins[MAX_BINDINGS], outs[MAX_BINDINGS];
+    fusec_tensor ins[MAX_BINDINGS], outs[MAX_BINDINGS], dev_ins[MAX_BINDINGS],
+        dev_outs[MAX_BINDINGS];
     int nparams = 0, nresults = 0;
     memset(ins, 0, sizeof ins);
     memset(outs, 0, sizeof outs);
+    memset(dev_ins, 0, sizeof dev_ins);
+    memset(dev_outs, 0, sizeof dev_outs);
     char err[512];
 
     rc = cli_find_function(c, m, &f, &nparams, &nresults);
@@ -440,12 +449,18 @@ static int cmd_run(cli *c) {
         }
         memset(outs[i].data, 0xff, n); /* poison: a result never written shows as NaN/-1 */
     }
-    st = fusec_launch(f, ins, nparams, outs, nresults, NULL);
+    /* in the target's memory (the GPU's on CUDA), results poisoned there too */
+    rc = cli_to_target(m, ins, nparams, 1, dev_ins);
+    if (rc == EXIT_OK) rc = cli_to_target(m, outs, nresults, 1, dev_outs);
+    if (rc != EXIT_OK) goto done;
+    st = fusec_launch(f, dev_ins, nparams, dev_outs, nresults, NULL);
     if (st != FUSEC_OK) {
         fprintf(stderr, "fusec: error: %s\n", fusec_module_message(m));
         rc = cli_exit_code(st);
         goto done;
     }
+    rc = cli_from_target(m, outs, dev_outs, nresults);
+    if (rc != EXIT_OK) goto done;
     for (int i = 0; i < nresults; i++) {
         if (c->nouts == 0) {
             print_values(i, &outs[i]);
@@ -459,6 +474,8 @@ static int cmd_run(cli *c) {
         }
     }
 done:
+    cli_free_target(m, dev_ins, nparams);
+    cli_free_target(m, dev_outs, nresults);
     for (int i = 0; i < nparams && i < MAX_BINDINGS; i++)
         free(ins[i].data);
     for (int i = 0; i < nresults && i < MAX_BINDINGS; i++)

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# tests/install/run.sh: `cmake --install` of the build into a temporary prefix, then what a
+# user of the installed package does: tests/install/consumer built with find_package (shared
+# and static targets), the same main.c built with pkg-config (shared, and static against
+# libfusec.a), each run; and the installed command line. Exits 77 (skipped) when only
+# pkg-config is missing and everything else passed.
+set -u
+: "${FUSEC_SRC:?}" "${FUSEC_BUILD:?}" "${FUSEC_VERSION:?}"
+CMAKE=${CMAKE:-cmake}
+CC=${CC:-cc}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+fail=0 pass=0
+check() { # check DESCRIPTION COMMAND...
+    local what=$1
+    shift
+    if "$@"; then pass=$((pass + 1)); else
+        fail=$((fail + 1))
+        echo "FAIL: $what"
+    fi
+}
+# runs COMMAND... with its output in $tmp/log, shown when it fails
+logged() {
+    "$@" >"$tmp/log" 2>&1 && return 0
+    cat "$tmp/log"
+    return 1
+}
+# true when the ELF file FILE needs no libfusec.so (linked libfusec.a instead)
+no_libfusec_so() { ! readelf -d "$1" | grep -q 'NEEDED.*libfusec\.so'; }
+main_c=$FUSEC_SRC/tests/install/consumer/main.c
+
+if ! logged "$CMAKE" --install "$FUSEC_BUILD" --prefix "$prefix"; then
+    echo "FAIL: cmake --install"
+    exit 1
+fi
+pc=$(find "$prefix" -path '*/pkgconfig/fusec.pc' | head -n 1)
+libdir=$(dirname "$(dirname "$pc")")
+check "fusec.pc is installed under <libdir>/pkgconfig" test -f "$pc"
+check "the header is installed" test -f "$prefix/include/fusec.h"
+check "libfusec.a is installed" test -f "$libdir/libfusec.a"
+check "libfusec.so.${FUSEC_VERSION} is installed" test -f "$libdir/libfusec.so.$FUSEC_VERSION"
+check "libfusec.so.${FUSEC_VERSION%%.*} (the SONAME) links to it" \
+    test "$(readlink "$libdir/libfusec.so.${FUSEC_VERSION%%.*}")" = "libfusec.so.$FUSEC_VERSION"
+check "libfusec.so links to the SONAME" test -L "$libdir/libfusec.so"
+for f in fusecConfig.cmake fusecConfigVersion.cmake fusecTargets.cmake; do
+    check "$f is installed" test -f "$libdir/cmake/fusec/$f"
+done
+! grep -rqF -e "$FUSEC_BUILD" -e "$FUSEC_SRC" "$libdir/cmake/fusec"
+check "the exported targets name no build-tree path" test $? -eq 0
+
+# the installed command line
+out=$("$prefix/bin/fusec" --version 2>&1)
+check "installed fusec --version says $FUSEC_VERSION: $out" test "$out" = "fusec $FUSEC_VERSION"
+out=$("$prefix/bin/fusec" --emit=ir --target=ref "$FUSEC_SRC/examples/gelu.fuse" 2>&1)
+check "installed fusec compiles an example: $out" grep -q "^kernel 0 pointwise" <<<"$out"
+
+# find_package, with nothing of the source or build tree in sight
+cb=$tmp/consumer-build
+if logged "$CMAKE" -S "$FUSEC_SRC/tests/install/consumer" -B "$cb" -DCMAKE_C_COMPILER="$CC" \
+    -DCMAKE_PREFIX_PATH="$prefix" -DFUSEC_WANT_VERSION="$FUSEC_VERSION" \
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF &&
+    logged "$CMAKE" --build "$cb"; then
+    pass=$((pass + 1))
+    check "find_package found the installed package" \
+        grep -q "^fusec_DIR:PATH=$libdir/cmake/fusec\$" "$cb/CMakeCache.txt"
+    # the build RPATH CMake gives the consumer finds the installed libfusec.so
+    check "the find_package consumer (shared) runs" logged "$cb/consumer"
+    check "the find_package consumer (shared) uses the installed libfusec.so" \
+        grep -q "libfusec\.so.* => $libdir/" <<<"$(ldd "$cb/consumer")"
+    check "the find_package consumer (static) runs" logged "$cb/consumer_static"
+    check "the static consumer needs no libfusec.so" no_libfusec_so "$cb/consumer_static"
+else
+    fail=$((fail + 1))
+    echo "FAIL: the find_package consumer builds"
+fi
+
+# pkg-config
+if ! command -v pkg-config >/dev/null 2>&1; then
+    echo "no pkg-config (scripts/install-deps.sh installs it): pkg-config checks skipped"
+    [ "$fail" -eq 0 ] && exit 77
+    echo "$pass passed, $fail failed"
+    exit 1
+fi
+PKG_CONFIG_PATH=$(dirname "$pc")
+export PKG_CONFIG_PATH
+read -r -a cflags <<<"$(pkg-config --cflags fusec)"
+read -r -a libs <<<"$(pkg-config --libs fusec)"
+pc_libdir=$(pkg-config --variable=libdir fusec)
+check "pkg-config's libdir is the installed one" test "$(cd "$pc_libdir" && pwd -P)" = \
+    "$(cd "$libdir" && pwd -P)"
+check "pkg-config's version is $FUSEC_VERSION" test "$(pkg-config --modversion fusec)" = \
+    "$FUSEC_VERSION"
+check "pkg-config: cc builds with the shared library" \
+    logged "$CC" -std=c11 -Wall -Wextra -Werror "${cflags[@]}" "$main_c" -o "$tmp/pc_shared" \
+    "${libs[@]}" -Wl,-rpath,"$pc_libdir"
+check "pkg-config: the shared build runs" logged "$tmp/pc_shared"
+
+# --static adds Libs.private; -lfusec becomes -l:libfusec.a, since -lfusec alone would pick
+# the libfusec.so beside it
+read -r -a slibs <<<"$(pkg-config --static --libs fusec)"
+for i in "${!slibs[@]}"; do [ "${slibs[$i]}" = -lfusec ] && slibs[i]=-l:libfusec.a; done
+check "pkg-config --static: cc builds against libfusec.a" \
+    logged "$CC" -std=c11 -Wall -Wextra -Werror "${cflags[@]}" "$main_c" -o "$tmp/pc_static" \
+    "${slibs[@]}"
+check "pkg-config --static: the build runs" logged "$tmp/pc_static"
+check "pkg-config --static: the build needs no libfusec.so" no_libfusec_so "$tmp/pc_static"
+
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

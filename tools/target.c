@@ -1,0 +1,54 @@
+/* tools/target.c: tensors in the target's memory (a GPU's, or the host's) for `fusec run`
+ * and `fusec bench`, through fusec.h's memory functions like any embedder. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+size_t cli_tensor_bytes(const fusec_tensor *t) {
+    size_t n = fusec_dtype_size(t->dtype);
+    for (int d = 0; d < t->rank; d++)
+        n *= (size_t)t->shape[d];
+    return n;
+}
+
+/* The host is the target's memory: the host tensors serve as they are. */
+static int on_host(const fusec_module *m) {
+    return fusec_module_target(m) != FUSEC_TARGET_CUDA;
+}
+
+int cli_to_target(fusec_module *m, const fusec_tensor *host, int n, int upload, fusec_tensor *dev) {
+    for (int i = 0; i < n; i++) {
+        dev[i] = host[i];
+        if (!on_host(m)) dev[i].data = NULL;
+    }
+    if (on_host(m)) return EXIT_OK;
+    for (int i = 0; i < n; i++) {
+        size_t bytes = cli_tensor_bytes(&host[i]);
+        fusec_status st = fusec_memory_alloc(m, bytes, &dev[i].data);
+        if (st == FUSEC_OK && upload) st = fusec_memory_upload(m, dev[i].data, host[i].data, bytes);
+        if (st != FUSEC_OK) {
+            fprintf(stderr, "fusec: error: %s\n", fusec_module_message(m));
+            return cli_exit_code(st);
+        }
+    }
+    return EXIT_OK;
+}
+
+int cli_from_target(fusec_module *m, fusec_tensor *host, const fusec_tensor *dev, int n) {
+    fusec_status st = fusec_synchronize(m, NULL);
+    for (int i = 0; i < n && st == FUSEC_OK && !on_host(m); i++)
+        st = fusec_memory_download(m, host[i].data, dev[i].data, cli_tensor_bytes(&host[i]));
+    if (st != FUSEC_OK) {
+        fprintf(stderr, "fusec: error: %s\n", fusec_module_message(m));
+        return cli_exit_code(st);
+    }
+    return EXIT_OK;
+}
+
+void cli_free_target(fusec_module *m, fusec_tensor *dev, int n) {
+    for (int i = 0; i < n && !on_host(m); i++) {
+        fusec_memory_free(m, dev[i].data);
+        dev[i].data = NULL;
+    }
+}
