@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test test-fast test-asan demo bench clean format
+.PHONY: all deps build test test-fast test-asan test-gpu demo bench clean format
 
 all: build
 
@@ -28,6 +28,11 @@ test-asan: deps
 	CC=clang cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DFUSEC_SANITIZE=ON -DFUSEC_FUZZ=ON $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
+
+# The GPU suite alone (tests/gpu: every program on CUDA against the reference, plans, two
+# streams, examples/embed, compute-sanitizer); each test is skipped where there is no GPU.
+test-gpu: build
+	cd $(BUILD) && ctest --output-on-failure -L gpu
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)

@@ -12,7 +12,8 @@ float inputs (exactly 1e-5 * sum(|x|) for a sum, carried through epilogues), and
 (SPEC §1) while the reference does not round them, so those results get a looser bound.
 Integer and bool results must be equal.
 
-Set FUSEC_CPU_TEST_QUICK=1 to run the small sizes only."""
+Set FUSEC_CPU_TEST_QUICK=1 to run the small sizes only. FUSEC_TEST_TARGET=cuda runs the same
+cases on the GPU (tests/gpu: skipped without one), results poisoned on the device first."""
 import os
 import re
 import shutil
@@ -22,9 +23,14 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 from fusectest import FUSEC, SRC, check, close, finish, np, rand, run, tmpdir  # noqa: E402
 
-rc, _, err = run(["run", os.path.join(SRC, "examples", "gelu.fuse"), "-f", "gelu", "--target=cpu"])
+TARGET = os.environ.get("FUSEC_TEST_TARGET", "cpu")
+rc, _, err = run(["run", os.path.join(SRC, "examples", "gelu.fuse"), "-f", "gelu",
+                  f"--target={TARGET}", "--in", "x=/nonexistent.npy"])
 if "not part of this build" in err or "no native target" in err:
-    print("the cpu backend is not built: skipping")
+    print(f"the {TARGET} backend is not built: skipping")
+    sys.exit(77)
+if "no CUDA driver or device" in err:
+    print("no GPU here: skipping")
     sys.exit(77)
 
 rng = np.random.default_rng(12345)
@@ -198,7 +204,7 @@ def run_case_in(case_dir, path, fn, profile, nofuse_too, special, repeat):
     rc, err = fusec_run(path, fn, files, refs, "ref")
     if rc != 0:
         # the reference refuses (max of an empty axis): the cpu target must refuse as well
-        rc2, err2 = fusec_run(path, fn, files, [f"{base}_cpu{i}.npy" for i in range(nres)], "cpu")
+        rc2, err2 = fusec_run(path, fn, files, [f"{base}_cpu{i}.npy" for i in range(nres)], TARGET)
         check(rc2 == rc, f"{fn}/{profile}: ref exit {rc} ({err.strip()}), cpu exit {rc2} ({err2.strip()})")
         return
     ref = [np.load(p) for p in refs]
@@ -216,7 +222,7 @@ def run_case_in(case_dir, path, fn, profile, nofuse_too, special, repeat):
     env = STREAM_ALL if case_number % 2 else None
     for mode, extra in modes:
         outs = [f"{base}_{mode}{i}.npy" for i in range(nres)]
-        rc, err = fusec_run(path, fn, files, outs, "cpu", extra, env=env)
+        rc, err = fusec_run(path, fn, files, outs, TARGET, extra, env=env)
         check(rc == 0, f"{fn}/{profile}/{mode}: exit {rc}: {err.strip()[-400:]}")
         if rc != 0:
             continue
@@ -228,10 +234,10 @@ def run_case_in(case_dir, path, fn, profile, nofuse_too, special, repeat):
                     prod_n)
         if repeat and mode == "fused":
             again = [f"{base}_again{i}.npy" for i in range(nres)]
-            rc, err = fusec_run(path, fn, files, again, "cpu", env=env)
+            rc, err = fusec_run(path, fn, files, again, TARGET, env=env)
             env1 = dict(env or os.environ, FUSEC_NUM_THREADS="1")
             single = [f"{base}_one{i}.npy" for i in range(nres)]
-            rc1, _ = fusec_run(path, fn, files, single, "cpu", env=env1)
+            rc1, _ = fusec_run(path, fn, files, single, TARGET, env=env1)
             for i in range(nres):
                 same = rc == 0 and open(outs[i], "rb").read() == open(again[i], "rb").read()
                 check(same, f"{fn}/{profile}: a second run is not bit-identical (result {i})")

@@ -1,0 +1,241 @@
+/* tests/gpu/test_gpu_runtime.c: the CUDA runtime on a GPU, through fusec.h: launches from two
+ * threads on two streams of their own, bit-identical to one thread's; a plan replayed 1000
+ * times, re-bound to other buffers and to misaligned ones (another kernel variant), always
+ * equal to stream launches; a --no-fuse chain as a plan; all against the reference
+ * interpreter. Exits 77 (skipped) without a GPU. */
+#include "fusec.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "runtime/cuda_driver.h"
+
+static const char *SRC =
+    "fn gelu(x: f32[N]) -> f32[N] {\n"
+    "    return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));\n"
+    "}\n"
+    "fn softmax(x: f32[R, C]) -> f32[R, C] {\n"
+    "    let e = exp(x - max(x, axis=1));\n"
+    "    return e / sum(e, axis=1);\n"
+    "}\n";
+
+#define N 1000003
+#define R 333
+#define C 1031
+
+static fusec_module *compile(fusec_target t, int no_fuse) {
+    fusec_options o;
+    fusec_options_init(&o);
+    o.target = t;
+    o.no_fuse = no_fuse;
+    fusec_module *m = NULL;
+    fusec_status st = fusec_module_compile_string("gpu.fuse", SRC, strlen(SRC), &o, &m);
+    if (st == FUSEC_OK) st = fusec_module_build(m);
+    CHECK_MSG(st == FUSEC_OK, "%s", fusec_module_message(m));
+    return m;
+}
+
+static fusec_function *fn(fusec_module *m, const char *name) {
+    fusec_function *f = NULL;
+    CHECK_MSG(fusec_module_function(m, name, &f) == FUSEC_OK, "%s", name);
+    return f;
+}
+
+static fusec_tensor t1(void *p, int64_t n) {
+    fusec_tensor t = {p, FUSEC_F32, 1, {n}};
+    return t;
+}
+
+static fusec_tensor t2(void *p, int64_t r, int64_t c) {
+    fusec_tensor t = {p, FUSEC_F32, 2, {r, c}};
+    return t;
+}
+
+static uint32_t rng = 4242;
+static float frand(void) {
+    rng = rng * 1664525u + 1013904223u;
+    float v = (float)(rng >> 8) * (8.0f / 16777216.0f) - 4.0f;
+    return v == 0 ? 0.5f : v;
+}
+
+static fusec_module *gpu, *ref;
+static float *hx, *hs, *want_gelu, *want_softmax; /* inputs, reference results */
+static float *gelu_bits, *softmax_bits;            /* one thread's GPU results */
+
+static void *dev_copy(const float *h, size_t n) {
+    void *d = NULL;
+    CHECK(fusec_memory_alloc(gpu, n * sizeof(float), &d) == FUSEC_OK);
+    CHECK(fusec_memory_upload(gpu, d, h, n * sizeof(float)) == FUSEC_OK);
+    return d;
+}
+
+static void *dev_poisoned(size_t n) {
+    float *p = malloc(n * sizeof(float));
+    memset(p, 0xff, n * sizeof(float));
+    void *d = dev_copy(p, n);
+    free(p);
+    return d;
+}
+
+static float *host_copy(const void *d, size_t n) {
+    float *h = malloc(n * sizeof(float));
+    CHECK(fusec_synchronize(gpu, NULL) == FUSEC_OK);
+    CHECK(fusec_memory_download(gpu, h, d, n * sizeof(float)) == FUSEC_OK);
+    return h;
+}
+
+/* SPEC §5 for f32; softmax's sum carries 1e-5 relative through the division */
+static int close_to(const float *got, const float *want, size_t n, double rel) {
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs((double)got[i] - want[i]) <= rel * fabs((double)want[i]) + 1e-6)) {
+            fprintf(stderr, "  at %zu: got %.9g, want %.9g\n", i, got[i], want[i]);
+            return 0;
+        }
+    return 1;
+}
+
+static void reference(void) {
+    hx = malloc(N * sizeof(float));
+    hs = malloc(R * C * sizeof(float));
+    want_gelu = malloc(N * sizeof(float));
+    want_softmax = malloc(R * C * sizeof(float));
+    for (int i = 0; i < N; i++)
+        hx[i] = frand();
+    for (int i = 0; i < R * C; i++)
+        hs[i] = frand();
+    fusec_tensor x = t1(hx, N), y = t1(want_gelu, N), s = t2(hs, R, C), z = t2(want_softmax, R, C);
+    CHECK(fusec_launch(fn(ref, "gelu"), &x, 1, &y, 1, NULL) == FUSEC_OK);
+    CHECK(fusec_launch(fn(ref, "softmax"), &s, 1, &z, 1, NULL) == FUSEC_OK);
+}
+
+/* One thread's results on the default stream: the bits the others must give. */
+static void single(void) {
+    void *dx = dev_copy(hx, N), *dy = dev_poisoned(N), *ds = dev_copy(hs, R * C),
+         *dz = dev_poisoned(R * C);
+    fusec_tensor x = t1(dx, N), y = t1(dy, N), s = t2(ds, R, C), z = t2(dz, R, C);
+    CHECK_MSG(fusec_launch(fn(gpu, "gelu"), &x, 1, &y, 1, NULL) == FUSEC_OK, "%s",
+              fusec_module_message(gpu));
+    CHECK_MSG(fusec_launch(fn(gpu, "softmax"), &s, 1, &z, 1, NULL) == FUSEC_OK, "%s",
+              fusec_module_message(gpu));
+    gelu_bits = host_copy(dy, N);
+    softmax_bits = host_copy(dz, R * C);
+    CHECK_MSG(close_to(gelu_bits, want_gelu, N, 1e-5), "gelu against the reference");
+    CHECK_MSG(close_to(softmax_bits, want_softmax, R * C, 3e-5), "softmax against the reference");
+    void *all[] = {dx, dy, ds, dz};
+    for (int i = 0; i < 4; i++)
+        fusec_memory_free(gpu, all[i]);
+}
+
+typedef struct worker {
+    int ok;
+    char err[256];
+} worker;
+
+static void *work(void *arg) {
+    worker *w = arg;
+    int pushed = 0;
+    if (rt_cuda_enter(&pushed, w->err, sizeof w->err) != 0) return NULL;
+    const rt_cu_api *cu = rt_cuda_api();
+    rt_cu_stream s = NULL;
+    if (cu->StreamCreate(&s, RT_CU_STREAM_NON_BLOCKING) != RT_CU_SUCCESS) return NULL;
+    void *dx = dev_copy(hx, N), *dy = dev_poisoned(N), *ds = dev_copy(hs, R * C),
+         *dz = dev_poisoned(R * C);
+    fusec_tensor x = t1(dx, N), y = t1(dy, N), sm = t2(ds, R, C), z = t2(dz, R, C);
+    int ok = 1;
+    for (int i = 0; i < 50 && ok; i++)
+        ok = fusec_launch(fn(gpu, "gelu"), &x, 1, &y, 1, s) == FUSEC_OK &&
+             fusec_launch(fn(gpu, "softmax"), &sm, 1, &z, 1, s) == FUSEC_OK;
+    ok = ok && fusec_synchronize(gpu, s) == FUSEC_OK;
+    float *gy = host_copy(dy, N), *gz = host_copy(dz, R * C);
+    w->ok = ok && memcmp(gy, gelu_bits, N * sizeof(float)) == 0 &&
+            memcmp(gz, softmax_bits, R * C * sizeof(float)) == 0;
+    free(gy);
+    free(gz);
+    void *all[] = {dx, dy, ds, dz};
+    for (int i = 0; i < 4; i++)
+        fusec_memory_free(gpu, all[i]);
+    cu->StreamDestroy(s);
+    rt_cuda_leave(pushed);
+    return NULL;
+}
+
+static void two_streams(void) {
+    pthread_t th[2];
+    worker w[2];
+    memset(w, 0, sizeof w);
+    for (int i = 0; i < 2; i++)
+        pthread_create(&th[i], NULL, work, &w[i]);
+    for (int i = 0; i < 2; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_MSG(w[i].ok, "thread %d on its own stream: not the one-thread bits %s", i, w[i].err);
+    }
+}
+
+/* A plan: 1000 replays, re-bound to other buffers and to misaligned ones. */
+static void plans(fusec_module *m, const char *what) {
+    fusec_function *f = fn(m, "gelu");
+    /* one element more, so x + 1 is a misaligned view of N elements */
+    float *hx1 = malloc((N + 1) * sizeof(float));
+    memcpy(hx1 + 1, hx, N * sizeof(float));
+    hx1[0] = 1;
+    void *dx = dev_copy(hx, N), *dy = dev_poisoned(N), *dx1 = dev_copy(hx1, N + 1),
+         *dy1 = dev_poisoned(N + 1);
+    fusec_tensor x = t1(dx, N), y = t1(dy, N);
+    fusec_plan *p = NULL;
+    CHECK_MSG(fusec_plan_create(f, &x, 1, &y, 1, NULL, &p) == FUSEC_OK, "%s: %s", what,
+              fusec_module_message(m));
+    /* under compute-sanitizer every replay is slow: FUSEC_GPU_TEST_QUICK=1 makes a few */
+    int replays = getenv("FUSEC_GPU_TEST_QUICK") ? 10 : 1000;
+    for (int i = 0; i < replays; i++)
+        CHECK(fusec_plan_launch(p, NULL) == FUSEC_OK);
+    float *got = host_copy(dy, N);
+    CHECK_MSG(close_to(got, want_gelu, N, 1e-5), "%s: plan against the reference", what);
+    free(got);
+
+    fusec_tensor x1 = t1((char *)dx1 + sizeof(float), N), y1 = t1((char *)dy1 + sizeof(float), N);
+    CHECK_MSG(fusec_plan_rebind(p, &x1, 1, &y1, 1) == FUSEC_OK, "%s: %s", what,
+              fusec_module_message(m));
+    CHECK(fusec_plan_launch(p, NULL) == FUSEC_OK);
+    float *got1 = host_copy(dy1, N + 1);
+    uint32_t first;
+    memcpy(&first, got1, sizeof first);
+    CHECK_MSG(first == 0xffffffffu, "%s: the misaligned plan wrote before its result", what);
+    CHECK_MSG(close_to(got1 + 1, want_gelu, N, 1e-5), "%s: misaligned re-bound plan", what);
+    free(got1);
+    fusec_plan_free(p);
+    void *all[] = {dx, dy, dx1, dy1};
+    for (int i = 0; i < 4; i++)
+        fusec_memory_free(m, all[i]);
+    free(hx1);
+}
+
+int main(void) {
+    char why[512];
+    if (!rt_cuda_probe(NULL, why, sizeof why)) {
+        printf("%s: skipping\n", why);
+        return 77;
+    }
+    gpu = compile(FUSEC_TARGET_CUDA, 0);
+    ref = compile(FUSEC_TARGET_REF, 0);
+    reference();
+    single();
+    two_streams();
+    plans(gpu, "fused");
+    fusec_module *nofuse = compile(FUSEC_TARGET_CUDA, 1);
+    plans(nofuse, "--no-fuse");
+    fusec_module_free(nofuse);
+    fusec_module_free(gpu);
+    fusec_module_free(ref);
+    free(hx);
+    free(hs);
+    free(want_gelu);
+    free(want_softmax);
+    free(gelu_bits);
+    free(softmax_bits);
+    return check_exit("test_gpu_runtime");
+}
