@@ -2,6 +2,7 @@
  * fusec runs where there is none: whether a device is present, what it is, and the table of
  * driver entry points (runtime/cuda_api.h) the launcher calls.
  *
+ * $FUSEC_CUDA_DRIVER, when set, is the path of the library loaded instead of libcuda.so.1.
  * fusec runs on device 0 of those the driver shows (CUDA_VISIBLE_DEVICES chooses), in its
  * primary context: the one the CUDA runtime and most libraries share.
  *

@@ -1,0 +1,296 @@
+/* tests/mock/cuda_mock.c: a stand-in CUDA driver for testing the launcher's host side on a
+ * machine without a GPU (loaded through $FUSEC_CUDA_DRIVER). Device memory is host memory, modules
+ * and kernels are names, and a launch runs nothing: it is recorded (kernel, grid, block, argument
+ * count), so a test can check what fusec asked the driver for, and that every context push is
+ * popped and every allocation freed. Only the entry points runtime/cuda_api.h lists exist. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/cuda_api.h"
+#include "tests/mock/cuda_mock.h"
+
+#define MOCK_API __attribute__((visibility("default")))
+
+static mock_stats st;
+
+MOCK_API mock_stats *mock_get_stats(void) {
+    return &st;
+}
+
+typedef struct mock_func {
+    char name[128];
+} mock_func;
+
+typedef struct mock_graph {
+    int nnodes;
+    rt_cu_kernel_node_params nodes[4096];
+} mock_graph;
+
+static int ctx_depth;
+static struct rt_cu_ctx_st *const the_ctx = (struct rt_cu_ctx_st *)0x1000;
+
+#define OK return RT_CU_SUCCESS
+
+MOCK_API rt_cu_result cuInit(unsigned f) {
+    (void)f;
+    OK;
+}
+MOCK_API rt_cu_result cuDriverGetVersion(int *v) {
+    *v = 13000;
+    OK;
+}
+MOCK_API rt_cu_result cuGetErrorString(rt_cu_result e, const char **s) {
+    (void)e;
+    *s = "mock error";
+    OK;
+}
+MOCK_API rt_cu_result cuGetErrorName(rt_cu_result e, const char **s) {
+    (void)e;
+    *s = "CUDA_ERROR_MOCK";
+    OK;
+}
+MOCK_API rt_cu_result cuDeviceGetCount(int *n) {
+    *n = 1;
+    OK;
+}
+MOCK_API rt_cu_result cuDeviceGet(rt_cu_device *d, int i) {
+    *d = i;
+    OK;
+}
+MOCK_API rt_cu_result cuDeviceGetAttribute(int *v, int attr, rt_cu_device d) {
+    (void)d;
+    switch (attr) {
+    case RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+    case RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+    case RT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+    case RT_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+    default: *v = 1;
+    }
+    OK;
+}
+MOCK_API rt_cu_result cuDeviceGetName(char *n, int len, rt_cu_device d) {
+    (void)d;
+    snprintf(n, (size_t)len, "Mock GPU");
+    OK;
+}
+MOCK_API rt_cu_result cuDevicePrimaryCtxRetain(rt_cu_context *c, rt_cu_device d) {
+    (void)d;
+    *c = the_ctx;
+    OK;
+}
+MOCK_API rt_cu_result cuDevicePrimaryCtxRelease_v2(rt_cu_device d) {
+    (void)d;
+    OK;
+}
+MOCK_API rt_cu_result cuCtxGetCurrent(rt_cu_context *c) {
+    *c = ctx_depth ? the_ctx : NULL;
+    OK;
+}
+MOCK_API rt_cu_result cuCtxPushCurrent_v2(rt_cu_context c) {
+    (void)c;
+    ctx_depth++;
+    st.pushes++;
+    OK;
+}
+MOCK_API rt_cu_result cuCtxPopCurrent_v2(rt_cu_context *c) {
+    if (c) *c = the_ctx;
+    ctx_depth--;
+    st.pops++;
+    OK;
+}
+MOCK_API rt_cu_result cuModuleLoadData(rt_cu_module *m, const void *image) {
+    if (!image) return 1;
+    *m = (rt_cu_module)malloc(16);
+    OK;
+}
+MOCK_API rt_cu_result cuModuleUnload(rt_cu_module m) {
+    free(m);
+    OK;
+}
+MOCK_API rt_cu_result cuModuleGetFunction(rt_cu_function *f, rt_cu_module m, const char *name) {
+    (void)m;
+    /* one slot per name, kept for the process: handles stay valid as a driver's do */
+    static mock_func funcs[4096];
+    static int n;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(funcs[i].name, name)) {
+            *f = (rt_cu_function)&funcs[i];
+            OK;
+        }
+    if (n == 4096) return 2;
+    snprintf(funcs[n].name, sizeof funcs[n].name, "%s", name);
+    *f = (rt_cu_function)&funcs[n++];
+    OK;
+}
+
+static void record(rt_cu_function f, unsigned grid, unsigned block, void **params) {
+    const mock_func *mf = (const mock_func *)f;
+    snprintf(st.last_kernel, sizeof st.last_kernel, "%s", mf->name);
+    st.last_grid = grid;
+    st.last_block = block;
+    if (!params || grid == 0 || block == 0 || block > 1024) abort(); /* fusec must never */
+}
+
+MOCK_API rt_cu_result cuLaunchKernel(rt_cu_function f, unsigned gx, unsigned gy, unsigned gz,
+                                     unsigned bx, unsigned by, unsigned bz, unsigned smem,
+                                     rt_cu_stream s, void **params, void **extra) {
+    (void)gy, (void)gz, (void)by, (void)bz, (void)smem, (void)s, (void)extra;
+    if (ctx_depth == 0) return 201; /* CUDA_ERROR_INVALID_CONTEXT */
+    record(f, gx, bx, params);
+    st.launches++;
+    OK;
+}
+MOCK_API rt_cu_result cuMemAlloc_v2(rt_cu_deviceptr *p, size_t n) {
+    void *m = aligned_alloc(256, (n + 255) & ~(size_t)255);
+    if (!m) return 2;
+    *p = (rt_cu_deviceptr)(uintptr_t)m;
+    st.allocs++;
+    OK;
+}
+MOCK_API rt_cu_result cuMemFree_v2(rt_cu_deviceptr p) {
+    free((void *)(uintptr_t)p);
+    st.frees++;
+    OK;
+}
+MOCK_API rt_cu_result cuMemcpyHtoD_v2(rt_cu_deviceptr d, const void *s, size_t n) {
+    memcpy((void *)(uintptr_t)d, s, n);
+    OK;
+}
+MOCK_API rt_cu_result cuMemcpyDtoH_v2(void *d, rt_cu_deviceptr s, size_t n) {
+    memcpy(d, (void *)(uintptr_t)s, n);
+    OK;
+}
+MOCK_API rt_cu_result cuMemcpyDtoDAsync_v2(rt_cu_deviceptr d, rt_cu_deviceptr s, size_t n,
+                                           rt_cu_stream x) {
+    (void)x;
+    memcpy((void *)(uintptr_t)d, (void *)(uintptr_t)s, n);
+    OK;
+}
+MOCK_API rt_cu_result cuMemPoolCreate(rt_cu_mempool *p, const rt_cu_mempool_props *props) {
+    if (props->alloc_type != RT_CU_MEM_ALLOCATION_TYPE_PINNED ||
+        props->location.type != RT_CU_MEM_LOCATION_TYPE_DEVICE)
+        return 1;
+    *p = (rt_cu_mempool)malloc(16);
+    OK;
+}
+MOCK_API rt_cu_result cuMemPoolDestroy(rt_cu_mempool p) {
+    free(p);
+    OK;
+}
+MOCK_API rt_cu_result cuMemPoolSetAttribute(rt_cu_mempool p, int a, void *v) {
+    (void)p, (void)a, (void)v;
+    OK;
+}
+MOCK_API rt_cu_result cuMemAllocFromPoolAsync(rt_cu_deviceptr *p, size_t n, rt_cu_mempool pool,
+                                              rt_cu_stream s) {
+    (void)pool, (void)s;
+    void *m = aligned_alloc(256, (n + 255) & ~(size_t)255);
+    if (!m) return 2;
+    *p = (rt_cu_deviceptr)(uintptr_t)m;
+    st.pool_allocs++;
+    OK;
+}
+MOCK_API rt_cu_result cuMemFreeAsync(rt_cu_deviceptr p, rt_cu_stream s) {
+    (void)s;
+    free((void *)(uintptr_t)p);
+    st.pool_frees++;
+    OK;
+}
+MOCK_API rt_cu_result cuStreamCreate(rt_cu_stream *s, unsigned f) {
+    (void)f;
+    *s = (rt_cu_stream)malloc(16);
+    st.streams++;
+    OK;
+}
+MOCK_API rt_cu_result cuStreamDestroy_v2(rt_cu_stream s) {
+    free(s);
+    st.streams--;
+    OK;
+}
+MOCK_API rt_cu_result cuStreamSynchronize(rt_cu_stream s) {
+    (void)s;
+    OK;
+}
+MOCK_API rt_cu_result cuEventCreate(rt_cu_event *e, unsigned f) {
+    (void)f;
+    *e = (rt_cu_event)malloc(16);
+    st.events++;
+    OK;
+}
+MOCK_API rt_cu_result cuEventDestroy_v2(rt_cu_event e) {
+    free(e);
+    st.events--;
+    OK;
+}
+MOCK_API rt_cu_result cuEventRecord(rt_cu_event e, rt_cu_stream s) {
+    (void)e, (void)s;
+    OK;
+}
+MOCK_API rt_cu_result cuEventSynchronize(rt_cu_event e) {
+    (void)e;
+    OK;
+}
+MOCK_API rt_cu_result cuEventElapsedTime_v2(float *ms, rt_cu_event a, rt_cu_event b) {
+    (void)a, (void)b;
+    *ms = 0.5f;
+    OK;
+}
+MOCK_API rt_cu_result cuGraphCreate(rt_cu_graph *g, unsigned f) {
+    (void)f;
+    mock_graph *mg = calloc(1, sizeof *mg);
+    if (!mg) return 2;
+    *g = (rt_cu_graph)mg;
+    st.graphs++;
+    OK;
+}
+MOCK_API rt_cu_result cuGraphDestroy(rt_cu_graph g) {
+    free(g);
+    st.graphs--;
+    OK;
+}
+MOCK_API rt_cu_result cuGraphAddKernelNode_v2(rt_cu_graph_node *node, rt_cu_graph g,
+                                              const rt_cu_graph_node *deps, size_t ndeps,
+                                              const rt_cu_kernel_node_params *p) {
+    mock_graph *mg = (mock_graph *)g;
+    if (mg->nnodes == 4096 || (ndeps && !deps) || ndeps > 1) return 1;
+    if (ndeps && (uintptr_t)deps[0] > (uintptr_t)mg->nnodes) return 1; /* an unknown node */
+    record(p->func, p->grid_x, p->block_x, p->kernel_params);
+    mg->nodes[mg->nnodes] = *p;
+    *node = (rt_cu_graph_node)(uintptr_t)(++mg->nnodes); /* 1-based: never NULL */
+    st.graph_nodes++;
+    OK;
+}
+MOCK_API rt_cu_result cuGraphInstantiateWithFlags(rt_cu_graph_exec *e, rt_cu_graph g,
+                                                  unsigned long long f) {
+    (void)f;
+    mock_graph *copy = malloc(sizeof *copy);
+    if (!copy) return 2;
+    *copy = *(mock_graph *)g;
+    *e = (rt_cu_graph_exec)copy;
+    st.instantiations++;
+    OK;
+}
+MOCK_API rt_cu_result cuGraphExecKernelNodeSetParams_v2(rt_cu_graph_exec e, rt_cu_graph_node n,
+                                                        const rt_cu_kernel_node_params *p) {
+    mock_graph *mg = (mock_graph *)e;
+    uintptr_t i = (uintptr_t)n;
+    if (i < 1 || i > (uintptr_t)mg->nnodes) return 1;
+    record(p->func, p->grid_x, p->block_x, p->kernel_params);
+    mg->nodes[i - 1] = *p;
+    st.node_updates++;
+    OK;
+}
+MOCK_API rt_cu_result cuGraphLaunch(rt_cu_graph_exec e, rt_cu_stream s) {
+    (void)s;
+    mock_graph *mg = (mock_graph *)e;
+    for (int i = 0; i < mg->nnodes; i++)
+        st.launches++;
+    st.graph_launches++;
+    OK;
+}
+MOCK_API rt_cu_result cuGraphExecDestroy(rt_cu_graph_exec e) {
+    free(e);
+    OK;
+}
