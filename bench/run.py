@@ -3,15 +3,20 @@
 hardware's limit?
 
 For each device present (the CPU always; a GPU when fusec finds one) it measures GELU and
-bias+ReLU (f32, f16, bf16) over a range of sizes, softmax and layernorm over rows, each fused
-and --no-fuse, against what a user would use instead (on the CPU: the formula as one OpenMP
-loop in C built with gcc -O3 -march=native -ffast-math -fopenmp, and numpy; on a GPU:
-PyTorch eager, its fused operators and torch.compile, from bench/torch_peers.py), and sets
-every result against the device's copy bandwidth measured in the same run. Also compile
-latency: cold, from the disk cache in a new process, and in process.
+bias+ReLU (f32, f16, bf16) from 2^16 to 2^28 elements (the CPU to 2^26 unless
+--cpu-max-log2 says otherwise), softmax and layernorm over rows of 1024, 4096 and 16384, each
+fused and --no-fuse, against what a user would use instead: on the CPU the formula as one
+OpenMP loop in C built with gcc -O3 -march=native -ffast-math -fopenmp, and numpy; on a GPU
+PyTorch eager, its fused operators and torch.compile (bench/torch_peers.py, run in a child
+process when PyTorch sees a GPU). Every result is set against the device's copy bandwidth
+over the same bytes measured in the same run (the fastest copy measured: fusec's, and on a
+GPU torch's copy_). Also compile latency: cold, from the disk cache in a new process, and in
+process; and on a GPU the host time of launching a 20-kernel --no-fuse program from a plan (a
+CUDA Graph) against launching it on a stream.
 
-Writes a table to the terminal, bench/out/results.json, and PNG plots (bandwidth % against
-size, one line per system) when matplotlib or gnuplot is available.
+Writes a table to the terminal, bench/out/results.json, and PNG plots (% of copy bandwidth
+against size, one line per system) when matplotlib or gnuplot is available. Its compiles go
+to a temporary cache, removed at the end.
 """
 import argparse
 import datetime
@@ -34,9 +39,9 @@ def sh(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
-def fusec_bench(fusec, prog, fn, dims, target, reps, no_fuse=False):
+def fusec_bench(fusec, prog, fn, dims, target, reps, no_fuse=False, extra=()):
     args = [fusec, "bench", os.path.join(PROGRAMS, prog), "-f", fn, "--reps", str(reps),
-            "--format", "json", f"--target={target}"]
+            "--format", "json", f"--target={target}", *extra]
     for k, v in dims.items():
         args += ["--dim", f"{k}={v}"]
     if no_fuse:
@@ -55,13 +60,15 @@ def device_info(target):
     if dirty.strip():
         info["commit"] += " (with uncommitted changes)"
     if target == "cuda":
-        q = sh(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
-        if q.returncode == 0:
-            name, driver = [s.strip() for s in q.stdout.splitlines()[0].split(",")]
-            info.update(device=name, driver=driver)
-        nvcc = sh(["/usr/local/cuda/bin/nvcc", "--version"])
-        if nvcc.returncode == 0:
-            info["toolkit"] = nvcc.stdout.strip().splitlines()[-1]
+        info.update(device="GPU", driver="?", toolkit="?")
+        if shutil.which("nvidia-smi"):
+            q = sh(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
+            if q.returncode == 0:
+                name, driver = [s.strip() for s in q.stdout.splitlines()[0].split(",")]
+                info.update(device=name, driver=driver)
+        nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
+        if os.path.exists(nvcc):
+            info["toolkit"] = sh([nvcc, "--version"]).stdout.strip().splitlines()[-1]
     else:
         model = platform.processor()
         try:
@@ -157,14 +164,15 @@ def compile_latency(fusec, target, reps=10):
     return {"process_cold_ms": cold, "process_cached_ms": cached}
 
 
-def workloads(quick, target):
+def workloads(quick, target, cpu_max_log2):
     """(name, program, function, dims, elements, kind, dtype, numpy shape)."""
     if quick:
         sizes = [1 << 20]
     elif target == "ref":
         sizes = [1 << 16, 1 << 18, 1 << 20]  # the interpreter is the oracle, not fast
     else:
-        sizes = [1 << s for s in range(16, 29, 2)]
+        top = 28 if target == "cuda" else min(28, cpu_max_log2)
+        sizes = [1 << s for s in range(16, top + 1, 2)]
     out = []
     for dt, suffix in (("f32", ""), ("f16", "_f16"), ("bf16", "_bf16")):
         for n in sizes:
@@ -181,11 +189,60 @@ def workloads(quick, target):
     return out
 
 
-def plot(results, out):
-    """One PNG per workload and dtype: % of copy bandwidth against size, a line per system."""
+def peer_workloads(wls):
+    """The workloads as bench/torch_peers.py reads them."""
+    return [{"kind": kind, "dtype": dt, "shape": list(shape)}
+            for (_, _, _, _, _, kind, dt, shape) in wls]
+
+
+def torch_on_gpu():
+    """Whether PyTorch is installed and sees a GPU (asked in a child: this process stays
+    free of a CUDA context while fusec runs)."""
+    p = sh([sys.executable, "-c",
+            "import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)"])
+    return p.returncode == 0
+
+
+def torch_peers(wls, reps, saved=None):
+    """bench/torch_peers.py's results keyed by (kind, dtype, shape, system), and its run info:
+    run now (its progress goes to the terminal), or read from its output saved before."""
+    if saved:
+        with open(saved) as f:
+            out = json.load(f)
+    else:
+        p = subprocess.run([sys.executable, os.path.join(HERE, "torch_peers.py"), "--reps",
+                            str(reps)], input=json.dumps(peer_workloads(wls)),
+                           stdout=subprocess.PIPE, text=True, timeout=3600)
+        if p.returncode != 0:
+            print("  bench/torch_peers.py failed: no PyTorch peers in this run", file=sys.stderr)
+            return {}, None
+        out = json.loads(p.stdout)
+    return {(r["kind"], r["dtype"], tuple(r["shape"]), r["system"]): r
+            for r in out["results"]}, out["peers"]
+
+
+def launch_overhead(fusec, target, reps):
+    """Host time of one launch of programs/chain20.fuse --no-fuse (about 20 kernels) from a
+    plan (a CUDA Graph) and from a stream, per launch and per kernel."""
+    out = {}
+    for mode in ("plan", "stream"):
+        r = fusec_bench(fusec, "chain20.fuse", "chain20", {"N": 1 << 20}, target, reps,
+                        no_fuse=True, extra=[f"--launch={mode}"])
+        if not r or "host_us_per_launch" not in r:
+            return {"skipped": "this fusec bench has no --launch=plan|stream reporting "
+                               "host_us_per_launch"}
+        out[mode] = {"kernels": r["kernels"], "median_ms": r["median_ms"],
+                     "host_us_per_launch": r["host_us_per_launch"],
+                     "host_us_per_kernel": r["host_us_per_launch"] / r["kernels"]}
+    return out
+
+
+def plot(results, devices, out):
+    """One PNG per target, workload and dtype: % of copy bandwidth against size (elements for
+    the element-wise workloads, the row length C for the row-wise ones), a line per system."""
     groups = {}
     for r in results:
-        groups.setdefault((r["workload"], r["dtype"], r.get("cols")), []).append(r)
+        groups.setdefault((r["target"], r["workload"], r["dtype"]), []).append(r)
     made = []
     try:
         import matplotlib
@@ -193,40 +250,42 @@ def plot(results, out):
         import matplotlib.pyplot as plt
     except ImportError:
         plt = None
-    for (wl, dt, cols), rs in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        systems = sorted({r["system"] for r in rs})
-        name = f"{wl}_{dt}" + (f"_C{cols}" if cols and wl in ("softmax", "layernorm") else "")
-        path = os.path.join(out, name + ".png")
+    for (target, wl, dt), rs in sorted(groups.items()):
+        rows = wl in ("softmax", "layernorm")
+        xkey, xlabel = ("cols", "row length C") if rows else ("elements", "elements")
+        systems = sorted({r["system"] for r in rs}, key=lambda s: (not s.startswith("fusec"), s))
+        lines = {s: sorted((r[xkey], r["pct_of_copy"]) for r in rs if r["system"] == s)
+                 for s in systems}
+        title = f"{wl} {dt}" + (f", {rs[0]['elements']} elements" if rows else "") + \
+            f" on {devices[target]}"
+        path = os.path.join(out, f"{target}_{wl}_{dt}.png")
         if plt:
             fig, ax = plt.subplots(figsize=(7, 4.2))
-            for s in systems:
-                pts = sorted((r["elements"], r["pct_of_copy"]) for r in rs if r["system"] == s)
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=s)
+            for s, pts in lines.items():
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=s,
+                        lw=2.2 if s == "fusec" else 1.2)
             ax.set_xscale("log", base=2)
-            ax.set_xlabel("elements")
+            ax.set_xlabel(xlabel)
             ax.set_ylabel("% of copy bandwidth")
-            ax.set_title(f"{wl} {dt}" + (f", C = {cols}" if name.endswith(f"C{cols}") else ""))
+            ax.set_ylim(bottom=0)
+            ax.set_title(title, fontsize=9)
             ax.axhline(100, color="grey", lw=0.8, ls="--")
             ax.legend(fontsize=8)
             ax.grid(alpha=0.3)
             fig.tight_layout()
-            fig.savefig(path, dpi=110)
+            fig.savefig(path, dpi=90)
             plt.close(fig)
             made.append(path)
         elif shutil.which("gnuplot"):
-            data = os.path.join(out, name + ".dat")
+            data = os.path.join(out, f"{target}_{wl}_{dt}.dat")
             with open(data, "w") as f:
-                for i, s in enumerate(systems):
-                    f.write(f'"{s}"\n')
-                    for e, p in sorted((r["elements"], r["pct_of_copy"]) for r in rs
-                                       if r["system"] == s):
-                        f.write(f"{e} {p}\n")
-                    f.write("\n\n")
-            lines = ", ".join(f"'{data}' index {i} with linespoints title '{s}'"
-                              for i, s in enumerate(systems))
-            script = (f"set terminal png size 800,480; set output '{path}'; set logscale x 2; "
-                      f"set xlabel 'elements'; set ylabel '% of copy bandwidth'; "
-                      f"set title '{wl} {dt}'; plot {lines}")
+                for s, pts in lines.items():
+                    f.write(f'"{s}"\n' + "".join(f"{x} {p}\n" for x, p in pts) + "\n\n")
+            plots = ", ".join(f"'{data}' index {i} with linespoints title '{s}'"
+                              for i, s in enumerate(lines))
+            script = (f"set terminal png size 630,380; set output '{path}'; set logscale x 2; "
+                      f"set xlabel '{xlabel}'; set ylabel '% of copy bandwidth'; "
+                      f"set yrange [0:*]; set title '{title}'; plot {plots}")
             if sh(["gnuplot", "-e", script]).returncode == 0:
                 made.append(path)
     return made
@@ -239,8 +298,19 @@ def main():
     ap.add_argument("--quick", action="store_true", help="one size each (for make demo)")
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--target", default=None, help="cpu, cuda or ref (default: every present)")
+    ap.add_argument("--cpu-max-log2", type=int, default=26, metavar="K",
+                    help="the CPU's largest element-wise size, 2^K (default 26; up to 28)")
+    ap.add_argument("--peers", metavar="FILE",
+                    help="bench/torch_peers.py's output from an earlier run, instead of "
+                    "running it now")
+    ap.add_argument("--list-workloads", action="store_true",
+                    help="print the workloads (of --target, default cuda) as "
+                    "bench/torch_peers.py reads them, and stop")
     a = ap.parse_args()
-    os.makedirs(a.out, exist_ok=True)
+    if a.list_workloads:
+        wls = workloads(a.quick, a.target or "cuda", a.cpu_max_log2)
+        print(json.dumps(peer_workloads(wls)))
+        return
 
     targets = [a.target] if a.target else []
     if not targets:
@@ -251,60 +321,113 @@ def main():
         if not targets:
             targets = ["ref"]
             print("no CUDA or CPU backend in this build: measuring the reference interpreter")
+    os.makedirs(a.out, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="fusec-bench-") as tmp:
+        os.environ["FUSEC_CACHE_DIR"] = os.path.join(tmp, "cache")  # leaves no cache behind
+        runs, results = measure(a, targets, anchor_binary(tmp))
+    with open(os.path.join(a.out, "results.json"), "w") as f:
+        json.dump({"runs": runs, "results": results}, f, indent=1)
+    made = plot(results, {r["device"]["target"]: r["device"]["device"] for r in runs}, a.out)
+    print(f"wrote {os.path.join(a.out, 'results.json')}" +
+          (f" and {len(made)} plots" if made else " (no matplotlib or gnuplot: no plots)"))
 
-    anchor = anchor_binary(a.out)
+
+def measure(a, targets, anchor):
     results, runs = [], []
     for target in targets:
         info = device_info(target)
+        run = {"device": info, "load_average": [os.getloadavg()[0]]}
+        wls = workloads(a.quick, target, a.cpu_max_log2)
+        top = max(n for (wl, _, _, _, n, *_) in wls if wl == "gelu")
+        if target == "cpu" and top < 1 << 28 and not a.quick:
+            run["note"] = (f"element-wise sizes capped at 2^{top.bit_length() - 1} on the CPU "
+                           "(--cpu-max-log2): at 2^28 f32 one --no-fuse GELU takes about 10 GB "
+                           "and over a minute here")
+        peers = {}
+        if target == "cuda":
+            if a.peers or torch_on_gpu():
+                print("== PyTorch peers (bench/torch_peers.py)")
+                peers, run["torch"] = torch_peers(wls, max(a.reps, 20), a.peers)
+            else:
+                run["torch"] = "not measured: PyTorch with CUDA is not installed"
         print(f"== {target}: {info.get('device', '?')}, commit {info['commit']}, {info['date']}")
+        if "note" in run:
+            print("  " + run["note"])
         print(f"{'workload':<10} {'dtype':<5} {'shape':<16} {'system':<22} {'ms':>10} "
-              f"{'GB/s':>8} {'% copy':>7}")
-        for (wl, prog, fn, dims, n, kind, dt, shape) in workloads(a.quick, target):
+              f"{'GB/s':>8} {'% copy':>7} {'copy GB/s':>9}")
+        for (wl, prog, fn, dims, n, kind, dt, shape) in wls:
             rows = []
             fused = fusec_bench(a.fusec, prog, fn, dims, target, a.reps)
             if not fused:
                 continue
-            copy_gbps = fused["copy_gbps"]
-            rows.append(("fusec", fused["median_ms"], fused["bytes"]))
+            nbytes = fused["bytes"]
+            copies = {"fusec": fused["copy_gbps"]}
+            rows.append(("fusec", fused["median_ms"]))
             unf = fusec_bench(a.fusec, prog, fn, dims, target, a.reps, no_fuse=True)
             if unf:
-                rows.append(("fusec --no-fuse", unf["median_ms"], fused["bytes"]))
+                rows.append(("fusec --no-fuse", unf["median_ms"]))
+                copies["fusec"] = max(copies["fusec"], unf["copy_gbps"])
             if target != "cuda" and anchor and dt == "f32" and kind in ("gelu", "bias_relu"):
                 args = [kind] + ([shape[0], shape[1]] if kind == "bias_relu" else [n])
                 r = anchor_run(anchor, args, a.reps)
                 if r:
-                    rows.append(("C (gcc -O3 -fopenmp)", r["median_ms"], fused["bytes"]))
+                    rows.append(("C (gcc -O3 -fopenmp)", r["median_ms"]))
             if target != "cuda" and dt in ("f32", "f16"):
                 try:
-                    rows.append(("numpy", numpy_time(kind, shape, dt, max(3, a.reps // 3)),
-                                 fused["bytes"]))
+                    rows.append(("numpy", numpy_time(kind, shape, dt, max(3, a.reps // 3))))
                 except ImportError:
                     pass
-            for system, ms, nbytes in rows:
+            for system in ("torch eager", "torch fused op", "torch.compile", "torch copy_"):
+                p = peers.get((kind, dt, tuple(shape), system))
+                if not p:
+                    continue
+                if "error" in p:
+                    print(f"  {system}: {p['error']}")
+                elif system == "torch copy_":
+                    copies["torch copy_"] = p["bytes"] / (p["median_ms"] * 1e6)
+                else:
+                    rows.append((system, p["median_ms"]))
+            # the limit: the fastest copy of these bytes measured in this run
+            copy_gbps = max(copies.values())
+            for system, ms in rows:
                 gbps = nbytes / (ms * 1e6)
                 rec = {"target": target, "workload": wl, "function": fn, "dtype": dt,
                        "dims": dims, "elements": n, "cols": dims.get("C"), "system": system,
-                       "median_ms": ms, "bytes": nbytes, "gbps": gbps,
-                       "copy_gbps": copy_gbps, "pct_of_copy": 100.0 * gbps / copy_gbps}
+                       "median_ms": ms, "bytes": nbytes, "gbps": gbps, "copy_gbps": copy_gbps,
+                       "copies_gbps": copies, "pct_of_copy": 100.0 * gbps / copy_gbps}
                 if system == "fusec":
                     rec["kernels"] = fused["kernels"]
+                elif system == "fusec --no-fuse":
+                    rec["kernels"] = unf["kernels"]
+                elif system.startswith("torch"):
+                    p = peers[(kind, dt, tuple(shape), system)]
+                    rec.update({k: p[k] for k in ("compile_s", "max_abs_diff_vs_eager")
+                                if k in p})
                 results.append(rec)
                 print(f"{wl:<10} {dt:<5} {str(list(shape)):<16} {system:<22} {ms:>10.3f} "
-                      f"{gbps:>8.2f} {rec['pct_of_copy']:>6.1f}%")
+                      f"{gbps:>8.2f} {rec['pct_of_copy']:>6.1f}% {copy_gbps:>9.1f}")
         lat = compile_latency(a.fusec, target)
-        inproc = fusec_bench(a.fusec, "gelu.fuse", "gelu", {"N": 1024}, target, 3)
+        inproc = fusec_bench(a.fusec, os.path.join(ROOT, "examples", "gelu.fuse"), "gelu",
+                             {"N": 1024}, target, 3)
         if inproc:
             lat.update(inprocess_cold_ms=inproc["compile_cold_ms"],
                        inprocess_cached_ms=inproc["compile_cached_ms"])
         print(f"compile latency of examples/gelu.fuse on {target}: " +
               ", ".join(f"{k} {v:.2f}" for k, v in lat.items() if v is not None))
-        runs.append({"device": info, "compile_latency": lat})
-
-    with open(os.path.join(a.out, "results.json"), "w") as f:
-        json.dump({"runs": runs, "results": results}, f, indent=1)
-    made = plot(results, a.out)
-    print(f"wrote {os.path.join(a.out, 'results.json')}" +
-          (f" and {len(made)} plots" if made else " (no matplotlib or gnuplot: no plots)"))
+        run["compile_latency"] = lat
+        if target == "cuda":
+            run["launch_overhead"] = launch = launch_overhead(a.fusec, target, a.reps)
+            if "skipped" in launch:
+                print(f"launch overhead: skipped ({launch['skipped']})")
+            else:
+                print("launch overhead of programs/chain20.fuse --no-fuse: " + ", ".join(
+                    f"{m} {v['host_us_per_launch']:.1f} us a launch of {v['kernels']} kernels "
+                    f"({v['host_us_per_kernel']:.2f} us a kernel)" for m, v in launch.items()))
+        run["load_average"].append(os.getloadavg()[0])
+        print(f"load average (1 min) at the start and the end: {run['load_average'][0]:.2f}, "
+              f"{run['load_average'][1]:.2f}")
+        runs.append(run)
+    return runs, results
 
 
 if __name__ == "__main__":
