@@ -316,6 +316,31 @@ static void pack(const rt_cuda_fn *fn, const resolution *res, int32_t li, const 
     }
 }
 
+/* Room for one launch's packed arguments: on the stack unless a launch has many. */
+typedef struct arg_buffer {
+    uint64_t *slots;
+    void **kp;
+    uint64_t slot_stack[128];
+    void *kp_stack[128];
+} arg_buffer;
+
+static int arg_buffer_init(arg_buffer *b, int32_t max_args) {
+    b->slots = b->slot_stack;
+    b->kp = b->kp_stack;
+    if (max_args <= 128) return 0;
+    b->slots = malloc(sizeof *b->slots * (size_t)max_args);
+    b->kp = malloc(sizeof *b->kp * (size_t)max_args);
+    if (b->slots && b->kp) return 0;
+    free(b->slots);
+    free(b->kp);
+    return -1;
+}
+
+static void arg_buffer_done(arg_buffer *b) {
+    if (b->slots != b->slot_stack) free(b->slots);
+    if (b->kp != b->kp_stack) free(b->kp);
+}
+
 static rt_cu_function variant_function(const rt_cuda_fn *fn, const resolution *res, int32_t li) {
     return fn->funcs[fn->var_base[li] + res->configs[li].variant];
 }
@@ -344,19 +369,10 @@ static fusec_status launch_all(const rt_cuda_fn *fn, const resolution *res, cons
                                rt_cu_deviceptr scratch, rt_cu_stream stream, char *err,
                                size_t errlen) {
     const rt_cu_api *cu = rt_cuda_api();
-    uint64_t slot_stack[128];
-    void *kp_stack[128];
-    uint64_t *slots = slot_stack;
-    void **kp = kp_stack;
-    if (fn->max_args > 128) {
-        slots = malloc(sizeof *slots * (size_t)fn->max_args);
-        kp = malloc(sizeof *kp * (size_t)fn->max_args);
-        if (!slots || !kp) {
-            free(slots != slot_stack ? slots : NULL);
-            free(kp != kp_stack ? kp : NULL);
-            return no_memory(err, errlen);
-        }
-    }
+    arg_buffer ab;
+    if (arg_buffer_init(&ab, fn->max_args) != 0) return no_memory(err, errlen);
+    uint64_t *slots = ab.slots;
+    void **kp = ab.kp;
     fusec_status st = FUSEC_OK;
     for (int32_t li = 0; li < fn->meta->nlaunches && st == FUSEC_OK; li++) {
         const cuda_config *cf = &res->configs[li];
@@ -371,8 +387,7 @@ static fusec_status launch_all(const rt_cuda_fn *fn, const resolution *res, cons
             st = FUSEC_ERR_DRIVER;
         }
     }
-    if (slots != slot_stack) free(slots);
-    if (kp != kp_stack) free(kp);
+    arg_buffer_done(&ab);
     return st;
 }
 
@@ -422,19 +437,10 @@ static fusec_status plan_node(rt_cuda_plan *p, int32_t li, const ir_tensor *args
                               rt_cu_graph_node prev, char *err, size_t errlen) {
     const rt_cu_api *cu = rt_cuda_api();
     const rt_cuda_fn *fn = p->fn;
-    uint64_t slot_stack[128];
-    void *kp_stack[128];
-    uint64_t *slots = slot_stack;
-    void **kp = kp_stack;
-    if (fn->max_args > 128) {
-        slots = malloc(sizeof *slots * (size_t)fn->max_args);
-        kp = malloc(sizeof *kp * (size_t)fn->max_args);
-        if (!slots || !kp) {
-            free(slots != slot_stack ? slots : NULL);
-            free(kp != kp_stack ? kp : NULL);
-            return no_memory(err, errlen);
-        }
-    }
+    arg_buffer ab;
+    if (arg_buffer_init(&ab, fn->max_args) != 0) return no_memory(err, errlen);
+    uint64_t *slots = ab.slots;
+    void **kp = ab.kp;
     pack(fn, &p->res, li, args, p->scratch, slots, kp);
     rt_cu_kernel_node_params np;
     node_params(fn, &p->res, li, kp, &np);
@@ -448,8 +454,7 @@ static fusec_status plan_node(rt_cuda_plan *p, int32_t li, const ir_tensor *args
         r = cu->GraphAddKernelNode(&p->nodes[node], p->graph, prev ? &prev : NULL, prev ? 1 : 0,
                                    &np);
     }
-    if (slots != slot_stack) free(slots);
-    if (kp != kp_stack) free(kp);
+    arg_buffer_done(&ab);
     if (r != RT_CU_SUCCESS) return driver_failed(r, what, err, errlen);
     return FUSEC_OK;
 }

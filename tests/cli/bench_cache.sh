@@ -3,18 +3,9 @@
 # the usage errors of both.
 set -u
 : "${FUSEC:?}" "${FUSEC_SRC:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=tests/lib.sh
+source "$FUSEC_SRC/tests/lib.sh"
 export FUSEC_CACHE_DIR="$tmp/cache"
-fail=0 pass=0
-check() { # check DESCRIPTION COMMAND...
-    local what=$1
-    shift
-    if "$@"; then pass=$((pass + 1)); else
-        fail=$((fail + 1))
-        echo "FAIL: $what"
-    fi
-}
 ex="$FUSEC_SRC/examples"
 
 out=$("$FUSEC" bench "$ex/gelu.fuse" -f gelu --dim N=1001 --reps 3 --target=ref 2>&1)

@@ -7,18 +7,9 @@
 # that changes. Exits 77 (skipped) when NVRTC is not installed.
 set -u
 : "${FUSEC:?}" "${FUSEC_SRC:?}"
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=tests/lib.sh
+source "$FUSEC_SRC/tests/lib.sh"
 export FUSEC_CACHE_DIR="$tmp/cache"
-fail=0 pass=0
-check() { # check DESCRIPTION COMMAND...
-    local what=$1
-    shift
-    if "$@"; then pass=$((pass + 1)); else
-        fail=$((fail + 1))
-        echo "FAIL: $what"
-    fi
-}
 ex="$FUSEC_SRC/examples"
 cu=(--target=cuda --arch=sm_90)
 

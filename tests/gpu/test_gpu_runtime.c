@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_util.h"
 #include "check.h"
 #include "runtime/cuda_driver.h"
 
@@ -29,21 +30,11 @@ static const char *SRC =
 #define C 1031
 
 static fusec_module *compile(fusec_target t, int no_fuse) {
-    fusec_options o;
-    fusec_options_init(&o);
-    o.target = t;
-    o.no_fuse = no_fuse;
-    fusec_module *m = NULL;
-    fusec_status st = fusec_module_compile_string("gpu.fuse", SRC, strlen(SRC), &o, &m);
-    if (st == FUSEC_OK) st = fusec_module_build(m);
-    CHECK_MSG(st == FUSEC_OK, "%s", fusec_module_message(m));
-    return m;
+    return api_compile(SRC, t, no_fuse, NULL, 1);
 }
 
 static fusec_function *fn(fusec_module *m, const char *name) {
-    fusec_function *f = NULL;
-    CHECK_MSG(fusec_module_function(m, name, &f) == FUSEC_OK, "%s", name);
-    return f;
+    return api_fn(m, name);
 }
 
 static fusec_tensor t1(void *p, int64_t n) {
@@ -58,14 +49,12 @@ static fusec_tensor t2(void *p, int64_t r, int64_t c) {
 
 static uint32_t rng = 4242;
 static float frand(void) {
-    rng = rng * 1664525u + 1013904223u;
-    float v = (float)(rng >> 8) * (8.0f / 16777216.0f) - 4.0f;
-    return v == 0 ? 0.5f : v;
+    return api_frand(&rng, 4.0f);
 }
 
 static fusec_module *gpu, *ref;
 static float *hx, *hs, *want_gelu, *want_softmax; /* inputs, reference results */
-static float *gelu_bits, *softmax_bits;            /* one thread's GPU results */
+static float *gelu_bits, *softmax_bits;           /* one thread's GPU results */
 
 static void *dev_copy(const float *h, size_t n) {
     void *d = NULL;

@@ -6,20 +6,11 @@
 # pkg-config is missing and everything else passed.
 set -u
 : "${FUSEC_SRC:?}" "${FUSEC_BUILD:?}" "${FUSEC_VERSION:?}"
+# shellcheck source=tests/lib.sh
+source "$FUSEC_SRC/tests/lib.sh"
 CMAKE=${CMAKE:-cmake}
 CC=${CC:-cc}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
 prefix=$tmp/prefix
-fail=0 pass=0
-check() { # check DESCRIPTION COMMAND...
-    local what=$1
-    shift
-    if "$@"; then pass=$((pass + 1)); else
-        fail=$((fail + 1))
-        echo "FAIL: $what"
-    fi
-}
 # runs COMMAND... with its output in $tmp/log, shown when it fails
 logged() {
     "$@" >"$tmp/log" 2>&1 && return 0

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_util.h"
 #include "check.h"
 #include "runtime/cuda_driver.h"
 #include "tests/mock/cuda_mock.h"
@@ -26,21 +27,11 @@ static const char *SRC = "fn gelu(x: f32[N]) -> f32[N] {\n"
                          "fn top(x: f32[R, C]) -> f32[R] { return max(x, axis=1); }\n";
 
 static fusec_module *compile(int no_fuse) {
-    fusec_options o;
-    fusec_options_init(&o);
-    o.target = FUSEC_TARGET_CUDA;
-    o.no_fuse = no_fuse;
-    fusec_module *m = NULL;
-    fusec_status st = fusec_module_compile_string("mock.fuse", SRC, strlen(SRC), &o, &m);
-    if (st == FUSEC_OK) st = fusec_module_build(m);
-    CHECK_MSG(st == FUSEC_OK, "%s", fusec_module_message(m));
-    return m;
+    return api_compile(SRC, FUSEC_TARGET_CUDA, no_fuse, NULL, 1);
 }
 
 static fusec_function *fn(fusec_module *m, const char *name) {
-    fusec_function *f = NULL;
-    CHECK_MSG(fusec_module_function(m, name, &f) == FUSEC_OK, "%s", name);
-    return f;
+    return api_fn(m, name);
 }
 
 static void *dev(fusec_module *m, size_t bytes) {

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_util.h"
 #include "check.h"
 #include "runtime/cuda_driver.h"
 
@@ -26,20 +27,11 @@ static const char *SRC = "fn axpy(a: f32[], x: f32[N], y: f32[N]) -> f32[N] { re
 #define C 101
 
 static fusec_module *compile(fusec_target t, const char *arch) {
-    fusec_options o;
-    fusec_options_init(&o);
-    o.target = t;
-    o.arch = arch;
-    fusec_module *m = NULL;
-    fusec_status st = fusec_module_compile_string("api.fuse", SRC, strlen(SRC), &o, &m);
-    CHECK_MSG(st == FUSEC_OK, "%s %s", fusec_module_message(m), fusec_module_diagnostics(m));
-    return m;
+    return api_compile(SRC, t, 0, arch, 0);
 }
 
 static fusec_function *fn(fusec_module *m, const char *name) {
-    fusec_function *f = NULL;
-    CHECK_MSG(fusec_module_function(m, name, &f) == FUSEC_OK, "%s", name);
-    return f;
+    return api_fn(m, name);
 }
 
 static fusec_tensor tensor(void *data, fusec_dtype t, int rank, int64_t d0, int64_t d1) {
@@ -49,9 +41,7 @@ static fusec_tensor tensor(void *data, fusec_dtype t, int rank, int64_t d0, int6
 
 static uint32_t rng = 777;
 static float frand(void) {
-    rng = rng * 1664525u + 1013904223u;
-    float v = (float)(rng >> 8) * (4.0f / 16777216.0f) - 2.0f;
-    return v == 0 ? 0.25f : v;
+    return api_frand(&rng, 2.0f);
 }
 
 /* Host data in the target's memory and back. */

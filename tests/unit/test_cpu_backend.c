@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api_util.h"
 #include "check.h"
 #include "runtime/backend.h"
 #include "runtime/cpu_elf.h"
@@ -35,26 +36,16 @@ static const char *SRC =
     "}\n";
 
 static fusec_module *compile(fusec_target t) {
-    fusec_options o;
-    fusec_options_init(&o);
-    o.target = t;
-    fusec_module *m = NULL;
-    fusec_status st = fusec_module_compile_string("test.fuse", SRC, strlen(SRC), &o, &m);
-    CHECK_MSG(st == FUSEC_OK, "%s %s", fusec_module_message(m), fusec_module_diagnostics(m));
-    return m;
+    return api_compile(SRC, t, 0, NULL, 0);
 }
 
 static fusec_function *fn(fusec_module *m, const char *name) {
-    fusec_function *f = NULL;
-    CHECK_MSG(fusec_module_function(m, name, &f) == FUSEC_OK, "%s", name);
-    return f;
+    return api_fn(m, name);
 }
 
 static uint32_t rng = 12345;
 static float frand(void) {
-    rng = rng * 1664525u + 1013904223u;
-    float v = (float)(rng >> 8) * (8.0f / 16777216.0f) - 4.0f;
-    return v == 0 ? 0.5f : v;
+    return api_frand(&rng, 4.0f);
 }
 
 /* Launches f on CPU and reference with the same inputs; results compared to rel/abs. */
