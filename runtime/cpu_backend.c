@@ -11,8 +11,9 @@
  *
  * A launch runs the function's kernels in partition order, each spread over the pool in
  * contiguous parts of its iteration space, and returns when they are done (there are no
- * streams on the CPU). The intermediates the partition stores are malloc'd per launch and
- * freed after it. Results are bit-identical from run to run: every row, column unit and
+ * streams on the CPU). The intermediates the partition stores live in one block per launch,
+ * taken from the program's few kept blocks and given back after it: a block of fresh pages
+ * per launch cost more in page faults than the unfused kernels themselves. Results are bit-identical from run to run: every row, column unit and
  * chunk of a reduction is summed by one call in an order fixed by the shape, and a full
  * reduction's chunk partials are combined in index order.
  *
@@ -50,6 +51,9 @@ typedef struct cpu_kernel {
     llvm_task_fn finalize;
 } cpu_kernel;
 
+/* Blocks of intermediates a program keeps for its next launches. */
+#define CPU_KEPT_BLOCKS 4
+
 typedef struct cpu_program {
     const rt_llvm_api *api; /* with jit */
     rt_jit *jit;            /* loaded by LLVM's JIT, or */
@@ -57,6 +61,12 @@ typedef struct cpu_program {
     const llvm_module_meta *meta;
     cpu_kernel **kernels; /* [func][kernel] */
     int nfuncs;
+    /* blocks for the intermediates of launches, kept between them (concurrent launches
+     * take one each) */
+    pthread_mutex_t blocks_mu;
+    int nblocks;
+    void *blocks[CPU_KEPT_BLOCKS];
+    size_t block_bytes[CPU_KEPT_BLOCKS];
 } cpu_program;
 
 /* Results of at least this many bytes are streamed: LLVM_STREAM_MIN_BYTES, or
@@ -187,6 +197,9 @@ static void cpu_destroy(void *program) {
     }
     if (p->jit) p->api->free(p->jit);
     rt_elf_free(p->elf);
+    for (int i = 0; i < p->nblocks; i++)
+        free(p->blocks[i]);
+    pthread_mutex_destroy(&p->blocks_mu);
     free(p);
 }
 
@@ -286,6 +299,7 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
         return FUSEC_ERR_OUT_OF_MEMORY;
     }
     p->meta = meta;
+    pthread_mutex_init(&p->blocks_mu, NULL);
     /* LLVM's JIT when LLVM is in the process anyway (it just built the object), else fusec's
      * own loader */
     const char *loader = getenv("FUSEC_CPU_LOADER");
@@ -400,6 +414,53 @@ oom:
     return FUSEC_ERR_OUT_OF_MEMORY;
 }
 
+/* A block of at least `bytes` for a launch's intermediates: a kept one when one is large
+ * enough (the smallest such), else a new one; *got is its size. */
+static char *block_take(cpu_program *p, size_t bytes, size_t *got) {
+    pthread_mutex_lock(&p->blocks_mu);
+    int best = -1;
+    for (int i = 0; i < p->nblocks; i++)
+        if (p->block_bytes[i] >= bytes && (best < 0 || p->block_bytes[i] < p->block_bytes[best]))
+            best = i;
+    char *b = NULL;
+    if (best >= 0) {
+        b = p->blocks[best];
+        *got = p->block_bytes[best];
+        p->nblocks--;
+        p->blocks[best] = p->blocks[p->nblocks];
+        p->block_bytes[best] = p->block_bytes[p->nblocks];
+    }
+    pthread_mutex_unlock(&p->blocks_mu);
+    if (!b) {
+        b = aligned(bytes);
+        *got = bytes;
+    }
+    return b;
+}
+
+/* Keeps a block for later launches; when all places are taken, the smallest kept block (or
+ * this one) is freed. */
+static void block_give(cpu_program *p, char *b, size_t bytes) {
+    pthread_mutex_lock(&p->blocks_mu);
+    if (p->nblocks == CPU_KEPT_BLOCKS) {
+        int small = 0;
+        for (int i = 1; i < p->nblocks; i++)
+            if (p->block_bytes[i] < p->block_bytes[small]) small = i;
+        if (p->block_bytes[small] < bytes) {
+            char *old = p->blocks[small];
+            p->blocks[small] = b;
+            p->block_bytes[small] = bytes;
+            b = old;
+        }
+    } else {
+        p->blocks[p->nblocks] = b;
+        p->block_bytes[p->nblocks++] = bytes;
+        b = NULL;
+    }
+    pthread_mutex_unlock(&p->blocks_mu);
+    free(b);
+}
+
 static fusec_status cpu_launch(void *program, int func, const ir_tensor *args, const int64_t *syms,
                                void *stream, char *err, size_t errlen) {
     (void)stream; /* CPU launches complete before they return */
@@ -421,28 +482,39 @@ static fusec_status cpu_launch(void *program, int func, const ir_tensor *args, c
             }
     }
     void **bufs = calloc((size_t)fm->nbufs + 1, sizeof(void *));
-    if (!bufs) goto oom;
+    size_t *offsets = calloc((size_t)fm->nbufs + 1, sizeof(size_t));
+    if (!bufs || !offsets) {
+        free(bufs);
+        free(offsets);
+        goto oom;
+    }
+    size_t temp_bytes = 0;
+    for (int32_t i = 0; i < fm->nbufs; i++) {
+        const llvm_buf *b = &fm->bufs[i];
+        if (b->kind != LLVM_BUF_TEMP) continue;
+        size_t n = (size_t)llvm_shape_count(&b->shape, syms) * (size_t)ir_dtypes[b->dtype].bytes;
+        offsets[i] = temp_bytes;
+        temp_bytes += (n + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
+    }
     fusec_status st = FUSEC_OK;
+    size_t block_bytes = 0;
+    char *block = temp_bytes ? block_take(p, temp_bytes, &block_bytes) : NULL;
+    if (temp_bytes && !block) {
+        snprintf(err, errlen, "out of memory for %zu bytes of intermediates", temp_bytes);
+        st = FUSEC_ERR_OUT_OF_MEMORY;
+    }
     for (int32_t i = 0; i < fm->nbufs && st == FUSEC_OK; i++) {
         const llvm_buf *b = &fm->bufs[i];
         switch (b->kind) {
         case LLVM_BUF_PARAM: bufs[i] = args[b->index].data; break;
         case LLVM_BUF_RESULT: bufs[i] = args[f->nparams + b->index].data; break;
-        case LLVM_BUF_TEMP: {
-            size_t n =
-                (size_t)llvm_shape_count(&b->shape, syms) * (size_t)ir_dtypes[b->dtype].bytes;
-            bufs[i] = aligned(n);
-            if (!bufs[i]) {
-                snprintf(err, errlen, "out of memory for an intermediate of %zu bytes", n);
-                st = FUSEC_ERR_OUT_OF_MEMORY;
-            }
-        } break;
+        case LLVM_BUF_TEMP: bufs[i] = block + offsets[i]; break;
         }
     }
     for (int32_t k = 0; k < fm->nkernels && st == FUSEC_OK; k++)
         st = run_kernel(&fm->kernels[k], &p->kernels[func][k], bufs, syms, err, errlen);
-    for (int32_t i = 0; i < fm->nbufs; i++)
-        if (fm->bufs[i].kind == LLVM_BUF_TEMP) free(bufs[i]);
+    if (block) block_give(p, block, block_bytes);
+    free(offsets);
     free(bufs);
     return st;
 oom:
