@@ -13,9 +13,10 @@
  * contiguous parts of its iteration space, and returns when they are done (there are no
  * streams on the CPU). The intermediates the partition stores live in one block per launch,
  * taken from the program's few kept blocks and given back after it: a block of fresh pages
- * per launch cost more in page faults than the unfused kernels themselves. Results are bit-identical from run to run: every row, column unit and
- * chunk of a reduction is summed by one call in an order fixed by the shape, and a full
- * reduction's chunk partials are combined in index order.
+ * per launch cost more in page faults than the unfused kernels themselves. Results are
+ * bit-identical from run to run: every row, column unit and chunk of a reduction is summed
+ * by one call in an order fixed by the shape, and a full reduction's chunk partials are
+ * combined in index order.
  *
  * Built without LLVM (-DFUSEC_LLVM=OFF), the backend reports itself unavailable.
  */
