@@ -30,7 +30,8 @@ typedef struct lg_mod {
     ir_arena *arena;
     char *err;
     size_t errlen;
-    int failed; /* an internal error was recorded in err */
+    int failed;     /* an internal error was recorded in err */
+    int math_calls; /* llvm_math_* calls emitted so far (inlined bodies: a loop's weight) */
 } lg_mod;
 
 /* Records the first internal error; generation goes on with placeholder values and fails at
@@ -48,6 +49,10 @@ void lg_store(lg_mod *m, ir_dtype t, LLVMValueRef v, LLVMValueRef ptr);
 LLVMValueRef lg_const(lg_mod *m, const ir_node *n);
 /* An element-wise, cast or broadcast node applied to its operands' values. */
 LLVMValueRef lg_emit_op(lg_mod *m, const ir_func *f, const ir_node *n, LLVMValueRef *args);
+
+/* x / r, for a float r computed before the loop that divides by it: a reciprocal after r's
+ * definition and two exact-or-once-rounded multiplies per element (see llvm_ops.c). */
+LLVMValueRef lg_fdiv_invariant(lg_mod *m, LLVMValueRef x, LLVMValueRef r);
 
 /* Reductions. The accumulator type of reduction node n; its identity; x (an operand value)
  * mapped into accumulator space; two accumulators combined; and the finished value in the

@@ -157,14 +157,15 @@ typedef struct {
     const char *name;
     float (*fn)(float);
     double (*ref)(double);
-    double ulp_bound;   /* the measured maximum over all floats, rounded up */
+    double ulp_bound;   /* the measured maximum over all floats, rounded up (with and
+                           without FMA contraction: tanhf 5.2 and 6.5, expf 2.02 and 2.31) */
     float ranges[4][2]; /* swept densely; {0, 0} ends */
 } unary_f32;
 
 #define R(a, b)                                                                                    \
     { a, b }
 static const unary_f32 UNARY[] = {
-    {"expf", llvm_math_expf, exp, 1.25, {R(-104, 89), R(-1, 1), R(-88, -80)}},
+    {"expf", llvm_math_expf, exp, 2.5, {R(-104, 89), R(-1, 1), R(-88, -80)}},
     {"exp2f", llvm_math_exp2f, exp2, 1.5, {R(-151, 129), R(-1, 1), R(-150, -120)}},
     {"expm1f", llvm_math_expm1f, expm1, 1.75, {R(-20, 89), R(-1, 1), R(-1e-3f, 1e-3f)}},
     {"logf", llvm_math_logf, log, 1.25, {R(0, 10), R(0.5f, 2), R(0.99f, 1.01f)}},
@@ -181,7 +182,7 @@ static const unary_f32 UNARY[] = {
     {"atanf", llvm_math_atanf, atan, 2.0, {R(-10, 10), R(0.9f, 1.1f), R(-1e3f, 1e3f)}},
     {"sinhf", llvm_math_sinhf, sinh, 2.0, {R(-90, 90), R(-2, 2), R(88, 90)}},
     {"coshf", llvm_math_coshf, cosh, 1.75, {R(-90, 90), R(-2, 2), R(88, 90)}},
-    {"tanhf", llvm_math_tanhf, tanh, 2.75, {R(-10, 10), R(-1, 1), R(-1e-3f, 1e-3f)}},
+    {"tanhf", llvm_math_tanhf, tanh, 6.75, {R(-10, 10), R(-1, 1), R(-1e-3f, 1e-3f), R(5, 9.5f)}},
     {"asinhf", llvm_math_asinhf, asinh, 2.25, {R(-10, 10), R(-1, 1), R(4000, 5000)}},
     {"acoshf", llvm_math_acoshf, acosh, 2.75, {R(1, 10), R(1, 1.01f), R(4000, 5000)}},
     {"atanhf", llvm_math_atanhf, atanh, 2.25, {R(-1, 1), R(0.45f, 0.55f), R(0.99f, 1)}},
