@@ -13,39 +13,7 @@
 #include <string.h>
 
 #include "check.h"
-
-/* The fused functions of a source file, in arena a; n set. NULL on errors. */
-static ir_func **fused_funcs(ir_arena *a, const char *path, int no_fuse, int *n) {
-    char *text = read_text(path);
-    *n = 0;
-    CHECK_MSG(text != NULL, "cannot read %s", path);
-    if (!text) return NULL;
-    size_t len = strlen(text);
-    char *copy = ir_arena_alloc(a, len + 1);
-    memcpy(copy, text, len + 1);
-    free(text);
-    diag_ctx d;
-    diag_init(&d, a, path, copy, len);
-    ast_file *file = NULL;
-    ir_module *m = NULL;
-    if (parse_file(&d, &file) || check_file(&d, file, &m) || d.nerrors || !m) {
-        CHECK_MSG(0, "%s does not compile:\n%s", path, d.out.data ? d.out.data : "");
-        return NULL;
-    }
-    ir_func **fs = ir_arena_calloc(a, (size_t)(m->nfuncs + 1), sizeof(ir_func *));
-    for (int i = 0; i < m->nfuncs; i++) {
-        ir_func *g = ir_func_clone(a, m->funcs[i]);
-        char err[512];
-        pass_options o = {0};
-        o.no_fuse = no_fuse;
-        int rc = pass_run_pipeline(g, &o, err, sizeof err);
-        CHECK_MSG(rc == PASS_OK, "%s %s: %s", path, m->funcs[i]->name, err);
-        if (rc != PASS_OK) return NULL;
-        fs[i] = g;
-    }
-    *n = m->nfuncs;
-    return fs;
-}
+#include "fused_util.h"
 
 static const cuda_module *generate(ir_arena *a, const char *path, int no_fuse) {
     int n = 0;

@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "fused_util.h"
 
 static double now_ms(void) {
     struct timespec t;
@@ -26,35 +27,12 @@ static double now_ms(void) {
 
 /* The generated source of a file (arena a), NULL on failure. */
 static const char *generate(ir_arena *a, const char *path, int no_fuse) {
-    char *text = read_text(path);
-    CHECK_MSG(text != NULL, "cannot read %s", path);
-    if (!text) return NULL;
-    size_t len = strlen(text);
-    char *copy = ir_arena_alloc(a, len + 1);
-    memcpy(copy, text, len + 1);
-    free(text);
-    diag_ctx d;
-    diag_init(&d, a, path, copy, len);
-    ast_file *file = NULL;
-    ir_module *m = NULL;
-    if (parse_file(&d, &file) || check_file(&d, file, &m) || d.nerrors || !m) {
-        CHECK_MSG(0, "%s does not compile", path);
-        return NULL;
-    }
-    ir_func **fs = ir_arena_calloc(a, (size_t)(m->nfuncs + 1), sizeof(ir_func *));
-    for (int i = 0; i < m->nfuncs; i++) {
-        fs[i] = ir_func_clone(a, m->funcs[i]);
-        char err[512];
-        pass_options o = {0};
-        o.no_fuse = no_fuse;
-        if (pass_run_pipeline(fs[i], &o, err, sizeof err) != PASS_OK) {
-            CHECK_MSG(0, "%s: %s", path, err);
-            return NULL;
-        }
-    }
+    int n = 0;
+    ir_func **fs = fused_funcs(a, path, no_fuse, &n);
+    if (!fs) return NULL;
     cuda_module *mod = NULL;
     char err[512];
-    if (cuda_generate(a, fs, m->nfuncs, &mod, err, sizeof err) != 0) {
+    if (cuda_generate(a, fs, n, &mod, err, sizeof err) != 0) {
         CHECK_MSG(0, "%s: %s", path, err);
         return NULL;
     }
