@@ -4,6 +4,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <locale.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -116,6 +117,27 @@ static fusec_status set_message(const fusec_module *cm, fusec_status s, const ch
     return s;
 }
 
+/* Numbers are read and printed (literals, diagnostics, the IR, generated code, cache keys)
+ * as the SPEC writes them, whatever locale the embedding program chose: the entry points
+ * that parse or print switch their thread to the "C" locale and back (uselocale touches
+ * only the calling thread). The locale object is made once and kept. */
+static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
+static locale_t c_locale;
+
+static void make_c_locale(void) {
+    c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+}
+
+/* The thread's locale before the switch, for leave_c_locale; 0 when nothing changed. */
+static locale_t enter_c_locale(void) {
+    pthread_once(&c_locale_once, make_c_locale);
+    return c_locale ? uselocale(c_locale) : (locale_t)0;
+}
+
+static void leave_c_locale(locale_t old) {
+    if (old) uselocale(old);
+}
+
 static double now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -174,7 +196,7 @@ static fusec_module *module_new(const fusec_options *opt) {
     return m;
 }
 
-static fusec_status compile_source(fusec_module *m, const char *path, char *src, size_t len) {
+static fusec_status compile_source_c(fusec_module *m, const char *path, char *src, size_t len) {
     jmp_buf oom;
     if (setjmp(oom)) {
         m->arena.oom = NULL;
@@ -226,6 +248,13 @@ static fusec_status compile_source(fusec_module *m, const char *path, char *src,
         ir_buf_printf(&m->report, "time: parse %.3f ms, check %.3f ms, passes %.3f ms\n", t1 - t0,
                       t2 - t1, t3 - t2);
     m->arena.oom = NULL;
+    return st;
+}
+
+static fusec_status compile_source(fusec_module *m, const char *path, char *src, size_t len) {
+    locale_t old = enter_c_locale();
+    fusec_status st = compile_source_c(m, path, src, len);
+    leave_c_locale(old);
     return st;
 }
 
@@ -381,9 +410,11 @@ static fusec_status build_locked(fusec_module *m) {
 fusec_status fusec_module_build(fusec_module *m) {
     if (!m) return FUSEC_ERR_INVALID_ARGUMENT;
     if (!m->ast || !m->funcs) return set_message(m, FUSEC_ERR_SOURCE, "the module did not compile");
+    locale_t old = enter_c_locale();
     pthread_mutex_lock(&m->lock);
     fusec_status st = build_locked(m);
     pthread_mutex_unlock(&m->lock);
+    leave_c_locale(old);
     return st;
 }
 
@@ -398,7 +429,16 @@ static fusec_status emit_text(ir_buf *b, char **data, size_t *size) {
     return FUSEC_OK;
 }
 
+static fusec_status module_emit(fusec_module *m, fusec_emit kind, char **data, size_t *size);
+
 fusec_status fusec_module_emit(fusec_module *m, fusec_emit kind, char **data, size_t *size) {
+    locale_t old = enter_c_locale();
+    fusec_status st = module_emit(m, kind, data, size);
+    leave_c_locale(old);
+    return st;
+}
+
+static fusec_status module_emit(fusec_module *m, fusec_emit kind, char **data, size_t *size) {
     if (data) *data = NULL;
     if (size) *size = 0;
     if (!m || !data) return FUSEC_ERR_INVALID_ARGUMENT;
