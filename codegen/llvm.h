@@ -59,7 +59,8 @@ typedef void (*llvm_task_fn)(void *const *bufs, const int64_t *syms, int64_t beg
                              void *scratch, int64_t flags);
 
 #define LLVM_TASK_STREAM 1
-/* Results of at least this many bytes are written with streaming stores. */
+/* Reductions' results of at least this many bytes are written with streaming stores (the
+ * runtime decides per kernel kind: runtime/cpu_backend.c). */
 #define LLVM_STREAM_MIN_BYTES (8u << 20)
 
 typedef enum llvm_buf_kind {

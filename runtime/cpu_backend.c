@@ -26,6 +26,7 @@
 
 #if FUSEC_HAVE_LLVM
 
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,21 +71,31 @@ typedef struct cpu_program {
     size_t block_bytes[CPU_KEPT_BLOCKS];
 } cpu_program;
 
-/* Results of at least this many bytes are streamed: LLVM_STREAM_MIN_BYTES, or
- * FUSEC_CPU_STREAM_MIN_BYTES (tests set 0 to stream everything). */
+/* Reductions write results of at least LLVM_STREAM_MIN_BYTES with streaming stores, which
+ * let a row's epilogue overlap its writes with the next row's sweeps; element-wise kernels
+ * use plain stores, which measured faster for them (bench/RESULTS.md: gelu over 2^26 floats
+ * 1.03-1.36x the copy plain against 1.27-1.43x streamed, in five alternating runs; softmax
+ * the other way round). FUSEC_CPU_STREAM_MIN_BYTES sets one threshold for every kind (tests
+ * set 0 to stream everything). */
 static pthread_once_t stream_once = PTHREAD_ONCE_INIT;
-static double stream_min;
+static double stream_min_reduction, stream_min_elementwise;
 
 static void stream_init(void) {
     const char *e = getenv("FUSEC_CPU_STREAM_MIN_BYTES");
     char *end = NULL;
     double d = e && *e ? strtod(e, &end) : -1;
-    stream_min = e && *e && end && *end == 0 && d >= 0 ? d : (double)LLVM_STREAM_MIN_BYTES;
+    if (e && *e && end && *end == 0 && d >= 0) {
+        stream_min_reduction = stream_min_elementwise = d;
+    } else {
+        stream_min_reduction = (double)LLVM_STREAM_MIN_BYTES;
+        stream_min_elementwise = HUGE_VAL;
+    }
 }
 
-static double stream_min_bytes(void) {
+static double stream_min_bytes(ir_kernel_kind kind) {
     pthread_once(&stream_once, stream_init);
-    return stream_min;
+    return kind == IR_KERNEL_POINTWISE || kind == IR_KERNEL_COMBINED ? stream_min_elementwise
+                                                                     : stream_min_reduction;
 }
 
 static double now_ms(void) {
@@ -383,7 +394,7 @@ static fusec_status run_kernel(const llvm_kernel_meta *km, const cpu_kernel *ck,
     }
     run_ctx r = {fns, counts, n, bufs, syms, NULL, 0, 0};
     /* results far larger than the caches are streamed to memory */
-    if (km->elem_out_bytes > 0 && (double)elems * km->elem_out_bytes >= stream_min_bytes())
+    if (km->elem_out_bytes > 0 && (double)elems * km->elem_out_bytes >= stream_min_bytes(km->kind))
         r.flags |= LLVM_TASK_STREAM;
     int max_parts = elems < CPU_PARALLEL_MIN_ELEMS ? 1 : 0;
     int threads = max_parts == 1 ? 1 : rt_pool_size();
