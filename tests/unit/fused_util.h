@@ -3,6 +3,8 @@
 #ifndef FUSEC_TESTS_FUSED_UTIL_H
 #define FUSEC_TESTS_FUSED_UTIL_H
 
+#include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +43,34 @@ static inline ir_func **fused_funcs(ir_arena *a, const char *path, int no_fuse, 
     }
     *n = m->nfuncs;
     return fs;
+}
+
+/* Calls visit for every .fuse file of examples/ and tests/programs/ (under $FUSEC_SRC to
+ * list them, named relative to it, where the tests run); `example` is set for examples/.
+ * Returns how many files were visited. */
+static inline int for_each_program(void (*visit)(const char *path, int example, void *ctx),
+                                   void *ctx) {
+    static const char *const dirs[] = {"examples", "tests/programs"};
+    int files = 0;
+    for (int d = 0; d < 2; d++) {
+        char full[1024];
+        const char *src = getenv("FUSEC_SRC");
+        snprintf(full, sizeof full, "%s/%s", src ? src : ".", dirs[d]);
+        DIR *dir = opendir(full);
+        CHECK_MSG(dir != NULL, "cannot list %s", full);
+        if (!dir) continue;
+        struct dirent *e;
+        while ((e = readdir(dir))) {
+            size_t n = strlen(e->d_name);
+            if (n < 6 || strcmp(e->d_name + n - 5, ".fuse") != 0) continue;
+            char path[1024];
+            snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name);
+            visit(path, d == 0, ctx);
+            files++;
+        }
+        closedir(dir);
+    }
+    return files;
 }
 
 #endif

@@ -10,7 +10,6 @@
 #include "passes/passes.h"
 #include "runtime/nvrtc.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,37 +67,26 @@ static int build(const char *what, const char *src, const char *arch, int fast, 
     return ok;
 }
 
-static void test_all_programs(void) {
-    const char *dirs[] = {"examples", "tests/programs"};
-    for (int d = 0; d < 2; d++) {
-        char full[1024];
-        const char *srcdir = getenv("FUSEC_SRC");
-        snprintf(full, sizeof full, "%s/%s", srcdir ? srcdir : ".", dirs[d]);
-        DIR *dir = opendir(full);
-        if (!dir) continue;
-        struct dirent *e;
-        while ((e = readdir(dir))) {
-            size_t n = strlen(e->d_name);
-            if (n < 6 || strcmp(e->d_name + n - 5, ".fuse") != 0) continue;
-            char path[1024];
-            snprintf(path, sizeof path, "%s/%s", dirs[d], e->d_name);
-            ir_arena a;
-            ir_arena_init(&a);
-            const char *fused = generate(&a, path, 0);
-            const char *unfused = generate(&a, path, 1);
-            /* sm_90 for every program; sm_80 and fast math for the examples (the generated
-             * source does not change with either; NVRTC's code for it does) */
-            if (fused) build(path, fused, "sm_90", 0, 0, NULL);
-            if (unfused) build(path, unfused, "sm_90", 0, 0, NULL);
-            if (fused && d == 0) {
-                build(path, fused, "sm_80", 0, 0, NULL);
-                build(path, fused, "sm_90", 1, 0, NULL);
-                if (unfused) build(path, unfused, "sm_80", 1, 0, NULL);
-            }
-            ir_arena_free(&a);
-        }
-        closedir(dir);
+static void build_program(const char *path, int example, void *ctx) {
+    (void)ctx;
+    ir_arena a;
+    ir_arena_init(&a);
+    const char *fused = generate(&a, path, 0);
+    const char *unfused = generate(&a, path, 1);
+    /* sm_90 for every program; sm_80 and fast math for the examples (the generated
+     * source does not change with either; NVRTC's code for it does) */
+    if (fused) build(path, fused, "sm_90", 0, 0, NULL);
+    if (unfused) build(path, unfused, "sm_90", 0, 0, NULL);
+    if (fused && example) {
+        build(path, fused, "sm_80", 0, 0, NULL);
+        build(path, fused, "sm_90", 1, 0, NULL);
+        if (unfused) build(path, unfused, "sm_80", 1, 0, NULL);
     }
+    ir_arena_free(&a);
+}
+
+static void test_all_programs(void) {
+    for_each_program(build_program, NULL);
 }
 
 /* The text of `.entry name(` up to the next entry (or the end). */
