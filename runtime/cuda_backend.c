@@ -373,35 +373,6 @@ static void rt_cuda_destroy(void *program) {
     free(p);
 }
 
-static fusec_status rt_cuda_copy_time_(size_t bytes, int reps, double *median_ms, char *err,
-                                       size_t errlen) {
-    *median_ms = 0;
-    if (!rt_cuda_probe(NULL, NULL, 0)) return no_launch(NULL, err, errlen);
-    return rt_cuda_copy_time(bytes, reps, median_ms, err, errlen);
-}
-
-static fusec_status rt_cuda_mem_alloc_(size_t bytes, void **ptr, char *err, size_t errlen) {
-    *ptr = NULL;
-    if (!rt_cuda_probe(NULL, NULL, 0)) return no_launch(NULL, err, errlen);
-    return rt_cuda_mem_alloc(bytes, ptr, err, errlen);
-}
-
-static fusec_status rt_cuda_mem_free_(void *ptr, char *err, size_t errlen) {
-    if (!rt_cuda_probe(NULL, NULL, 0)) return no_launch(NULL, err, errlen);
-    return rt_cuda_mem_free(ptr, err, errlen);
-}
-
-static fusec_status rt_cuda_mem_copy_(void *dst, const void *src, size_t bytes, int to_device,
-                                      char *err, size_t errlen) {
-    if (!rt_cuda_probe(NULL, NULL, 0)) return no_launch(NULL, err, errlen);
-    return rt_cuda_mem_copy(dst, src, bytes, to_device, err, errlen);
-}
-
-static fusec_status rt_cuda_synchronize_(void *stream, char *err, size_t errlen) {
-    if (!rt_cuda_probe(NULL, NULL, 0)) return no_launch(NULL, err, errlen);
-    return rt_cuda_synchronize(stream, err, errlen);
-}
-
 static fusec_status rt_cuda_plan_create_(void *program, int func, const ir_tensor *args,
                                          const int64_t *syms, void *stream, void **plan, char *err,
                                          size_t errlen) {
@@ -441,11 +412,11 @@ const rt_backend rt_backend_cuda = {
     .compile = rt_cuda_compile,
     .launch = rt_cuda_launch,
     .destroy = rt_cuda_destroy,
-    .copy_time = rt_cuda_copy_time_,
-    .mem_alloc = rt_cuda_mem_alloc_,
-    .mem_free = rt_cuda_mem_free_,
-    .mem_copy = rt_cuda_mem_copy_,
-    .synchronize = rt_cuda_synchronize_,
+    .copy_time = rt_cuda_copy_time,
+    .mem_alloc = rt_cuda_mem_alloc,
+    .mem_free = rt_cuda_mem_free,
+    .mem_copy = rt_cuda_mem_copy,
+    .synchronize = rt_cuda_synchronize,
     .plan_create = rt_cuda_plan_create_,
     .plan_launch = rt_cuda_plan_launch_,
     .plan_rebind = rt_cuda_plan_rebind_,
