@@ -584,7 +584,9 @@ static void walk_range(lg_fn *g, lg_walk *w, const int *axes, int n, LLVMValueRe
 typedef struct lg_red {
     ir_ref node;
     LLVMTypeRef t;
-    LLVMValueRef tot, grp, blk; /* scalars (row, full) or arrays (column) */
+    int nparts; /* accumulators (lg_red_nparts; 1 in column sweeps) */
+    /* by part: scalars (row, full) or arrays (column) */
+    LLVMValueRef tot[LG_RED_PARTS], grp[LG_RED_PARTS], blk[LG_RED_PARTS];
 } lg_red;
 
 typedef struct lg_sweep {
@@ -618,6 +620,7 @@ static void sweep_init(lg_fn *g, lg_sweep *sw, int s) {
             lg_red *rd = &sw->red[sw->nred++];
             rd->node = r;
             rd->t = lg_red_type(g->m, g->f, nd);
+            rd->nparts = 1;
             sw->roots[sw->nroots++] = nd->args[0];
         } else if (!p->per_result[r] && (nd->flags & IR_NODE_STORED) && p->stage[r] == s) {
             sw->roots[sw->nroots++] = r;
@@ -632,17 +635,28 @@ static int sweep_blocked(const lg_fn *g, const lg_sweep *sw) {
 }
 
 /* The per-element work of a sweep at the current point: evaluate, accumulate into `acc`
- * (the current accumulators: scalars, or array elements for columns), store, cache. */
+ * (the current accumulators, part k of reduction i at i * LG_RED_PARTS + k: scalars, or
+ * array elements for columns), store, cache. */
 static void sweep_point(lg_fn *g, lg_sweep *sw, LLVMValueRef *acc_ptrs) {
     const llvm_kplan *p = g->p;
     lg_mod *m = g->m;
     scope_enter(g);
     eval(g, sw->roots, sw->nroots);
     for (int32_t i = 0; i < sw->nred; i++) {
-        const ir_node *n = &g->f->nodes[sw->red[i].node];
-        LLVMValueRef x = lg_red_pre(m, g->f, n, value_of(g, n->args[0]));
-        LLVMValueRef acc = load(g, sw->red[i].t, acc_ptrs[i]);
-        store(g, lg_red_combine(m, g->f, n, acc, x), acc_ptrs[i]);
+        const lg_red *rd = &sw->red[i];
+        const ir_node *n = &g->f->nodes[rd->node];
+        LLVMValueRef v = value_of(g, n->args[0]);
+        if (rd->nparts == 1) {
+            LLVMValueRef acc = load(g, rd->t, acc_ptrs[i * LG_RED_PARTS]);
+            store(g, lg_red_combine(m, g->f, n, acc, lg_red_pre(m, g->f, n, v)),
+                  acc_ptrs[i * LG_RED_PARTS]);
+            continue;
+        }
+        LLVMValueRef x = lg_red_part_pre(m, g->f, n, v);
+        for (int k = 0; k < rd->nparts; k++) {
+            LLVMValueRef acc = load(g, rd->t, acc_ptrs[i * LG_RED_PARTS + k]);
+            store(g, lg_red_part_combine(m, g->f, n, k, acc, x), acc_ptrs[i * LG_RED_PARTS + k]);
+        }
     }
     for (int32_t i = 0; i < sw->nroots; i++) {
         ir_ref r = sw->roots[i];
@@ -663,9 +677,11 @@ static void sweep_point(lg_fn *g, lg_sweep *sw, LLVMValueRef *acc_ptrs) {
 
 static void scalar_point(lg_fn *g, lg_walk *w) {
     lg_sweep *sw = w->ctx;
-    LLVMValueRef *pp = ir_arena_calloc(g->m->arena, (size_t)sw->nred + 1, sizeof(*pp));
+    LLVMValueRef *pp =
+        ir_arena_calloc(g->m->arena, (size_t)(sw->nred + 1) * LG_RED_PARTS, sizeof(*pp));
     for (int32_t i = 0; i < sw->nred; i++)
-        pp[i] = w->blocked ? sw->red[i].blk : sw->red[i].tot;
+        for (int k = 0; k < sw->red[i].nparts; k++)
+            pp[i * LG_RED_PARTS + k] = w->blocked ? sw->red[i].blk[k] : sw->red[i].tot[k];
     sweep_point(g, sw, pp);
 }
 
@@ -698,11 +714,27 @@ static void prefetch_block(lg_fn *g) {
     }
 }
 
+/* The identity of part k of reduction rd. */
+static LLVMValueRef part_identity(lg_fn *g, const lg_red *rd, int k) {
+    const ir_node *n = &g->f->nodes[rd->node];
+    return rd->nparts == 1 ? lg_red_identity(g->m, g->f, n)
+                           : lg_red_part_identity(g->m, g->f, n, k);
+}
+
+/* Part k of accumulators a and b combined. */
+static LLVMValueRef part_combine(lg_fn *g, const lg_red *rd, int k, LLVMValueRef a,
+                                 LLVMValueRef b) {
+    const ir_node *n = &g->f->nodes[rd->node];
+    return rd->nparts == 1 ? lg_red_combine(g->m, g->f, n, a, b)
+                           : lg_red_part_combine(g->m, g->f, n, k, a, b);
+}
+
 static void scalar_block_begin(lg_fn *g, lg_walk *w) {
     lg_sweep *sw = w->ctx;
     if (g->pf_base) prefetch_block(g);
     for (int32_t i = 0; i < sw->nred; i++)
-        store(g, lg_red_identity(g->m, g->f, &g->f->nodes[sw->red[i].node]), sw->red[i].blk);
+        for (int k = 0; k < sw->red[i].nparts; k++)
+            store(g, part_identity(g, &sw->red[i], k), sw->red[i].blk[k]);
 }
 
 /* A block's result goes into its group; a full group into the total. */
@@ -710,21 +742,22 @@ static void scalar_block_end(lg_fn *g, lg_walk *w) {
     lg_sweep *sw = w->ctx;
     lg_mod *m = g->m;
     for (int32_t i = 0; i < sw->nred; i++) {
-        const ir_node *n = &g->f->nodes[sw->red[i].node];
-        LLVMValueRef v = lg_red_combine(m, g->f, n, load(g, sw->red[i].t, sw->red[i].grp),
-                                        load(g, sw->red[i].t, sw->red[i].blk));
-        store(g, v, sw->red[i].grp);
+        lg_red *rd = &sw->red[i];
+        for (int k = 0; k < rd->nparts; k++)
+            store(g, part_combine(g, rd, k, load(g, rd->t, rd->grp[k]), load(g, rd->t, rd->blk[k])),
+                  rd->grp[k]);
     }
     LLVMValueRef nb = LLVMBuildNSWAdd(m->b, load(g, m->t_i64, sw->nblocks), ci64(m, 1), "");
     store(g, nb, sw->nblocks);
     LLVMBasicBlockRef after =
         if_begin(g, LLVMBuildICmp(m->b, LLVMIntEQ, nb, ci64(m, LG_GROUP), ""));
     for (int32_t i = 0; i < sw->nred; i++) {
-        const ir_node *n = &g->f->nodes[sw->red[i].node];
-        LLVMValueRef v = lg_red_combine(m, g->f, n, load(g, sw->red[i].t, sw->red[i].tot),
-                                        load(g, sw->red[i].t, sw->red[i].grp));
-        store(g, v, sw->red[i].tot);
-        store(g, lg_red_identity(m, g->f, n), sw->red[i].grp);
+        lg_red *rd = &sw->red[i];
+        for (int k = 0; k < rd->nparts; k++) {
+            store(g, part_combine(g, rd, k, load(g, rd->t, rd->tot[k]), load(g, rd->t, rd->grp[k])),
+                  rd->tot[k]);
+            store(g, part_identity(g, rd, k), rd->grp[k]);
+        }
     }
     store(g, ci64(m, 0), sw->nblocks);
     if_end(g, after);
@@ -737,12 +770,15 @@ static int scalar_sweep(lg_fn *g, lg_sweep *sw, const int *axes, int n, LLVMValu
     lg_mod *m = g->m;
     for (int32_t i = 0; i < sw->nred; i++) {
         lg_red *rd = &sw->red[i];
-        LLVMValueRef id = lg_red_identity(m, g->f, &g->f->nodes[rd->node]);
-        rd->tot = alloca_at_entry(g, rd->t, "tot");
-        rd->grp = alloca_at_entry(g, rd->t, "grp");
-        rd->blk = alloca_at_entry(g, rd->t, "acc");
-        store(g, id, rd->tot);
-        store(g, id, rd->grp);
+        rd->nparts = lg_red_nparts(m, g->f, &g->f->nodes[rd->node]);
+        for (int k = 0; k < rd->nparts; k++) {
+            LLVMValueRef id = part_identity(g, rd, k);
+            rd->tot[k] = alloca_at_entry(g, rd->t, "tot");
+            rd->grp[k] = alloca_at_entry(g, rd->t, "grp");
+            rd->blk[k] = alloca_at_entry(g, rd->t, "acc");
+            store(g, id, rd->tot[k]);
+            store(g, id, rd->grp[k]);
+        }
     }
     sw->nblocks = alloca_at_entry(g, m->t_i64, "nblocks");
     store(g, ci64(m, 0), sw->nblocks);
@@ -758,13 +794,15 @@ static int scalar_sweep(lg_fn *g, lg_sweep *sw, const int *axes, int n, LLVMValu
     return w.blocked;
 }
 
-/* The finished value of reduction i of a scalar sweep. */
+/* The finished accumulator of reduction i of a scalar sweep (its parts made one). */
 static LLVMValueRef scalar_total(lg_fn *g, lg_sweep *sw, int32_t i, int blocked) {
     lg_red *rd = &sw->red[i];
-    const ir_node *n = &g->f->nodes[rd->node];
-    LLVMValueRef t = load(g, rd->t, rd->tot);
-    if (blocked) t = lg_red_combine(g->m, g->f, n, t, load(g, rd->t, rd->grp));
-    return t;
+    LLVMValueRef t[LG_RED_PARTS];
+    for (int k = 0; k < rd->nparts; k++) {
+        t[k] = load(g, rd->t, rd->tot[k]);
+        if (blocked) t[k] = part_combine(g, rd, k, t[k], load(g, rd->t, rd->grp[k]));
+    }
+    return rd->nparts == 1 ? t[0] : lg_red_parts_key(g->m, g->f, &g->f->nodes[rd->node], t);
 }
 
 /* ---- function skeletons --------------------------------------------------------------------- */
@@ -1188,15 +1226,15 @@ static void gen_column(lg_fn *g) {
         int blocked = sweep_blocked(g, &sw);
         for (int32_t i = 0; i < sw.nred; i++) {
             lg_red *rd = &sw.red[i];
-            rd->tot = alloca_at_entry(g, LLVMArrayType(rd->t, LLVM_COLUMN_WIDTH), "ctot");
-            rd->blk = alloca_at_entry(g, LLVMArrayType(rd->t, LLVM_COLUMN_WIDTH), "cacc");
+            rd->tot[0] = alloca_at_entry(g, LLVMArrayType(rd->t, LLVM_COLUMN_WIDTH), "ctot");
+            rd->blk[0] = alloca_at_entry(g, LLVMArrayType(rd->t, LLVM_COLUMN_WIDTH), "cacc");
         }
         if (sw.nred > 0) {
             c = loop_begin(g, &C, ci64(m, 0), cw, "c");
             for (int32_t i = 0; i < sw.nred; i++) {
                 LLVMValueRef id = lg_red_identity(m, g->f, &g->f->nodes[sw.red[i].node]);
-                store(g, id, col_acc(g, sw.red[i].tot, sw.red[i].t, c));
-                store(g, id, col_acc(g, sw.red[i].blk, sw.red[i].t, c));
+                store(g, id, col_acc(g, sw.red[i].tot[0], sw.red[i].t, c));
+                store(g, id, col_acc(g, sw.red[i].blk[0], sw.red[i].t, c));
             }
             loop_end(g, &C, ci64(m, 1), 0);
         }
@@ -1228,9 +1266,11 @@ static void gen_column(lg_fn *g) {
         g->j = c;
         g->flat = c;
         {
-            LLVMValueRef *ptrs = ir_arena_calloc(m->arena, (size_t)sw.nred + 1, sizeof(*ptrs));
+            LLVMValueRef *ptrs =
+                ir_arena_calloc(m->arena, (size_t)(sw.nred + 1) * LG_RED_PARTS, sizeof(*ptrs));
             for (int32_t i = 0; i < sw.nred; i++)
-                ptrs[i] = col_acc(g, blocked ? sw.red[i].blk : sw.red[i].tot, sw.red[i].t, c);
+                ptrs[i * LG_RED_PARTS] =
+                    col_acc(g, blocked ? sw.red[i].blk[0] : sw.red[i].tot[0], sw.red[i].t, c);
             sweep_point(g, &sw, ptrs);
         }
         loop_end(g, &C, ci64(m, 1), sw.nred > 0 ? LG_INTERLEAVE : 0);
@@ -1243,8 +1283,8 @@ static void gen_column(lg_fn *g) {
             c = loop_begin(g, &C, ci64(m, 0), cw, "c");
             for (int32_t i = 0; i < sw.nred; i++) {
                 const ir_node *n = &g->f->nodes[sw.red[i].node];
-                LLVMValueRef pt = col_acc(g, sw.red[i].tot, sw.red[i].t, c);
-                LLVMValueRef pb = col_acc(g, sw.red[i].blk, sw.red[i].t, c);
+                LLVMValueRef pt = col_acc(g, sw.red[i].tot[0], sw.red[i].t, c);
+                LLVMValueRef pb = col_acc(g, sw.red[i].blk[0], sw.red[i].t, c);
                 store(
                     g,
                     lg_red_combine(m, g->f, n, load(g, sw.red[i].t, pt), load(g, sw.red[i].t, pb)),
@@ -1261,10 +1301,11 @@ static void gen_column(lg_fn *g) {
         c = loop_begin(g, &C, ci64(m, 0), cw, "c");
         for (int32_t i = 0; i < sw.nred; i++) {
             const ir_node *n = &g->f->nodes[sw.red[i].node];
-            LLVMValueRef t = load(g, sw.red[i].t, col_acc(g, sw.red[i].tot, sw.red[i].t, c));
+            LLVMValueRef t = load(g, sw.red[i].t, col_acc(g, sw.red[i].tot[0], sw.red[i].t, c));
             if (blocked)
-                t = lg_red_combine(m, g->f, n, t,
-                                   load(g, sw.red[i].t, col_acc(g, sw.red[i].blk, sw.red[i].t, c)));
+                t = lg_red_combine(
+                    m, g->f, n, t,
+                    load(g, sw.red[i].t, col_acc(g, sw.red[i].blk[0], sw.red[i].t, c)));
             store(g, lg_red_post(m, g->f, n, t, nred), arr_ptr(g, sw.red[i].node, c));
         }
         loop_end(g, &C, ci64(m, 1), 0);

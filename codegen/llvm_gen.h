@@ -66,6 +66,18 @@ LLVMValueRef lg_red_combine(lg_mod *m, const ir_func *f, const ir_node *n, LLVMV
 LLVMValueRef lg_red_post(lg_mod *m, const ir_func *f, const ir_node *n, LLVMValueRef acc,
                          LLVMValueRef count);
 
+/* Float max and min in scalar sweeps accumulate in LG_RED_PARTS parts (see llvm_ops.c):
+ * the number of parts of n (1: the accumulator above), each part's identity, x mapped into
+ * part space, x combined into part k, and the parts made into the single accumulator's key. */
+#define LG_RED_PARTS 3
+int lg_red_nparts(lg_mod *m, const ir_func *f, const ir_node *n);
+LLVMValueRef lg_red_part_identity(lg_mod *m, const ir_func *f, const ir_node *n, int k);
+LLVMValueRef lg_red_part_pre(lg_mod *m, const ir_func *f, const ir_node *n, LLVMValueRef x);
+LLVMValueRef lg_red_part_combine(lg_mod *m, const ir_func *f, const ir_node *n, int k,
+                                 LLVMValueRef acc, LLVMValueRef x);
+LLVMValueRef lg_red_parts_key(lg_mod *m, const ir_func *f, const ir_node *n,
+                              const LLVMValueRef *parts);
+
 /* A call of intrinsic `name` overloaded on the types tys[0 .. ntys). */
 LLVMValueRef lg_intrinsic(lg_mod *m, const char *name, LLVMTypeRef *tys, int ntys,
                           LLVMValueRef *args, int nargs);

@@ -751,3 +751,66 @@ LLVMValueRef lg_red_post(lg_mod *m, const ir_func *f, const ir_node *n, LLVMValu
     if (LLVMTypeOf(acc) == rt) return acc;
     return LLVMBuildIntCast2(b, acc, rt, 1, "");
 }
+
+/* ---- float max and min in a streaming sweep ------------------------------------------------
+ *
+ * The order key above costs five operations per element before the max. A sweep over
+ * contiguous elements (rows, chunks) instead keeps three integer reductions of the raw bits,
+ * one operation each, which the loop vectorizer recognizes: the signed max S, the unsigned
+ * min Umin and the unsigned max Umax. Non-negative floats (sign bit clear) order as their
+ * bits, signed or not, and lie below every negative one unsigned; negative floats order
+ * inversely to their bits. So:
+ *   NaN present   S above +inf's bits (a positive NaN), or Umax above -inf's (a negative one)
+ *   max           S when some element has a clear sign bit (S >= 0), else Umin (the negative
+ *                 of least magnitude: -0 above -1)
+ *   min           Umax when some element is negative (Umax has the sign bit), else Umin
+ * which is exactly the order key's result, -0 below +0 included. The sweep ends by turning
+ * the three into the order key (lg_red_parts_key), so totals, partials and finalizes are
+ * unchanged. Half the instructions of softmax's max pass. */
+
+int lg_red_nparts(lg_mod *m, const ir_func *f, const ir_node *n) {
+    (void)m;
+    return red_float_key(f, n) ? LG_RED_PARTS : 1;
+}
+
+LLVMValueRef lg_red_part_identity(lg_mod *m, const ir_func *f, const ir_node *n, int k) {
+    LLVMTypeRef t = lg_red_type(m, f, n);
+    int64_t smin = t == m->t_i64 ? INT64_MIN : INT32_MIN;
+    return cint(t, k == 0 ? smin : k == 1 ? -1 : 0); /* S, Umin (all ones), Umax */
+}
+
+LLVMValueRef lg_red_part_pre(lg_mod *m, const ir_func *f, const ir_node *n, LLVMValueRef x) {
+    return LLVMBuildBitCast(m->b, x, lg_red_type(m, f, n), "");
+}
+
+LLVMValueRef lg_red_part_combine(lg_mod *m, const ir_func *f, const ir_node *n, int k,
+                                 LLVMValueRef acc, LLVMValueRef x) {
+    (void)f;
+    (void)n;
+    static const LLVMIntPredicate pred[3] = {LLVMIntSGT, LLVMIntULT, LLVMIntUGT};
+    LLVMValueRef pick = LLVMBuildICmp(m->b, pred[k], x, acc, "");
+    return LLVMBuildSelect(m->b, pick, x, acc, "");
+}
+
+LLVMValueRef lg_red_parts_key(lg_mod *m, const ir_func *f, const ir_node *n,
+                              const LLVMValueRef *parts) {
+    LLVMBuilderRef b = m->b;
+    LLVMTypeRef t = lg_red_type(m, f, n);
+    int wide = t == m->t_i64;
+    LLVMTypeRef ft = wide ? m->t_f64 : m->t_f32;
+    int64_t inf = wide ? INT64_C(0x7ff0000000000000) : INT64_C(0x7f800000);
+    LLVMValueRef sign = wide ? LLVMConstInt(t, UINT64_C(0x8000000000000000), 0)
+                             : LLVMConstInt(t, UINT64_C(0x80000000), 0);
+    LLVMValueRef s = parts[0], umin = parts[1], umax = parts[2];
+    LLVMValueRef nan = LLVMBuildOr(
+        b, LLVMBuildICmp(b, LLVMIntSGT, s, cint(t, inf), ""),
+        LLVMBuildICmp(b, LLVMIntUGT, umax, LLVMBuildOr(b, sign, cint(t, inf), ""), ""), "");
+    LLVMValueRef bits;
+    if (n->op == IR_OP_MAX)
+        bits = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGE, s, cint(t, 0), ""), s, umin, "");
+    else
+        bits = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntUGE, umax, sign, ""), umax, umin, "");
+    LLVMValueRef key = float_key(m, LLVMBuildBitCast(b, bits, ft, ""), n->op == IR_OP_MAX);
+    int64_t big = wide ? INT64_MAX : INT32_MAX;
+    return LLVMBuildSelect(b, nan, cint(t, n->op == IR_OP_MAX ? big : -big - 1), key, "");
+}
