@@ -26,6 +26,7 @@
 
 #if FUSEC_HAVE_LLVM
 
+#include <locale.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -83,7 +84,12 @@ static double stream_min_reduction, stream_min_elementwise;
 static void stream_init(void) {
     const char *e = getenv("FUSEC_CPU_STREAM_MIN_BYTES");
     char *end = NULL;
+    /* read in the "C" locale, so that 1.5e6 means the same under de_DE */
+    locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    locale_t old = c ? uselocale(c) : (locale_t)0;
     double d = e && *e ? strtod(e, &end) : -1;
+    if (old) uselocale(old);
+    if (c) freelocale(c);
     if (e && *e && end && *end == 0 && d >= 0) {
         stream_min_reduction = stream_min_elementwise = d;
     } else {
