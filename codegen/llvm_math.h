@@ -29,6 +29,7 @@
 
 /* ---- f32: exponentials and logarithms ------------------------------------------------ */
 float llvm_math_expf(float x);          /* 2.02 ulp (2.31 without FMA) */
+float llvm_math_expf_nonpos(float x);   /* x <= 0 or NaN: llvm_math_expf, cheaper */
 float llvm_math_exp2f(float x);         /* 1.23 ulp */
 float llvm_math_expm1f(float x);        /* 1.50 ulp */
 float llvm_math_logf(float x);          /* 0.93 ulp */

@@ -560,7 +560,6 @@ static LLVMValueRef op_COPYSIGN(lg_mod *m, const lg_args *a) {
 
 /* The transcendentals: op, then the llvm_math function for f32, f64 and f32 --fast-math. */
 #define LG_MATH_OPS(X)                                                                             \
-    X(EXP, expf, exp, fast_expf)                                                                   \
     X(EXP2, exp2f, exp2, exp2f)                                                                    \
     X(EXPM1, expm1f, expm1, expm1f)                                                                \
     X(LOG, logf, log, fast_logf)                                                                   \
@@ -593,6 +592,22 @@ static LLVMValueRef op_COPYSIGN(lg_mod *m, const lg_args *a) {
     }
 LG_MATH_OPS(LG_MATH_OP)
 #undef LG_MATH_OP
+
+/* Whether node r is x - max(x) (over any axes, broadcast back): at most 0, or NaN. */
+static int minus_own_max(const ir_func *f, ir_ref r) {
+    const ir_node *n = &f->nodes[r];
+    if (n->op != IR_OP_SUB) return 0;
+    ir_ref b = n->args[1];
+    while (f->nodes[b].op == IR_OP_BROADCAST)
+        b = f->nodes[b].args[0];
+    return f->nodes[b].op == IR_OP_MAX && f->nodes[b].args[0] == n->args[0];
+}
+
+static LLVMValueRef op_EXP(lg_mod *m, const lg_args *a) {
+    const char *f32 =
+        minus_own_max(a->f, a->n->args[0]) ? "llvm_math_expf_nonpos" : "llvm_math_expf";
+    return math_call(m, math_name(m, a, f32, "llvm_math_exp", "llvm_math_fast_expf"), a->v, 1);
+}
 
 static LLVMValueRef op_CAST(lg_mod *m, const lg_args *a) {
     return convert(m, a->v[0], a->at, a->t);

@@ -415,6 +415,31 @@ static int same_bits(float a, float b) {
     return (isnan(a) && isnan(b)) || f2u(a) == f2u(b);
 }
 
+/* expf_nonpos is expf, bit for bit, wherever its argument is <= 0 or NaN: every negative
+ * float with the stride, every bit pattern in [-104, -80] (the subnormal results), specials. */
+static void test_expf_nonpos(void) {
+    if (!selected("expf_nonpos")) return;
+    long bad = 0, points = 0;
+    for (uint64_t b = 0x80000000u + shard_lo / 2; b < 0x80000000u + shard_hi / 2; b += opt_stride) {
+        float x = u2f((uint32_t)b);
+        bad += !same_bits(llvm_math_expf_nonpos(x), llvm_math_expf(x));
+        points++;
+    }
+    for (uint32_t b = f2u(-80.0f); b <= f2u(-104.0f); b += opt_stride > 1 ? 7 : 1) {
+        float x = u2f(b);
+        bad += !same_bits(llvm_math_expf_nonpos(x), llvm_math_expf(x));
+        points++;
+    }
+    const float specials[] = {0.0f, -0.0f,   -0x1p-149f, -FLT_MAX,  -INFINITY, NAN,
+                              -NAN, -104.0f, -103.97f,   -87.3365f, -0x1p-24f};
+    for (size_t i = 0; i < sizeof specials / sizeof *specials; i++) {
+        bad += !same_bits(llvm_math_expf_nonpos(specials[i]), llvm_math_expf(specials[i]));
+        points++;
+    }
+    CHECK(bad == 0, "expf_nonpos differs from expf at %ld of %ld points", bad, points);
+    printf("| %-10s | %7s | %-32s | %5s | %10ld |       |\n", "expf_np", "= expf", "", "", points);
+}
+
 static void test_helpers_f32(void) {
     if (!selected("helpers")) return;
     /* relu, sign */
@@ -699,6 +724,7 @@ int main(void) {
     printf("|------------|---------|----------------------------------|-------|------------|-------"
            "|\n");
     test_unary_f32();
+    test_expf_nonpos();
     test_binary_f32();
     test_helpers_f32();
     test_unary_f64();
