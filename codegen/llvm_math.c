@@ -119,8 +119,12 @@ static inline double u2d(uint64_t u) {
 /* expf: e^r = 1 + r P(r), |r| <= ln2/2; relative error 2^-23.4 (fit_math.py's remez with F =
  * (e^r - 1) / r, W = |r| / e^r: the exp2f form in base e, not among its kernels). A degree
  * lower than the others': 2.3 ulp instead of 1.3 for 5% of softmax's time. */
-static const float EXPF_P[5] = {0x1.fffff6p-1f, 0x1.fffdc6p-2f, 0x1.555a6ap-3f, 0x1.573a54p-5f,
-                                0x1.0fa834p-7f};
+#define EXPF_COEFFS(scale)                                                                         \
+    {                                                                                              \
+        0x1.fffff6p-1f * (scale), 0x1.fffdc6p-2f * (scale), 0x1.555a6ap-3f * (scale),              \
+            0x1.573a54p-5f * (scale), 0x1.0fa834p-7f * (scale)                                     \
+    }
+static const float EXPF_P[5] = EXPF_COEFFS(1.0f);
 /* expm1f: e^r - 1 = r + r^2 P(r), |r| <= ln2/2; relative error 2^-31.8 */
 static const float EXPM1F_P[6] = {0x1p-1f,        0x1.555556p-3f,  0x1.5554ap-5f,
                                   0x1.11101ep-7f, 0x1.6d8338p-10f, 0x1.a2a2f6p-13f};
@@ -280,18 +284,21 @@ LLVM_MATH_API float llvm_math_expf(float x) {
 }
 
 /* e^x for x <= 0 or NaN (the code generator calls it where that is known: softmax's
- * exp(x - max(x))), bit for bit llvm_math_expf there in five operations fewer: no upper
- * clamp, and n <= 0 lets 2^n be 2^(n+64), normal, times the constant 2^-64, so that the
- * product p 2^(n+64) is exact and the last multiply rounds once. */
+ * exp(x - max(x))), bit for bit llvm_math_expf there in six operations fewer: no upper
+ * clamp, and with n <= 0, 2^n = 2^-64 2^(n+64) where 2^(n+64) is normal. The 2^-64 goes
+ * into the polynomial's coefficients (exact: every term stays normal, and each FMA rounds
+ * its exact sum once, scaled), so p 2^-64 times 2^(n+64) is one multiply rounded once. */
+static const float EXPF_P_2M64[5] = EXPF_COEFFS(0x1p-64f);
+
 LLVM_MATH_API float llvm_math_expf_nonpos(float x) {
     x = x < -104.0f ? -104.0f : x; /* NaN passes */
     float t = x * LOG2E_F + MAGIC_BIAS_F;
     float k = t - MAGIC_BIAS_F;
     float r = x - k * LN2_HI_F;
     r = r - k * LN2_LO_F;
-    float p = 1.0f + r * POLY4(r, EXPF_P);
+    float p = 0x1p-64f + r * POLY4(r, EXPF_P_2M64);
     /* (n + 127) << 23 with n in [-150, 0]; 64 more is in [41, 191], a normal exponent */
-    return (p * u2f((f2u(t) << 23) + (64u << 23))) * 0x1p-64f;
+    return p * u2f((f2u(t) << 23) + (64u << 23));
 }
 
 LLVM_MATH_API float llvm_math_exp2f(float x) {
