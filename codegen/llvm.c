@@ -1243,24 +1243,7 @@ static void gen_column(lg_fn *g) {
         lg_loop R;
         LLVMValueRef rr = loop_begin(g, &R, ci64(m, 0), nred, "r");
         LLVMValueRef *base = new_bases(g, kbase);
-        {
-            /* offsets of the reduced axes, from rr */
-            LLVMValueRef x = rr;
-            for (int i = nr - 1; i >= 0; i--) {
-                int ca = red_axes[i];
-                LLVMValueRef idx = x;
-                if (i > 0) {
-                    LLVMValueRef q = LLVMBuildUDiv(b, x, g->dim[ca], "");
-                    idx = LLVMBuildSub(b, x, LLVMBuildMul(b, q, g->dim[ca], ""), "");
-                    x = q;
-                }
-                for (int32_t a = 0; a < p->nacc; a++) {
-                    LLVMValueRef st = g->stride[a * IR_MAX_RANK + ca];
-                    if (st)
-                        base[a] = LLVMBuildNSWAdd(b, base[a], LLVMBuildNSWMul(b, idx, st, ""), "");
-                }
-            }
-        }
+        add_offsets(g, base, rr, red_axes, nr); /* the reduced axes' offsets, from rr */
         c = loop_begin(g, &C, ci64(m, 0), cw, "c");
         g->base = base;
         g->j = c;
