@@ -5,22 +5,10 @@
  * The metadata depends on the partition only, so a cache hit plans and loads without
  * generating any LLVM IR.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "codegen/llvm_internal.h"
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt,
-                                                      ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 int64_t llvm_shape_count(const ir_shape *s, const int64_t *sym_values) {
     int64_t n = 1;
@@ -146,16 +134,16 @@ static int plan_sweeps(llvm_kplan *p, ir_arena *a, char *err, size_t errlen) {
         }
         if (ir_ops[n->op].cls == IR_CLASS_REDUCE) {
             if (p->per_result[n->args[0]] && p->loop != LLVM_LOOP_ROW)
-                return fail(err, errlen, "kernel %d: %%%d reduces a per-result value",
-                            (int)p->kernel, (int)r);
+                return ir_fail(err, errlen, "kernel %d: %%%d reduces a per-result value",
+                               (int)p->kernel, (int)r);
             s++;
             if (s > p->nsweeps) p->nsweeps = s;
         }
         p->stage[r] = s;
     }
     if (p->nsweeps > LLVM_MAX_SWEEPS)
-        return fail(err, errlen, "kernel %d: more than %d chained reductions", (int)p->kernel,
-                    LLVM_MAX_SWEEPS);
+        return ir_fail(err, errlen, "kernel %d: more than %d chained reductions", (int)p->kernel,
+                       LLVM_MAX_SWEEPS);
     /* which sweeps evaluate each per-element value; an expensive value several sweeps need
      * is computed once and kept in the row's scratch (row kernels only) */
     int32_t cap = 0;
@@ -231,8 +219,8 @@ int llvm_plan_kernel(const llvm_func_meta *fm, int32_t kidx, int32_t part, ir_ar
             if (f->nodes[q].op == IR_OP_CONST || node_in_kernel(f, q, kidx)) continue;
             int32_t b = llvm_home_buf(fm, q);
             if (b < 0)
-                return fail(err, errlen, "kernel %d: %%%d reads %%%d, which no buffer holds",
-                            (int)kidx, (int)r, (int)q);
+                return ir_fail(err, errlen, "kernel %d: %%%d reads %%%d, which no buffer holds",
+                               (int)kidx, (int)r, (int)q);
             if (p->load_acc[q] < 0) {
                 p->load_acc[q] = p->nacc;
                 add_access(p, a, &cap, q, b, 0);
@@ -246,7 +234,8 @@ int llvm_plan_kernel(const llvm_func_meta *fm, int32_t kidx, int32_t part, ir_ar
                     any = 1;
                 }
             if (!any)
-                return fail(err, errlen, "kernel %d: stored %%%d has no buffer", (int)kidx, (int)r);
+                return ir_fail(err, errlen, "kernel %d: stored %%%d has no buffer", (int)kidx,
+                               (int)r);
         }
     }
     collapse(p);
@@ -290,7 +279,7 @@ static int plan_func(ir_func *f, int fi, ir_arena *a, llvm_func_meta *fm, char *
                      size_t errlen) {
     memset(fm, 0, sizeof(*fm));
     fm->func = f;
-    if (!f->partition) return fail(err, errlen, "function '%s' has no partition", f->name);
+    if (!f->partition) return ir_fail(err, errlen, "function '%s' has no partition", f->name);
     const ir_partition *part = f->partition;
 
     /* the buffer table: parameters, results, then the other stored values */
@@ -304,8 +293,8 @@ static int plan_func(ir_func *f, int fi, ir_arena *a, llvm_func_meta *fm, char *
         ir_ref v = f->nodes[f->outputs[i].node].args[0];
         const ir_node *n = &f->nodes[v];
         if (!(n->flags & IR_NODE_STORED))
-            return fail(err, errlen, "'%s': result %d reads %%%d, which is not stored", f->name,
-                        (int)i, (int)v);
+            return ir_fail(err, errlen, "'%s': result %d reads %%%d, which is not stored", f->name,
+                           (int)i, (int)v);
         llvm_buf b = {LLVM_BUF_RESULT, i, v, n->dtype, n->shape};
         IR_VEC_PUSH(a, fm->bufs, fm->nbufs, cap, b);
     }

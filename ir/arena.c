@@ -1,4 +1,5 @@
-/* ir/arena.c: the per-compilation bump allocator and the text buffer built on it. */
+/* ir/arena.c: the per-compilation bump allocator, the text buffer built on it, and error
+ * messages formatted into a caller's buffer. */
 #include "arena.h"
 
 #include <stdarg.h>
@@ -7,7 +8,7 @@
 #include <string.h>
 
 #define ARENA_MIN_BLOCK (64 * 1024)
-#define ARENA_ALIGN 16
+#define ARENA_ALIGN     16
 
 struct ir_arena_block {
     ir_arena_block *next;
@@ -98,7 +99,8 @@ char *ir_arena_printf(ir_arena *a, const char *fmt, ...) {
 void *ir_arena_grow(ir_arena *a, void *ptr, size_t elem, int32_t *cap, int32_t need) {
     if (need <= *cap) return ptr;
     int64_t ncap = *cap ? (int64_t)*cap * 2 : 8;
-    while (ncap < need) ncap *= 2;
+    while (ncap < need)
+        ncap *= 2;
     if (ncap > INT32_MAX) ncap = INT32_MAX;
     if (ncap < need) return arena_fail(a);
     void *p = ir_arena_calloc(a, (size_t)ncap, elem);
@@ -153,4 +155,14 @@ void ir_buf_printf(ir_buf *b, const char *fmt, ...) {
     vsnprintf(big, (size_t)n + 1, fmt, ap);
     va_end(ap);
     ir_buf_putn(b, big, (size_t)n);
+}
+
+int ir_fail(char *err, size_t errlen, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
 }

@@ -16,9 +16,9 @@ typedef struct ir_arena_block ir_arena_block;
 
 typedef struct ir_arena {
     ir_arena_block *head;
-    size_t bytes;  /* total bytes handed out, for limits and reports */
-    size_t limit;  /* 0: no limit; else allocations past it fail like malloc failing */
-    jmp_buf *oom;  /* where to go when an allocation fails; NULL: return NULL */
+    size_t bytes; /* total bytes handed out, for limits and reports */
+    size_t limit; /* 0: no limit; else allocations past it fail like malloc failing */
+    jmp_buf *oom; /* where to go when an allocation fails; NULL: return NULL */
 } ir_arena;
 
 void ir_arena_init(ir_arena *a);
@@ -31,15 +31,19 @@ char *ir_arena_strdup(ir_arena *a, const char *s);
 char *ir_arena_strndup(ir_arena *a, const char *s, size_t n);
 char *ir_arena_printf(ir_arena *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Formats a message into err (when err and errlen are set) and returns -1: the failure path
+ * of the functions that report into a caller's buffer. */
+int ir_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Grows an arena array to hold at least `need` elements (doubling); returns the array. */
 void *ir_arena_grow(ir_arena *a, void *ptr, size_t elem, int32_t *cap, int32_t need);
 
 /* Appends one element to an arena array `ptr` of length `len` and capacity `cap`. */
-#define IR_VEC_PUSH(arena, ptr, len, cap, value)                                                \
-    do {                                                                                       \
-        if ((len) >= (cap))                                                                    \
-            (ptr) = ir_arena_grow((arena), (ptr), sizeof(*(ptr)), &(cap), (len) + 1);          \
-        (ptr)[(len)++] = (value);                                                              \
+#define IR_VEC_PUSH(arena, ptr, len, cap, value)                                                   \
+    do {                                                                                           \
+        if ((len) >= (cap))                                                                        \
+            (ptr) = ir_arena_grow((arena), (ptr), sizeof(*(ptr)), &(cap), (len) + 1);              \
+        (ptr)[(len)++] = (value);                                                                  \
     } while (0)
 
 /* A growable text buffer in the arena, for printers and code generators. */

@@ -17,7 +17,6 @@
 
 #include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,17 +26,6 @@ typedef struct value {
     double *d;
     int64_t *i;
 } value;
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt,
-                                                      ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static int is_float(ir_dtype t) {
     return ir_dtype_is_float(t);
@@ -162,7 +150,7 @@ static int alloc_value(run *R, ir_ref r) {
         v->d = malloc(n * sizeof(double));
     else
         v->i = malloc(n * sizeof(int64_t));
-    if (!v->d && !v->i) return fail(R->err, R->errlen, "out of memory");
+    if (!v->d && !v->i) return ir_fail(R->err, R->errlen, "out of memory");
     return 0;
 }
 
@@ -331,7 +319,7 @@ static int eval_reduce(run *R, ir_ref r) {
         }
     }
     if (reduced == 0 && (n->op == IR_OP_MAX || n->op == IR_OP_MIN))
-        return fail(R->err, R->errlen, "%s over an empty axis", ir_ops[n->op].name);
+        return ir_fail(R->err, R->errlen, "%s over an empty axis", ir_ops[n->op].name);
     int64_t ocnt = R->count[r], icnt = R->count[x];
     const value *a = &R->vals[x];
     value *out = &R->vals[r];
@@ -341,7 +329,7 @@ static int eval_reduce(run *R, ir_ref r) {
     if (!is_float(xn->dtype)) {
         /* integers: exact, wrapping at 64 bits, then at the node's width */
         uint64_t *acc = malloc((size_t)(ocnt > 0 ? ocnt : 1) * sizeof(uint64_t));
-        if (!acc) return fail(R->err, R->errlen, "out of memory");
+        if (!acc) return ir_fail(R->err, R->errlen, "out of memory");
         for (int64_t k = 0; k < ocnt; k++)
             acc[k] = n->op == IR_OP_PROD  ? 1
                      : n->op == IR_OP_MAX ? (uint64_t)INT64_MIN
@@ -377,7 +365,7 @@ static int eval_reduce(run *R, ir_ref r) {
     if (!acc || ((n->op == IR_OP_SUM || n->op == IR_OP_MEAN) && !comp)) {
         free(acc);
         free(comp);
-        return fail(R->err, R->errlen, "out of memory");
+        return ir_fail(R->err, R->errlen, "out of memory");
     }
     for (int64_t k = 0; k < ocnt; k++)
         acc[k] = n->op == IR_OP_PROD  ? 1.0
@@ -448,22 +436,22 @@ static int check_tensors(run *R) {
     for (int32_t p = 0; p < f->nparams; p++) {
         const ir_tensor *t = &R->inputs[p];
         if (t->dtype != f->params[p].dtype)
-            return fail(R->err, R->errlen, "parameter '%s': expected %s, got %s", f->params[p].name,
-                        ir_dtypes[f->params[p].dtype].name,
-                        t->dtype >= 0 && t->dtype < IR_DTYPE_COUNT ? ir_dtypes[t->dtype].name
-                                                                   : "?");
+            return ir_fail(R->err, R->errlen, "parameter '%s': expected %s, got %s",
+                           f->params[p].name, ir_dtypes[f->params[p].dtype].name,
+                           t->dtype >= 0 && t->dtype < IR_DTYPE_COUNT ? ir_dtypes[t->dtype].name
+                                                                      : "?");
         if (!t->data && R->count[f->params[p].node] > 0)
-            return fail(R->err, R->errlen, "parameter '%s': no data", f->params[p].name);
+            return ir_fail(R->err, R->errlen, "parameter '%s': no data", f->params[p].name);
     }
-    if (f->noutputs > 0 && !R->outputs) return fail(R->err, R->errlen, "no output tensors");
+    if (f->noutputs > 0 && !R->outputs) return ir_fail(R->err, R->errlen, "no output tensors");
     for (int32_t o = 0; o < f->noutputs; o++) {
         const ir_output *out = &f->outputs[o];
         const ir_tensor *t = &R->outputs[o];
         if (t->dtype != out->dtype)
-            return fail(R->err, R->errlen, "output %d: expected %s, got %s", (int)o,
-                        ir_dtypes[out->dtype].name,
-                        t->dtype >= 0 && t->dtype < IR_DTYPE_COUNT ? ir_dtypes[t->dtype].name
-                                                                   : "?");
+            return ir_fail(R->err, R->errlen, "output %d: expected %s, got %s", (int)o,
+                           ir_dtypes[out->dtype].name,
+                           t->dtype >= 0 && t->dtype < IR_DTYPE_COUNT ? ir_dtypes[t->dtype].name
+                                                                      : "?");
         ir_shape_concrete(&out->shape, R->syms, dims);
         int same = t->rank == out->shape.rank;
         for (int32_t i = 0; same && i < t->rank; i++)
@@ -472,11 +460,11 @@ static int check_tensors(run *R) {
             format_dims(want, sizeof want, dims, out->shape.rank);
             format_dims(got, sizeof got, t->dims,
                         t->rank >= 0 && t->rank <= IR_MAX_RANK ? t->rank : 0);
-            return fail(R->err, R->errlen, "output %d: expected shape %s, got %s", (int)o, want,
-                        got);
+            return ir_fail(R->err, R->errlen, "output %d: expected shape %s, got %s", (int)o, want,
+                           got);
         }
         if (!t->data && R->count[out->node] > 0)
-            return fail(R->err, R->errlen, "output %d: no data", (int)o);
+            return ir_fail(R->err, R->errlen, "output %d: no data", (int)o);
     }
     return 0;
 }
@@ -490,7 +478,8 @@ static int interp(run *R) {
         R->count[r] = count_elems(dims, f->nodes[r].shape.rank);
         if (R->count[r] < 0) {
             format_dims(buf, sizeof buf, dims, f->nodes[r].shape.rank);
-            return fail(R->err, R->errlen, "%%%d: a tensor of shape %s is too large", (int)r, buf);
+            return ir_fail(R->err, R->errlen, "%%%d: a tensor of shape %s is too large", (int)r,
+                           buf);
         }
     }
     if (check_tensors(R)) return -1;
@@ -551,7 +540,7 @@ int ir_interp_run(const ir_func *f, const ir_tensor *inputs, ir_tensor *outputs,
     R.vals = calloc(nn, sizeof(value));
     int rc;
     if (!R.syms || !R.count || !R.last || !R.vals)
-        rc = fail(err, errlen, "out of memory");
+        rc = ir_fail(err, errlen, "out of memory");
     else if (ir_bind_shapes(f, inputs, R.syms, err, errlen))
         rc = -1;
     else

@@ -8,7 +8,6 @@
 #include "ir.h"
 
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,17 +25,6 @@ __attribute__((weak)) int ir_verify_partition(const ir_func *f, char *err, size_
 }
 #endif
 #endif
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt,
-                                                      ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* "[R, N]" into buf (symbols by name), for messages. */
 static const char *shape_str(const ir_func *f, const ir_shape *s, char *buf, size_t len) {
@@ -72,16 +60,16 @@ static const char *dt(ir_dtype t) {
 static int check_shape(const ir_func *f, ir_ref r, const char *what, const ir_shape *s, char *err,
                        size_t errlen) {
     if (s->rank < 0 || s->rank > IR_MAX_RANK)
-        return fail(err, errlen, "%%%d: %s has rank %d (0 to %d allowed)", (int)r, what,
-                    (int)s->rank, IR_MAX_RANK);
+        return ir_fail(err, errlen, "%%%d: %s has rank %d (0 to %d allowed)", (int)r, what,
+                       (int)s->rank, IR_MAX_RANK);
     for (int32_t i = 0; i < s->rank; i++) {
         ir_dim d = s->dims[i];
         if (d.sym >= f->nsyms)
-            return fail(err, errlen, "%%%d: %s dim %d names symbol %d of %d", (int)r, what, (int)i,
-                        (int)d.sym, (int)f->nsyms);
+            return ir_fail(err, errlen, "%%%d: %s dim %d names symbol %d of %d", (int)r, what,
+                           (int)i, (int)d.sym, (int)f->nsyms);
         if (d.sym < 0 && d.size < 0)
-            return fail(err, errlen, "%%%d: %s dim %d has negative size %" PRId64, (int)r, what,
-                        (int)i, d.size);
+            return ir_fail(err, errlen, "%%%d: %s dim %d has negative size %" PRId64, (int)r, what,
+                           (int)i, d.size);
     }
     return 0;
 }
@@ -97,8 +85,8 @@ static int operands_have_dtype(const ir_func *f, ir_ref r, int from, char *err, 
     for (int i = from; i < ir_ops[n->op].arity; i++) {
         const ir_node *a = &f->nodes[n->args[i]];
         if (a->dtype != n->dtype)
-            return fail(err, errlen, "%%%d: %s operand %d has dtype %s but node has %s", (int)r,
-                        ir_ops[n->op].name, i + 1, dt(a->dtype), dt(n->dtype));
+            return ir_fail(err, errlen, "%%%d: %s operand %d has dtype %s but node has %s", (int)r,
+                           ir_ops[n->op].name, i + 1, dt(a->dtype), dt(n->dtype));
     }
     return 0;
 }
@@ -110,22 +98,22 @@ static int check_ew(const ir_func *f, ir_ref r, char *err, size_t errlen) {
     for (int i = 0; i < oi->arity; i++) {
         const ir_node *a = &f->nodes[n->args[i]];
         if (!ir_shape_equal(&a->shape, &n->shape) && !is_rank0_const(a))
-            return fail(err, errlen, "%%%d: %s operand %d has shape %s but node has %s", (int)r,
-                        oi->name, i + 1, shape_str(f, &a->shape, s1, sizeof s1),
-                        shape_str(f, &n->shape, s2, sizeof s2));
+            return ir_fail(err, errlen, "%%%d: %s operand %d has shape %s but node has %s", (int)r,
+                           oi->name, i + 1, shape_str(f, &a->shape, s1, sizeof s1),
+                           shape_str(f, &n->shape, s2, sizeof s2));
     }
     const ir_node *a0 = &f->nodes[n->args[0]];
     if (oi->flags & (IR_OPF_CMP | IR_OPF_LOGIC | IR_OPF_PRED)) {
         if (n->dtype != IR_BOOL)
-            return fail(err, errlen, "%%%d: %s gives bool but node has %s", (int)r, oi->name,
-                        dt(n->dtype));
+            return ir_fail(err, errlen, "%%%d: %s gives bool but node has %s", (int)r, oi->name,
+                           dt(n->dtype));
     }
     if (oi->flags & IR_OPF_CMP) {
         for (int i = 1; i < oi->arity; i++) {
             const ir_node *a = &f->nodes[n->args[i]];
             if (a->dtype != a0->dtype)
-                return fail(err, errlen, "%%%d: %s compares %s with %s", (int)r, oi->name,
-                            dt(a0->dtype), dt(a->dtype));
+                return ir_fail(err, errlen, "%%%d: %s compares %s with %s", (int)r, oi->name,
+                               dt(a0->dtype), dt(a->dtype));
         }
         return 0;
     }
@@ -133,31 +121,31 @@ static int check_ew(const ir_func *f, ir_ref r, char *err, size_t errlen) {
         for (int i = 0; i < oi->arity; i++) {
             const ir_node *a = &f->nodes[n->args[i]];
             if (a->dtype != IR_BOOL)
-                return fail(err, errlen, "%%%d: %s operand %d has dtype %s but must be bool",
-                            (int)r, oi->name, i + 1, dt(a->dtype));
+                return ir_fail(err, errlen, "%%%d: %s operand %d has dtype %s but must be bool",
+                               (int)r, oi->name, i + 1, dt(a->dtype));
         }
         return 0;
     }
     if (oi->flags & IR_OPF_PRED) {
         if (!ir_dtype_is_float(a0->dtype))
-            return fail(err, errlen, "%%%d: %s operand 1 has dtype %s but must be a float", (int)r,
-                        oi->name, dt(a0->dtype));
+            return ir_fail(err, errlen, "%%%d: %s operand 1 has dtype %s but must be a float",
+                           (int)r, oi->name, dt(a0->dtype));
         return 0;
     }
     if (oi->flags & IR_OPF_SELECT) {
         if (a0->dtype != IR_BOOL)
-            return fail(err, errlen, "%%%d: %s operand 1 has dtype %s but must be bool", (int)r,
-                        oi->name, dt(a0->dtype));
+            return ir_fail(err, errlen, "%%%d: %s operand 1 has dtype %s but must be bool", (int)r,
+                           oi->name, dt(a0->dtype));
         return operands_have_dtype(f, r, 1, err, errlen);
     }
     if (oi->flags & IR_OPF_FLOATFN) {
         if (!ir_dtype_is_float(n->dtype))
-            return fail(err, errlen, "%%%d: %s gives a float but node has %s", (int)r, oi->name,
-                        dt(n->dtype));
+            return ir_fail(err, errlen, "%%%d: %s gives a float but node has %s", (int)r, oi->name,
+                           dt(n->dtype));
         return operands_have_dtype(f, r, 0, err, errlen);
     }
     if (oi->flags & IR_OPF_NUMERIC) return operands_have_dtype(f, r, 0, err, errlen);
-    return fail(err, errlen, "%%%d: %s has no dtype rule", (int)r, oi->name);
+    return ir_fail(err, errlen, "%%%d: %s has no dtype rule", (int)r, oi->name);
 }
 
 static int check_reduce(const ir_func *f, ir_ref r, char *err, size_t errlen) {
@@ -167,149 +155,151 @@ static int check_reduce(const ir_func *f, ir_ref r, char *err, size_t errlen) {
     char s1[160], s2[160], s3[160];
     uint32_t valid = a->shape.rank >= 32 ? UINT32_MAX : (1u << a->shape.rank) - 1;
     if (n->axes & ~valid)
-        return fail(err, errlen, "%%%d: %s reduces axes 0x%x of a rank-%d operand", (int)r, name,
-                    (unsigned)n->axes, (int)a->shape.rank);
+        return ir_fail(err, errlen, "%%%d: %s reduces axes 0x%x of a rank-%d operand", (int)r, name,
+                       (unsigned)n->axes, (int)a->shape.rank);
     if (n->axes == 0 && a->shape.rank > 0)
-        return fail(err, errlen, "%%%d: %s reduces no axis", (int)r, name);
+        return ir_fail(err, errlen, "%%%d: %s reduces no axis", (int)r, name);
     ir_shape want = ir_shape_reduce(&a->shape, n->axes);
     if (!ir_shape_equal(&want, &n->shape))
-        return fail(err, errlen, "%%%d: %s of shape %s gives %s but node has %s", (int)r, name,
-                    shape_str(f, &a->shape, s1, sizeof s1), shape_str(f, &want, s2, sizeof s2),
-                    shape_str(f, &n->shape, s3, sizeof s3));
+        return ir_fail(err, errlen, "%%%d: %s of shape %s gives %s but node has %s", (int)r, name,
+                       shape_str(f, &a->shape, s1, sizeof s1), shape_str(f, &want, s2, sizeof s2),
+                       shape_str(f, &n->shape, s3, sizeof s3));
     /* sum and prod of bool and integers may widen to i64; otherwise the dtype is kept */
     int widen = (n->op == IR_OP_SUM || n->op == IR_OP_PROD) && !ir_dtype_is_float(a->dtype) &&
                 n->dtype == IR_I64;
     if (n->dtype != a->dtype && !widen)
-        return fail(err, errlen, "%%%d: %s of %s cannot give %s", (int)r, name, dt(a->dtype),
-                    dt(n->dtype));
+        return ir_fail(err, errlen, "%%%d: %s of %s cannot give %s", (int)r, name, dt(a->dtype),
+                       dt(n->dtype));
     if (n->op == IR_OP_MEAN && !ir_dtype_is_float(n->dtype))
-        return fail(err, errlen, "%%%d: mean of %s (floats only)", (int)r, dt(a->dtype));
+        return ir_fail(err, errlen, "%%%d: mean of %s (floats only)", (int)r, dt(a->dtype));
     return 0;
 }
 
 int ir_verify_node(const ir_func *f, ir_ref r, char *err, size_t errlen) {
     char s1[160], s2[160];
     if (r < 0 || r >= f->nnodes)
-        return fail(err, errlen, "%%%d: no such node (%d nodes)", (int)r, (int)f->nnodes);
+        return ir_fail(err, errlen, "%%%d: no such node (%d nodes)", (int)r, (int)f->nnodes);
     const ir_node *n = &f->nodes[r];
     if (n->op < 0 || n->op >= IR_OP_COUNT)
-        return fail(err, errlen, "%%%d: bad op %d", (int)r, (int)n->op);
+        return ir_fail(err, errlen, "%%%d: bad op %d", (int)r, (int)n->op);
     const ir_op_info *oi = &ir_ops[n->op];
     if (n->dtype < 0 || n->dtype >= IR_DTYPE_COUNT)
-        return fail(err, errlen, "%%%d: %s has bad dtype %d", (int)r, oi->name, (int)n->dtype);
+        return ir_fail(err, errlen, "%%%d: %s has bad dtype %d", (int)r, oi->name, (int)n->dtype);
     if (check_shape(f, r, oi->name, &n->shape, err, errlen)) return -1;
     for (int i = 0; i < 3; i++) {
         ir_ref a = n->args[i];
         if (i >= oi->arity) {
             if (a != IR_NONE)
-                return fail(err, errlen, "%%%d: %s takes %d operands but has operand %d = %%%d",
-                            (int)r, oi->name, oi->arity, i + 1, (int)a);
+                return ir_fail(err, errlen, "%%%d: %s takes %d operands but has operand %d = %%%d",
+                               (int)r, oi->name, oi->arity, i + 1, (int)a);
             continue;
         }
         if (a < 0 || a >= r)
-            return fail(err, errlen, "%%%d: %s operand %d is %%%d, not an earlier node", (int)r,
-                        oi->name, i + 1, (int)a);
+            return ir_fail(err, errlen, "%%%d: %s operand %d is %%%d, not an earlier node", (int)r,
+                           oi->name, i + 1, (int)a);
     }
 
     switch (oi->cls) {
     case IR_CLASS_LEAF:
         if (n->op == IR_OP_CONST) {
             if (n->shape.rank != 0)
-                return fail(err, errlen, "%%%d: const has rank %d (must be 0)", (int)r,
-                            (int)n->shape.rank);
+                return ir_fail(err, errlen, "%%%d: const has rank %d (must be 0)", (int)r,
+                               (int)n->shape.rank);
             if (n->dtype == IR_BOOL && n->value.i != 0 && n->value.i != 1)
-                return fail(err, errlen, "%%%d: bool const has value %" PRId64, (int)r, n->value.i);
+                return ir_fail(err, errlen, "%%%d: bool const has value %" PRId64, (int)r,
+                               n->value.i);
             if (n->dtype == IR_I32 && ir_wrap_int(n->value.i, IR_I32) != n->value.i)
-                return fail(err, errlen, "%%%d: i32 const has value %" PRId64, (int)r, n->value.i);
+                return ir_fail(err, errlen, "%%%d: i32 const has value %" PRId64, (int)r,
+                               n->value.i);
             return 0;
         }
         if (n->index < 0 || n->index >= f->nparams)
-            return fail(err, errlen, "%%%d: input %d of %d parameters", (int)r, (int)n->index,
-                        (int)f->nparams);
+            return ir_fail(err, errlen, "%%%d: input %d of %d parameters", (int)r, (int)n->index,
+                           (int)f->nparams);
         {
             const ir_param *p = &f->params[n->index];
             if (p->node != r)
-                return fail(err, errlen, "%%%d: input %d but parameter %d is node %%%d", (int)r,
-                            (int)n->index, (int)n->index, (int)p->node);
+                return ir_fail(err, errlen, "%%%d: input %d but parameter %d is node %%%d", (int)r,
+                               (int)n->index, (int)n->index, (int)p->node);
             if (p->dtype != n->dtype || !ir_shape_equal(&p->shape, &n->shape))
-                return fail(err, errlen, "%%%d: input is %s%s but parameter '%s' is %s%s", (int)r,
-                            dt(n->dtype), shape_str(f, &n->shape, s1, sizeof s1),
-                            p->name ? p->name : "?", dt(p->dtype),
-                            shape_str(f, &p->shape, s2, sizeof s2));
+                return ir_fail(err, errlen, "%%%d: input is %s%s but parameter '%s' is %s%s",
+                               (int)r, dt(n->dtype), shape_str(f, &n->shape, s1, sizeof s1),
+                               p->name ? p->name : "?", dt(p->dtype),
+                               shape_str(f, &p->shape, s2, sizeof s2));
         }
         return 0;
     case IR_CLASS_EW: return check_ew(f, r, err, errlen);
     case IR_CLASS_CAST: {
         const ir_node *a = &f->nodes[n->args[0]];
         if (!ir_shape_equal(&a->shape, &n->shape))
-            return fail(err, errlen, "%%%d: cast operand 1 has shape %s but node has %s", (int)r,
-                        shape_str(f, &a->shape, s1, sizeof s1),
-                        shape_str(f, &n->shape, s2, sizeof s2));
+            return ir_fail(err, errlen, "%%%d: cast operand 1 has shape %s but node has %s", (int)r,
+                           shape_str(f, &a->shape, s1, sizeof s1),
+                           shape_str(f, &n->shape, s2, sizeof s2));
         return 0;
     }
     case IR_CLASS_BROADCAST: {
         const ir_node *a = &f->nodes[n->args[0]];
         ir_shape out;
         if (a->dtype != n->dtype)
-            return fail(err, errlen, "%%%d: broadcast operand 1 has dtype %s but node has %s",
-                        (int)r, dt(a->dtype), dt(n->dtype));
+            return ir_fail(err, errlen, "%%%d: broadcast operand 1 has dtype %s but node has %s",
+                           (int)r, dt(a->dtype), dt(n->dtype));
         if (a->shape.rank > n->shape.rank || ir_shape_broadcast(&a->shape, &n->shape, &out) >= 0 ||
             !ir_shape_equal(&out, &n->shape))
-            return fail(err, errlen,
-                        "%%%d: broadcast operand 1 has shape %s, which does not "
-                        "broadcast to %s",
-                        (int)r, shape_str(f, &a->shape, s1, sizeof s1),
-                        shape_str(f, &n->shape, s2, sizeof s2));
+            return ir_fail(err, errlen,
+                           "%%%d: broadcast operand 1 has shape %s, which does not "
+                           "broadcast to %s",
+                           (int)r, shape_str(f, &a->shape, s1, sizeof s1),
+                           shape_str(f, &n->shape, s2, sizeof s2));
         return 0;
     }
     case IR_CLASS_REDUCE: return check_reduce(f, r, err, errlen);
     case IR_CLASS_OUTPUT: {
         const ir_node *a = &f->nodes[n->args[0]];
         if (a->dtype != n->dtype)
-            return fail(err, errlen, "%%%d: output operand 1 has dtype %s but node has %s", (int)r,
-                        dt(a->dtype), dt(n->dtype));
+            return ir_fail(err, errlen, "%%%d: output operand 1 has dtype %s but node has %s",
+                           (int)r, dt(a->dtype), dt(n->dtype));
         if (!ir_shape_squeeze_equal(&a->shape, &n->shape))
-            return fail(err, errlen, "%%%d: output operand 1 has shape %s but node has %s", (int)r,
-                        shape_str(f, &a->shape, s1, sizeof s1),
-                        shape_str(f, &n->shape, s2, sizeof s2));
+            return ir_fail(err, errlen, "%%%d: output operand 1 has shape %s but node has %s",
+                           (int)r, shape_str(f, &a->shape, s1, sizeof s1),
+                           shape_str(f, &n->shape, s2, sizeof s2));
         if (n->index < 0 || n->index >= f->noutputs)
-            return fail(err, errlen, "%%%d: output %d of %d outputs", (int)r, (int)n->index,
-                        (int)f->noutputs);
+            return ir_fail(err, errlen, "%%%d: output %d of %d outputs", (int)r, (int)n->index,
+                           (int)f->noutputs);
         const ir_output *o = &f->outputs[n->index];
         if (o->node != r)
-            return fail(err, errlen, "%%%d: output %d but that output is node %%%d", (int)r,
-                        (int)n->index, (int)o->node);
+            return ir_fail(err, errlen, "%%%d: output %d but that output is node %%%d", (int)r,
+                           (int)n->index, (int)o->node);
         if (o->dtype != n->dtype || !ir_shape_equal(&o->shape, &n->shape))
-            return fail(err, errlen, "%%%d: output node is %s%s but output %d is declared %s%s",
-                        (int)r, dt(n->dtype), shape_str(f, &n->shape, s1, sizeof s1), (int)n->index,
-                        dt(o->dtype), shape_str(f, &o->shape, s2, sizeof s2));
+            return ir_fail(err, errlen, "%%%d: output node is %s%s but output %d is declared %s%s",
+                           (int)r, dt(n->dtype), shape_str(f, &n->shape, s1, sizeof s1),
+                           (int)n->index, dt(o->dtype), shape_str(f, &o->shape, s2, sizeof s2));
         return 0;
     }
     }
-    return fail(err, errlen, "%%%d: %s has no class", (int)r, oi->name);
+    return ir_fail(err, errlen, "%%%d: %s has no class", (int)r, oi->name);
 }
 
 int ir_verify(const ir_func *f, char *err, size_t errlen) {
     if (err && errlen) err[0] = 0;
     if (f->nnodes < 0 || (f->nnodes > 0 && !f->nodes))
-        return fail(err, errlen, "function '%s': bad node array", f->name ? f->name : "?");
+        return ir_fail(err, errlen, "function '%s': bad node array", f->name ? f->name : "?");
     for (int32_t s = 0; s < f->nsyms; s++)
-        if (!f->syms[s]) return fail(err, errlen, "symbol %d has no name", (int)s);
+        if (!f->syms[s]) return ir_fail(err, errlen, "symbol %d has no name", (int)s);
     for (ir_ref r = 0; r < f->nnodes; r++)
         if (ir_verify_node(f, r, err, errlen)) return -1;
     /* the tables point at nodes that point back (ir_verify_node checked the other way) */
     for (int32_t i = 0; i < f->nparams; i++) {
         ir_ref r = f->params[i].node;
-        if (!f->params[i].name) return fail(err, errlen, "parameter %d has no name", (int)i);
+        if (!f->params[i].name) return ir_fail(err, errlen, "parameter %d has no name", (int)i);
         if (r < 0 || r >= f->nnodes || f->nodes[r].op != IR_OP_INPUT || f->nodes[r].index != i)
-            return fail(err, errlen, "parameter %d ('%s') points at %%%d, not its input node",
-                        (int)i, f->params[i].name, (int)r);
+            return ir_fail(err, errlen, "parameter %d ('%s') points at %%%d, not its input node",
+                           (int)i, f->params[i].name, (int)r);
     }
     for (int32_t i = 0; i < f->noutputs; i++) {
         ir_ref r = f->outputs[i].node;
         if (r < 0 || r >= f->nnodes || f->nodes[r].op != IR_OP_OUTPUT || f->nodes[r].index != i)
-            return fail(err, errlen, "output %d points at %%%d, not its output node", (int)i,
-                        (int)r);
+            return ir_fail(err, errlen, "output %d points at %%%d, not its output node", (int)i,
+                           (int)r);
     }
     if (f->partition) return ir_verify_partition(f, err, errlen);
     return 0;

@@ -20,20 +20,8 @@
  */
 #include "ir.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt,
-                                                      ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 static int is_leaf(const ir_node *n) {
     return ir_ops[n->op].cls == IR_CLASS_LEAF;
@@ -64,43 +52,44 @@ typedef struct scratch {
 static int check_kernel(const ir_func *f, int32_t k, scratch *s, char *err, size_t errlen) {
     const ir_kernel *kn = &f->partition->kernels[k];
     if (kn->kind < IR_KERNEL_POINTWISE || kn->kind > IR_KERNEL_COMBINED)
-        return fail(err, errlen, "kernel %d: bad kind %d", (int)k, (int)kn->kind);
-    if (kn->nbody <= 0) return fail(err, errlen, "kernel %d: empty body", (int)k);
+        return ir_fail(err, errlen, "kernel %d: bad kind %d", (int)k, (int)kn->kind);
+    if (kn->nbody <= 0) return ir_fail(err, errlen, "kernel %d: empty body", (int)k);
     if (kn->ninputs < 0 || kn->noutputs < 0 || kn->nparts < 0 || (kn->ninputs && !kn->inputs) ||
         (kn->noutputs && !kn->outputs) || (kn->nparts && !kn->parts))
-        return fail(err, errlen, "kernel %d: bad input, output or part arrays", (int)k);
+        return ir_fail(err, errlen, "kernel %d: bad input, output or part arrays", (int)k);
     for (int32_t i = 0; i < kn->ninputs; i++) {
         ir_ref q = kn->inputs[i];
         if (q < 0 || q >= f->nnodes)
-            return fail(err, errlen, "kernel %d: input %%%d is no node", (int)k, (int)q);
+            return ir_fail(err, errlen, "kernel %d: input %%%d is no node", (int)k, (int)q);
         const ir_node *qn = &f->nodes[q];
         if (s->inmark[q] == k + 1)
-            return fail(err, errlen, "kernel %d: input %%%d listed twice", (int)k, (int)q);
+            return ir_fail(err, errlen, "kernel %d: input %%%d listed twice", (int)k, (int)q);
         s->inmark[q] = k + 1;
         if (qn->op == IR_OP_INPUT) continue;
         if (is_leaf(qn) || qn->op == IR_OP_OUTPUT)
-            return fail(err, errlen, "kernel %d: input %%%d is a %s (constants are inlined)",
-                        (int)k, (int)q, ir_ops[qn->op].name);
+            return ir_fail(err, errlen, "kernel %d: input %%%d is a %s (constants are inlined)",
+                           (int)k, (int)q, ir_ops[qn->op].name);
         if (s->owner[q] < 0 || s->owner[q] >= k)
-            return fail(err, errlen,
-                        "kernel %d: input %%%d is not stored by an earlier kernel (kernel %d)",
-                        (int)k, (int)q, (int)s->owner[q]);
+            return ir_fail(err, errlen,
+                           "kernel %d: input %%%d is not stored by an earlier kernel (kernel %d)",
+                           (int)k, (int)q, (int)s->owner[q]);
         if (!(qn->flags & IR_NODE_STORED))
-            return fail(err, errlen, "kernel %d: input %%%d is not flagged stored", (int)k, (int)q);
+            return ir_fail(err, errlen, "kernel %d: input %%%d is not flagged stored", (int)k,
+                           (int)q);
     }
     /* parts */
     if ((kn->kind == IR_KERNEL_COMBINED) != (kn->nparts > 0))
-        return fail(err, errlen, "kernel %d: %s kernel with %d parts", (int)k,
-                    kn->kind == IR_KERNEL_COMBINED ? "a combined" : "a non-combined",
-                    (int)kn->nparts);
+        return ir_fail(err, errlen, "kernel %d: %s kernel with %d parts", (int)k,
+                       kn->kind == IR_KERNEL_COMBINED ? "a combined" : "a non-combined",
+                       (int)kn->nparts);
     if (kn->kind == IR_KERNEL_COMBINED) {
         if (kn->nparts < 2 || kn->parts[0] != 0)
-            return fail(err, errlen, "kernel %d: combined with %d parts, first at %d", (int)k,
-                        (int)kn->nparts, kn->nparts ? (int)kn->parts[0] : -1);
+            return ir_fail(err, errlen, "kernel %d: combined with %d parts, first at %d", (int)k,
+                           (int)kn->nparts, kn->nparts ? (int)kn->parts[0] : -1);
         for (int32_t i = 1; i < kn->nparts; i++)
             if (kn->parts[i] <= kn->parts[i - 1] || kn->parts[i] >= kn->nbody)
-                return fail(err, errlen, "kernel %d: part %d starts at %d", (int)k, (int)i,
-                            (int)kn->parts[i]);
+                return ir_fail(err, errlen, "kernel %d: part %d starts at %d", (int)k, (int)i,
+                               (int)kn->parts[i]);
     }
     int32_t part = 0;
     for (int32_t i = 0; i < kn->nbody; i++) {
@@ -114,26 +103,26 @@ static int check_kernel(const ir_func *f, int32_t k, scratch *s, char *err, size
             if (qn->op == IR_OP_CONST) continue;
             if (s->owner[q] == k) {
                 if (s->pos[q] >= i)
-                    return fail(err, errlen, "kernel %d: %%%d reads %%%d, later in the body",
-                                (int)k, (int)r, (int)q);
+                    return ir_fail(err, errlen, "kernel %d: %%%d reads %%%d, later in the body",
+                                   (int)k, (int)r, (int)q);
                 if (s->part[q] != part)
-                    return fail(err, errlen,
-                                "kernel %d: %%%d in part %d reads %%%d of part %d (parts must "
-                                "be independent)",
-                                (int)k, (int)r, (int)part, (int)q, (int)s->part[q]);
+                    return ir_fail(err, errlen,
+                                   "kernel %d: %%%d in part %d reads %%%d of part %d (parts must "
+                                   "be independent)",
+                                   (int)k, (int)r, (int)part, (int)q, (int)s->part[q]);
                 continue;
             }
             if (s->inmark[q] != k + 1)
-                return fail(err, errlen,
-                            "kernel %d: %%%d reads %%%d, neither in its body nor its inputs",
-                            (int)k, (int)r, (int)q);
+                return ir_fail(err, errlen,
+                               "kernel %d: %%%d reads %%%d, neither in its body nor its inputs",
+                               (int)k, (int)r, (int)q);
             s->used[q] = k + 1;
         }
     }
     for (int32_t i = 0; i < kn->ninputs; i++)
         if (s->used[kn->inputs[i]] != k + 1)
-            return fail(err, errlen, "kernel %d: input %%%d is never read", (int)k,
-                        (int)kn->inputs[i]);
+            return ir_fail(err, errlen, "kernel %d: input %%%d is never read", (int)k,
+                           (int)kn->inputs[i]);
     /* outputs: exactly the stored body nodes */
     int32_t nstored = 0;
     for (int32_t i = 0; i < kn->nbody; i++)
@@ -141,25 +130,26 @@ static int check_kernel(const ir_func *f, int32_t k, scratch *s, char *err, size
     for (int32_t i = 0; i < kn->noutputs; i++) {
         ir_ref q = kn->outputs[i];
         if (q < 0 || q >= f->nnodes || s->owner[q] != k)
-            return fail(err, errlen, "kernel %d: output %%%d is not in its body", (int)k, (int)q);
+            return ir_fail(err, errlen, "kernel %d: output %%%d is not in its body", (int)k,
+                           (int)q);
         if (!(f->nodes[q].flags & IR_NODE_STORED))
-            return fail(err, errlen, "kernel %d: output %%%d is not flagged stored", (int)k,
-                        (int)q);
+            return ir_fail(err, errlen, "kernel %d: output %%%d is not flagged stored", (int)k,
+                           (int)q);
         for (int32_t j = 0; j < i; j++)
             if (kn->outputs[j] == q)
-                return fail(err, errlen, "kernel %d: output %%%d listed twice", (int)k, (int)q);
+                return ir_fail(err, errlen, "kernel %d: output %%%d listed twice", (int)k, (int)q);
     }
     if (nstored != kn->noutputs)
-        return fail(err, errlen, "kernel %d: %d stored body nodes but %d outputs", (int)k,
-                    (int)nstored, (int)kn->noutputs);
+        return ir_fail(err, errlen, "kernel %d: %d stored body nodes but %d outputs", (int)k,
+                       (int)nstored, (int)kn->noutputs);
 
     /* domains */
     char s1[32];
     if (kn->kind == IR_KERNEL_POINTWISE || kn->kind == IR_KERNEL_COMBINED) {
         if (kn->reduce_axes)
-            return fail(err, errlen, "kernel %d: %s with reduce axes 0x%x", (int)k,
-                        kn->kind == IR_KERNEL_COMBINED ? "combined" : "pointwise",
-                        (unsigned)kn->reduce_axes);
+            return ir_fail(err, errlen, "kernel %d: %s with reduce axes 0x%x", (int)k,
+                           kn->kind == IR_KERNEL_COMBINED ? "combined" : "pointwise",
+                           (unsigned)kn->reduce_axes);
         int32_t nparts = kn->nparts ? kn->nparts : 1;
         for (int32_t pi = 0; pi < nparts; pi++) {
             int32_t from = kn->nparts ? kn->parts[pi] : 0;
@@ -169,26 +159,27 @@ static int check_kernel(const ir_func *f, int32_t k, scratch *s, char *err, size
                 if (f->nodes[kn->body[i]].flags & IR_NODE_STORED)
                     dom = &f->nodes[kn->body[i]].shape;
             if (!dom)
-                return fail(err, errlen, "kernel %d: part %d stores nothing", (int)k, (int)pi);
+                return ir_fail(err, errlen, "kernel %d: part %d stores nothing", (int)k, (int)pi);
             snprintf(s1, sizeof s1, kn->nparts ? "part %d" : "domain", (int)pi);
             for (int32_t i = from; i < to; i++) {
                 const ir_node *n = &f->nodes[kn->body[i]];
                 if (ir_ops[n->op].cls == IR_CLASS_REDUCE)
-                    return fail(err, errlen, "kernel %d: %s %%%d in a pointwise %s", (int)k,
-                                ir_ops[n->op].name, (int)kn->body[i], s1);
+                    return ir_fail(err, errlen, "kernel %d: %s %%%d in a pointwise %s", (int)k,
+                                   ir_ops[n->op].name, (int)kn->body[i], s1);
                 if (!fits(&n->shape, dom))
-                    return fail(err, errlen, "kernel %d: %%%d does not fit the %s", (int)k,
-                                (int)kn->body[i], s1);
+                    return ir_fail(err, errlen, "kernel %d: %%%d does not fit the %s", (int)k,
+                                   (int)kn->body[i], s1);
                 if ((n->flags & IR_NODE_STORED) && !ir_shape_equal(&n->shape, dom))
-                    return fail(err, errlen, "kernel %d: output %%%d has not the shape of the %s",
-                                (int)k, (int)kn->body[i], s1);
+                    return ir_fail(err, errlen,
+                                   "kernel %d: output %%%d has not the shape of the %s", (int)k,
+                                   (int)kn->body[i], s1);
             }
         }
         return 0;
     }
     if (ir_reduction_kind(&kn->domain, kn->reduce_axes) != kn->kind)
-        return fail(err, errlen, "kernel %d: the kind does not match reduce axes 0x%x", (int)k,
-                    (unsigned)kn->reduce_axes);
+        return ir_fail(err, errlen, "kernel %d: the kind does not match reduce axes 0x%x", (int)k,
+                       (unsigned)kn->reduce_axes);
     ir_shape outer = ir_shape_reduce(&kn->domain, kn->reduce_axes);
     int full = kn->kind == IR_KERNEL_FULL_REDUCTION && !is_scalar(&kn->domain);
     int nred = 0;
@@ -200,16 +191,18 @@ static int check_kernel(const ir_func *f, int32_t k, scratch *s, char *err, size
             nred++;
             if (n->axes != kn->reduce_axes ||
                 !ir_shape_equal(&f->nodes[n->args[0]].shape, &kn->domain))
-                return fail(err, errlen,
-                            "kernel %d: %%%d reduces another shape or other axes than the kernel",
-                            (int)k, (int)r);
+                return ir_fail(
+                    err, errlen,
+                    "kernel %d: %%%d reduces another shape or other axes than the kernel", (int)k,
+                    (int)r);
         }
         if (!fits(&n->shape, &kn->domain))
-            return fail(err, errlen, "kernel %d: %%%d does not fit the domain", (int)k, (int)r);
+            return ir_fail(err, errlen, "kernel %d: %%%d does not fit the domain", (int)k, (int)r);
         if ((n->flags & IR_NODE_STORED) && !ir_shape_equal(&n->shape, &kn->domain) &&
             !ir_shape_equal(&n->shape, &outer))
-            return fail(err, errlen, "kernel %d: output %%%d is neither per element nor per result",
-                        (int)k, (int)r);
+            return ir_fail(err, errlen,
+                           "kernel %d: output %%%d is neither per element nor per result", (int)k,
+                           (int)r);
         if (!full) continue;
         int d = 0;
         for (int a = 0; a < ir_ops[n->op].arity; a++) {
@@ -219,12 +212,13 @@ static int check_kernel(const ir_func *f, int32_t k, scratch *s, char *err, size
         }
         s->dep[r] = (unsigned char)d;
         if (d && (red || !is_scalar(&n->shape)))
-            return fail(err, errlen,
-                        "kernel %d: %%%d depends on the full reduction's result but is per element",
-                        (int)k, (int)r);
+            return ir_fail(
+                err, errlen,
+                "kernel %d: %%%d depends on the full reduction's result but is per element", (int)k,
+                (int)r);
     }
     if (!nred)
-        return fail(err, errlen, "kernel %d: a reduction kernel without a reduction", (int)k);
+        return ir_fail(err, errlen, "kernel %d: a reduction kernel without a reduction", (int)k);
     return 0;
 }
 
@@ -232,7 +226,7 @@ int ir_verify_partition(const ir_func *f, char *err, size_t errlen) {
     const ir_partition *p = f->partition;
     if (!p) return 0;
     if (p->nkernels < 0 || (p->nkernels > 0 && !p->kernels))
-        return fail(err, errlen, "partition: bad kernel array");
+        return ir_fail(err, errlen, "partition: bad kernel array");
     size_t n = (size_t)f->nnodes + 1;
     scratch s;
     s.owner = malloc(n * sizeof(int32_t));
@@ -244,7 +238,7 @@ int ir_verify_partition(const ir_func *f, char *err, size_t errlen) {
     s.dep = calloc(n, 1);
     int rc = 0;
     if (!s.owner || !s.pos || !s.inmark || !s.used || !s.part || !s.need || !s.dep) {
-        rc = fail(err, errlen, "out of memory");
+        rc = ir_fail(err, errlen, "out of memory");
         goto done;
     }
     for (ir_ref r = 0; r < f->nnodes; r++)
@@ -252,29 +246,29 @@ int ir_verify_partition(const ir_func *f, char *err, size_t errlen) {
     for (int32_t k = 0; k < p->nkernels && !rc; k++) {
         const ir_kernel *kn = &p->kernels[k];
         if (kn->nbody < 0 || (kn->nbody && !kn->body)) {
-            rc = fail(err, errlen, "kernel %d: bad body array", (int)k);
+            rc = ir_fail(err, errlen, "kernel %d: bad body array", (int)k);
             break;
         }
         for (int32_t i = 0; i < kn->nbody; i++) {
             ir_ref r = kn->body[i];
             if (r < 0 || r >= f->nnodes) {
-                rc = fail(err, errlen, "kernel %d: body holds %%%d, no node", (int)k, (int)r);
+                rc = ir_fail(err, errlen, "kernel %d: body holds %%%d, no node", (int)k, (int)r);
                 break;
             }
             const ir_node *nd = &f->nodes[r];
             if (is_leaf(nd) || nd->op == IR_OP_OUTPUT) {
-                rc = fail(err, errlen, "kernel %d: body holds %%%d, a %s", (int)k, (int)r,
-                          ir_ops[nd->op].name);
+                rc = ir_fail(err, errlen, "kernel %d: body holds %%%d, a %s", (int)k, (int)r,
+                             ir_ops[nd->op].name);
                 break;
             }
             if (s.owner[r] >= 0) {
-                rc = fail(err, errlen, "%%%d is in the bodies of kernels %d and %d", (int)r,
-                          (int)s.owner[r], (int)k);
+                rc = ir_fail(err, errlen, "%%%d is in the bodies of kernels %d and %d", (int)r,
+                             (int)s.owner[r], (int)k);
                 break;
             }
             if (nd->kernel != k) {
-                rc = fail(err, errlen, "%%%d is in kernel %d but node.kernel is %d", (int)r, (int)k,
-                          (int)nd->kernel);
+                rc = ir_fail(err, errlen, "%%%d is in kernel %d but node.kernel is %d", (int)r,
+                             (int)k, (int)nd->kernel);
                 break;
             }
             s.owner[r] = k;
@@ -287,20 +281,20 @@ int ir_verify_partition(const ir_func *f, char *err, size_t errlen) {
         const ir_node *nd = &f->nodes[r];
         if (is_leaf(nd) || nd->op == IR_OP_OUTPUT) {
             if (nd->kernel != -1 || (nd->flags & IR_NODE_STORED))
-                rc = fail(err, errlen, "%%%d: a %s has kernel %d%s", (int)r, ir_ops[nd->op].name,
-                          (int)nd->kernel, nd->flags & IR_NODE_STORED ? " and is stored" : "");
+                rc = ir_fail(err, errlen, "%%%d: a %s has kernel %d%s", (int)r, ir_ops[nd->op].name,
+                             (int)nd->kernel, nd->flags & IR_NODE_STORED ? " and is stored" : "");
             if (nd->op == IR_OP_OUTPUT && !rc) {
                 ir_ref q = nd->args[0];
                 if (s.owner[q] < 0)
-                    rc = fail(err, errlen, "%%%d: output of %%%d, which no kernel computes", (int)r,
-                              (int)q);
+                    rc = ir_fail(err, errlen, "%%%d: output of %%%d, which no kernel computes",
+                                 (int)r, (int)q);
                 else
                     s.need[q] = 1;
             }
             continue;
         }
         if (s.owner[r] < 0) {
-            rc = fail(err, errlen, "%%%d (%s) is in no kernel", (int)r, ir_ops[nd->op].name);
+            rc = ir_fail(err, errlen, "%%%d (%s) is in no kernel", (int)r, ir_ops[nd->op].name);
             break;
         }
         for (int a = 0; a < ir_ops[nd->op].arity; a++) {
@@ -312,9 +306,9 @@ int ir_verify_partition(const ir_func *f, char *err, size_t errlen) {
         if (s.owner[r] < 0) continue;
         int stored = (f->nodes[r].flags & IR_NODE_STORED) != 0;
         if (stored != s.need[r])
-            rc = fail(err, errlen, "%%%d is %s but %s", (int)r, stored ? "stored" : "not stored",
-                      s.need[r] ? "another kernel or an output reads it"
-                                : "no other kernel or output reads it");
+            rc = ir_fail(err, errlen, "%%%d is %s but %s", (int)r, stored ? "stored" : "not stored",
+                         s.need[r] ? "another kernel or an output reads it"
+                                   : "no other kernel or output reads it");
     }
     for (int32_t k = 0; k < p->nkernels && !rc; k++)
         rc = check_kernel(f, k, &s, err, errlen);
