@@ -409,28 +409,32 @@ struct lg_walk {
 /* ---- streaming stores ------------------------------------------------------------------------ */
 
 #define LG_STAGE 512 /* elements per block of staged stores */
+#define LG_LINE  64  /* bytes in a cache line */
 
-/* Copies n elements of type t from src (a staging block) to dst with non-temporal stores of
- * the target's vector width, aligned: a scalar head up to the first aligned address, whole
- * vectors, a scalar tail. */
+/* Copies n elements of type t from src (a staging block) to dst: non-temporal stores of the
+ * target's vector width over the whole cache lines of dst, plain stores for the partial lines
+ * at either end. A line must not take both kinds: the non-temporal half would leave the write-
+ * combining buffer as a partial line, which memory completes with a read. */
 static void stream_copy(lg_fn *g, ir_dtype dt, LLVMValueRef dst, LLVMValueRef src, LLVMValueRef n) {
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
     LLVMTypeRef t = lg_storage_type(m, dt);
     int64_t vb = m->vector_bytes > 0 ? m->vector_bytes : 16;
     int64_t es = ir_dtypes[dt].bytes;
+    int64_t line = vb > LG_LINE ? vb : LG_LINE;
     LLVMValueRef addr = LLVMBuildPtrToInt(b, dst, m->t_i64, "");
-    LLVMValueRef mis = LLVMBuildAnd(b, addr, ci64(m, vb - 1), "");
+    LLVMValueRef mis = LLVMBuildAnd(b, addr, ci64(m, line - 1), "");
     LLVMValueRef headb =
-        LLVMBuildAnd(b, LLVMBuildSub(b, ci64(m, vb), mis, ""), ci64(m, vb - 1), "");
+        LLVMBuildAnd(b, LLVMBuildSub(b, ci64(m, line), mis, ""), ci64(m, line - 1), "");
     LLVMValueRef head = imin(g, LLVMBuildUDiv(b, headb, ci64(m, es), ""), n);
     lg_loop L;
     LLVMValueRef k = loop_begin(g, &L, ci64(m, 0), head, "head");
     store(g, load(g, t, LLVMBuildInBoundsGEP2(b, t, src, &k, 1, "")),
           LLVMBuildInBoundsGEP2(b, t, dst, &k, 1, ""));
     loop_end(g, &L, ci64(m, 1), -1);
-    LLVMValueRef per = ci64(m, vb / es);
-    LLVMValueRef nvec = LLVMBuildUDiv(b, LLVMBuildSub(b, n, head, ""), per, "");
+    LLVMValueRef per_line = ci64(m, line / es);
+    LLVMValueRef nlines = LLVMBuildUDiv(b, LLVMBuildSub(b, n, head, ""), per_line, "");
+    LLVMValueRef nvec = LLVMBuildNSWMul(b, nlines, ci64(m, line / vb), "");
     LLVMTypeRef vt = LLVMVectorType(m->t_i64, (unsigned)(vb / 8));
     LLVMTypeRef vpt = LLVMPointerType(vt, 0);
     LLVMValueRef d0 = LLVMBuildBitCast(b, LLVMBuildInBoundsGEP2(b, t, dst, &head, 1, ""), vpt, "");
@@ -444,7 +448,7 @@ static void stream_copy(lg_fn *g, ir_dtype dt, LLVMValueRef dst, LLVMValueRef sr
     LLVMSetMetadata(st, LLVMGetMDKindIDInContext(m->ctx, "nontemporal", 11),
                     LLVMMetadataAsValue(m->ctx, LLVMMDNodeInContext2(m->ctx, &one, 1)));
     loop_end(g, &L, ci64(m, 1), -1);
-    LLVMValueRef done = LLVMBuildNSWAdd(b, head, LLVMBuildNSWMul(b, nvec, per, ""), "");
+    LLVMValueRef done = LLVMBuildNSWAdd(b, head, LLVMBuildNSWMul(b, nlines, per_line, ""), "");
     k = loop_begin(g, &L, done, n, "tail");
     store(g, load(g, t, LLVMBuildInBoundsGEP2(b, t, src, &k, 1, "")),
           LLVMBuildInBoundsGEP2(b, t, dst, &k, 1, ""));
@@ -475,9 +479,27 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
         LLVMSetAlignment(arr, 64);
         tmp[i] = LLVMBuildBitCast(g->ab, arr, LLVMPointerType(t, 0), "");
     }
+    /* the first block ends where the first streamed result's line does, so that later
+     * blocks start on a line and only the run's ends have partial lines */
+    LLVMValueRef skew = ci64(m, 0);
+    for (int32_t i = 0; i < p->nacc; i++) {
+        if (!tmp[i]) continue;
+        ir_dtype dt = p->fm->bufs[p->acc[i].buf].dtype;
+        LLVMValueRef off = LLVMBuildNSWAdd(b, base[i], j0, "");
+        LLVMValueRef addr = LLVMBuildPtrToInt(
+            b,
+            LLVMBuildInBoundsGEP2(b, lg_storage_type(m, dt), g->bufp[p->acc[i].buf], &off, 1, ""),
+            m->t_i64, "");
+        skew = LLVMBuildUDiv(b, LLVMBuildAnd(b, addr, ci64(m, LG_LINE - 1), ""),
+                             ci64(m, ir_dtypes[dt].bytes), "");
+        break;
+    }
     lg_loop B, L;
     LLVMValueRef b0 = loop_begin(g, &B, j0, j1, "blk");
-    LLVMValueRef len = imin(g, ci64(m, LG_STAGE), LLVMBuildSub(b, j1, b0, ""));
+    LLVMValueRef cap = LLVMBuildSub(
+        b, ci64(m, LG_STAGE),
+        LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, b0, j0, ""), skew, ci64(m, 0), ""), "");
+    LLVMValueRef len = imin(g, cap, LLVMBuildSub(b, j1, b0, ""));
     for (int32_t i = 0; i < p->nacc; i++) {
         if (!tmp[i]) continue;
         LLVMTypeRef t = lg_storage_type(m, p->fm->bufs[p->acc[i].buf].dtype);
@@ -503,7 +525,7 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
     for (int32_t i = 0; i < p->nacc; i++)
         if (tmp[i]) stream_copy(g, p->fm->bufs[p->acc[i].buf].dtype, dst[i], tmp[i], len);
     if_end(g, after);
-    loop_end(g, &B, ci64(m, LG_STAGE), 0);
+    loop_end(g, &B, len, 0);
 }
 
 /* The inner loop over j in [j0, j1) of a run whose element offsets are `base`; flat0 is the
