@@ -361,7 +361,7 @@ static void gen_func(cg_module *m, const ir_func *f, int32_t fi, cuda_func *out)
         st.homes[r].index = st.nscratch;
         IR_VEC_PUSH(m->a, st.scratch, st.nscratch, st.cap_scratch, sc);
     }
-    for (int32_t ki = 0; ki < f->partition->nkernels && !m->failed; ki++)
+    for (int32_t ki = 0; ki < f->partition->nkernels && !m->fail.failed; ki++)
         gen_kernel(&st, ki);
 
     /* max and min over an empty axis fail at launch, as in the reference */
@@ -402,15 +402,15 @@ int cuda_generate(ir_arena *a, ir_func *const *funcs, int nfuncs, cuda_module **
     cg_module mod;
     memset(&mod, 0, sizeof mod);
     mod.a = a;
-    mod.err = err;
-    mod.errlen = errlen;
+    mod.fail.err = err;
+    mod.fail.errlen = errlen;
     if (err && errlen) err[0] = 0;
     *out = NULL;
     ir_buf_init(&mod.text, a);
     cuda_func *fs = ir_arena_calloc(a, (size_t)(nfuncs > 0 ? nfuncs : 1), sizeof(cuda_func));
-    for (int i = 0; i < nfuncs && !mod.failed; i++)
+    for (int i = 0; i < nfuncs && !mod.fail.failed; i++)
         gen_func(&mod, funcs[i], i, &fs[i]);
-    if (mod.failed) return -1;
+    if (mod.fail.failed) return -1;
 
     ir_buf src;
     ir_buf_init(&src, a);

@@ -68,15 +68,6 @@ cuda_size cg_shape_elems(const ir_shape *s) {
 
 /* ---- text ----------------------------------------------------------------------------------- */
 
-void cg_fail(cg_module *m, const char *fmt, ...) {
-    if (m->failed) return;
-    m->failed = 1;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(m->err, m->errlen, fmt, ap);
-    va_end(ap);
-}
-
 void cg_line(cg_kernel *k, const char *fmt, ...) {
     char small[512];
     va_list ap;

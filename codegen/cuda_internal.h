@@ -59,15 +59,13 @@ typedef struct cg_module {
     ir_arena *a;
     unsigned helpers; /* bit h: helper h is used */
     ir_buf text;      /* the kernels, after the prelude */
-    char *err;
-    size_t errlen;
-    int failed;
+    ir_failure fail;
     /* every __global__ name, for the module's list */
     const char **names;
     int32_t nnames, cap_names;
 } cg_module;
 
-void cg_fail(cg_module *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define cg_fail(m, ...) ir_failure_set(&(m)->fail, __VA_ARGS__)
 
 /* ---- one kernel --------------------------------------------------------------------------- */
 

@@ -572,7 +572,7 @@ void cg_gen_row(cg_kernel *k, cuda_launch *l) {
     cg_module *m = k->m;
     rplan p;
     plan_build(k, &p, 1);
-    if (m->failed) return;
+    if (m->fail.failed) return;
     /* the vector width: 16 bytes of the widest buffer that moves along the row */
     int maxbytes = 1;
     for (int32_t b = 0; b < k->nbufs; b++)
@@ -678,7 +678,7 @@ void cg_gen_column(cg_kernel *k, cuda_launch *l) {
     cg_module *m = k->m;
     rplan p;
     plan_build(k, &p, 0);
-    if (m->failed) return;
+    if (m->fail.failed) return;
     uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
     colctx c = {0};
     k->ctx = &c;
@@ -806,7 +806,7 @@ void cg_gen_full(cg_kernel *k, cuda_launch *l2) {
     cg_module *m = k->m;
     rplan p;
     plan_build(k, &p, 0);
-    if (m->failed) return;
+    if (m->fail.failed) return;
     uint32_t all = (1u << k->ngroups) - 1;
     int32_t scratch = k->partials_scratch;
 

@@ -1360,7 +1360,7 @@ static int gen_task(lg_mod *m, const llvm_kplan *p, const char *name, int varian
         break;
     }
     fn_end(&g);
-    return m->failed ? -1 : 0;
+    return m->fail.failed ? -1 : 0;
 }
 
 int llvm_gen_module(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_module_meta *meta,
@@ -1386,8 +1386,8 @@ int llvm_gen_module(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_module_met
     m.x86 = opt ? opt->x86 : 0;
     m.vector_bytes = opt && opt->vector_bytes > 0 ? opt->vector_bytes : 16;
     m.arena = arena;
-    m.err = err;
-    m.errlen = errlen;
+    m.fail.err = err;
+    m.fail.errlen = errlen;
     int rc = 0;
     for (int32_t fi = 0; fi < meta->nfuncs && !rc; fi++) {
         const llvm_func_meta *fm = &meta->funcs[fi];

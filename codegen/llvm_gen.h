@@ -28,15 +28,11 @@ typedef struct lg_mod {
     int x86;
     int vector_bytes;
     ir_arena *arena;
-    char *err;
-    size_t errlen;
-    int failed;     /* an internal error was recorded in err */
-    int math_calls; /* llvm_math_* calls emitted so far (inlined bodies: a loop's weight) */
+    ir_failure fail; /* generation goes on with placeholder values and fails at the end */
+    int math_calls;  /* llvm_math_* calls emitted so far (inlined bodies: a loop's weight) */
 } lg_mod;
 
-/* Records the first internal error; generation goes on with placeholder values and fails at
- * the end. */
-void lg_fail(lg_mod *m, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define lg_fail(m, ...) ir_failure_set(&(m)->fail, __VA_ARGS__)
 
 LLVMTypeRef lg_storage_type(lg_mod *m, ir_dtype t);
 LLVMTypeRef lg_compute_type(lg_mod *m, ir_dtype t);

@@ -12,20 +12,10 @@
  * second rounding exact. Transcendentals call the branch-free llvm_math_* functions of
  * codegen/llvm_math.c, linked as bitcode and inlined, so that loops over them vectorize.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "codegen/llvm_gen.h"
-
-void lg_fail(lg_mod *m, const char *fmt, ...) {
-    if (m->failed) return;
-    m->failed = 1;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(m->err, m->errlen, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- types and constants ----------------------------------------------------------------- */
 

@@ -157,6 +157,17 @@ void ir_buf_printf(ir_buf *b, const char *fmt, ...) {
     ir_buf_putn(b, big, (size_t)n);
 }
 
+void ir_failure_set(ir_failure *f, const char *fmt, ...) {
+    if (f->failed) return;
+    f->failed = 1;
+    if (f->err && f->errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(f->err, f->errlen, fmt, ap);
+        va_end(ap);
+    }
+}
+
 int ir_fail(char *err, size_t errlen, const char *fmt, ...) {
     if (err && errlen) {
         va_list ap;

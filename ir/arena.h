@@ -35,6 +35,16 @@ char *ir_arena_printf(ir_arena *a, const char *fmt, ...) __attribute__((format(p
  * of the functions that report into a caller's buffer. */
 int ir_fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* The first internal error of a generation, in the caller's buffer: later ones are dropped,
+ * so that the message names the cause rather than a consequence. */
+typedef struct ir_failure {
+    char *err;
+    size_t errlen;
+    int failed;
+} ir_failure;
+
+void ir_failure_set(ir_failure *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Grows an arena array to hold at least `need` elements (doubling); returns the array. */
 void *ir_arena_grow(ir_arena *a, void *ptr, size_t elem, int32_t *cap, int32_t need);
 
