@@ -152,18 +152,19 @@ static LLVMValueRef f32_to_f16(lg_mod *m, LLVMValueRef x) {
     return LLVMBuildTrunc(b, LLVMBuildOr(b, r, sign, ""), m->t_i16, "");
 }
 
-/* The bits of float x rounded to bf16 (to nearest even; a NaN stays a quiet NaN), in the top
- * half of an i32. */
+/* The bits of float x rounded to bf16 (to nearest even; a NaN stays a NaN, made quiet), in the
+ * top half of an i32. A NaN goes through the rounding add too, and is then ORed with the quiet
+ * NaN's bits: whatever the add left (a carry into the exponent's or the sign's bit) is still a
+ * quiet NaN after it, and an AND with the compare's mask costs no FMA-pipe slot where a select
+ * (vblendvps) does, which bf16's element-wise loops are short of. */
 static LLVMValueRef bf16_round_bits(lg_mod *m, LLVMValueRef x) {
     LLVMBuilderRef b = m->b;
     LLVMValueRef u = bits32(m, x);
     LLVMValueRef lsb = LLVMBuildAnd(b, LLVMBuildLShr(b, u, ci32(m, 16), ""), ci32(m, 1), "");
     LLVMValueRef r = LLVMBuildAdd(b, u, LLVMBuildAdd(b, lsb, ci32(m, 0x7fff), ""), "");
     r = LLVMBuildAnd(b, r, ci32(m, 0xffff0000u), "");
-    LLVMValueRef q =
-        LLVMBuildAnd(b, LLVMBuildOr(b, u, ci32(m, 0x00400000), ""), ci32(m, 0xffff0000u), "");
-    LLVMValueRef nan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
-    return LLVMBuildSelect(b, nan, q, r, "");
+    LLVMValueRef nan = LLVMBuildSExt(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), LLVMTypeOf(u), "");
+    return LLVMBuildOr(b, r, LLVMBuildAnd(b, nan, ci32(m, 0x7fc00000), ""), "");
 }
 
 /* A double rounded to float to odd: truncated, with the lowest bit set when inexact, so that

@@ -1,7 +1,8 @@
 /* tests/unit/test_cpu_backend.c: the CPU backend through fusec.h, against the reference
  * target on the same inputs: results written into poisoned buffers, both object loaders
  * (LLVM's ORC JIT and fusec's own, FUSEC_CPU_LOADER), run-to-run bit identity, concurrent
- * launches from several threads, integer division by zero, max over an empty axis; and the
+ * launches from several threads, integer division by zero, max over an empty axis, rounding to
+ * bf16 at its edges (ties, overflow, every kind of NaN); and the
  * pieces under it: the thread pool's parts, the ELF loader's refusals, the copy roofline.
  * Skipped (77) when the build has no CPU backend. */
 #include "fusec.h"
@@ -31,6 +32,7 @@ static const char *SRC =
     "fn stats(x: f32[N]) -> (f32[], f32[]) { return sum(x), max(x); }\n"
     "fn cols(x: f32[R, C]) -> f32[C] { return mean(x, axis=0); }\n"
     "fn divide(a: i32[N], b: i32[N]) -> (i32[N], i32[N]) { return a / b, a % b; }\n"
+    "fn to_bf16(x: f32[N], y: f64[N]) -> (bf16[N], bf16[N]) { return bf16(x), bf16(y); }\n"
     "fn halves(x: f16[N], y: bf16[N]) -> (bf16[N], f16[]) {\n"
     "    return bf16(y * f32(x) + 1.0), max(x);\n"
     "}\n";
@@ -145,6 +147,46 @@ static void test_against_reference(fusec_module *mc, fusec_module *mr) {
     }
     fusec_tensor hb[2] = {{h, FUSEC_F16, 1, {37}}, {bf, FUSEC_BF16, 1, {37}}};
     compare(fn(mc, "halves"), fn(mr, "halves"), hb, 2, 2, 1.0 / 128, 1e-6);
+}
+
+/* Rounding to bf16 at its edges, from f32 and from f64: ties to even, overflow to infinity,
+ * subnormals, and NaNs of every payload and sign (each must stay a NaN: a rounding add on the
+ * bits carries into the exponent or the sign for some of them). Finite and infinite results
+ * must be the reference's bits. */
+static void test_bf16_edges(fusec_module *mc, fusec_module *mr) {
+    static const uint32_t bits[] = {
+        0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xff800001u, 0x7fffffffu, 0xffffffffu, 0x7fff8000u,
+        0xffff7fffu, 0x7f807fffu, 0x7fbfffffu, 0x7f800000u, 0xff800000u, 0x7f7fffffu, 0xff7fffffu,
+        0x7f7f7fffu, 0x7f7f8000u, 0x3f808000u, 0x3f818000u, 0x3f807fffu, 0xbf808001u, 0x00000001u,
+        0x80008000u, 0x00018000u, 0x00000000u, 0x80000000u, 0x3f800000u, 0x4049fdb0u};
+    enum { N = sizeof bits / sizeof bits[0] };
+    float x[N];
+    double y[N];
+    uint16_t got[2][N], want[2][N];
+    for (int i = 0; i < N; i++) {
+        memcpy(&x[i], &bits[i], 4);
+        y[i] = (double)x[i] * (1.0 + 0x1p-30); /* just past x: ties break upwards */
+    }
+    fusec_tensor in[2] = {{x, FUSEC_F32, 1, {N}}, {y, FUSEC_F64, 1, {N}}};
+    for (int r = 0; r < 2; r++) {
+        fusec_tensor out[2] = {{got[0], FUSEC_BF16, 1, {N}}, {got[1], FUSEC_BF16, 1, {N}}};
+        if (r) {
+            out[0].data = want[0];
+            out[1].data = want[1];
+        }
+        memset(out[0].data, 0xa5, sizeof got[0]);
+        memset(out[1].data, 0xa5, sizeof got[1]);
+        fusec_status st = fusec_launch(fn(r ? mr : mc, "to_bf16"), in, 2, out, 2, NULL);
+        CHECK_MSG(st == FUSEC_OK, "%s", fusec_status_string(st));
+    }
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < N; i++) {
+            int gn = (got[k][i] & 0x7f80) == 0x7f80 && (got[k][i] & 0x7f) != 0;
+            int wn = (want[k][i] & 0x7f80) == 0x7f80 && (want[k][i] & 0x7f) != 0;
+            CHECK_MSG(gn == wn && (gn || got[k][i] == want[k][i]),
+                      "bf16(%s 0x%08x): cpu 0x%04x, ref 0x%04x", k ? "f64 past" : "f32",
+                      (unsigned)bits[i], got[k][i], want[k][i]);
+        }
 }
 
 /* Two launches of a big softmax give the same bytes. */
@@ -286,6 +328,7 @@ int main(void) {
         CHECK_MSG(st == FUSEC_OK, "%s", fusec_module_message(mc));
         if (st != FUSEC_OK) break;
         test_against_reference(mc, mr);
+        test_bf16_edges(mc, mr);
         test_bit_identical(mc);
         test_threads(mc);
         test_empty_max(mc);
