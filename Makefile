@@ -18,7 +18,7 @@ build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 # The whole suite, then the whole suite again under ASan+UBSan (built with clang, which also
-# builds and runs the libFuzzer front-end target).
+# builds and runs the libFuzzer target of the compiler).
 test: test-fast test-asan
 
 test-fast: build

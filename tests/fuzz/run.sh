@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# tests/fuzz/run.sh FUZZER [SECONDS]: a short libFuzzer run of the front end (ctest's
-# fuzz.frontend). Seeds a scratch corpus from tests/fuzz/corpus and examples/*.fuse, runs
+# tests/fuzz/run.sh FUZZER [SECONDS]: a short libFuzzer run of the compiler (ctest's
+# fuzz.compile). Seeds a scratch corpus from tests/fuzz/corpus and the .fuse programs of
+# examples/, tests/programs/ and bench/programs/, runs
 # for SECONDS (default $FUZZ_SECONDS, else 20) and fails if the fuzzer finds a crash, a
 # leak, a hang or a memory blow-up; the input that did it is kept and printed.
 set -euo pipefail
@@ -13,7 +14,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/fusec-fuzz.XXXXXX")
 mkdir -p "$work/corpus" "$work/artifacts"
 
 shopt -s nullglob
-for seed in "$root"/tests/fuzz/corpus/* "$root"/examples/*.fuse; do
+for seed in "$root"/tests/fuzz/corpus/* "$root"/examples/*.fuse "$root"/tests/programs/*.fuse \
+    "$root"/bench/programs/*.fuse; do
     [ -f "$seed" ] && cp "$seed" "$work/corpus/"
 done
 
