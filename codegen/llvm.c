@@ -285,6 +285,11 @@ static int outer_value(const lg_fn *g, ir_ref q) {
     return v && LLVMIsAInstruction(v) && g->lvl[q] < g->level;
 }
 
+/* Node r's computed value v as the kernel's later reads of it see it (see round_kept). */
+static LLVMValueRef as_kept(lg_fn *g, ir_ref r, LLVMValueRef v) {
+    return g->p->round_kept[r] ? lg_round_to(g->m, g->f->nodes[r].dtype, v) : v;
+}
+
 /* Computes the body nodes the roots need, in body order, each once per scope. */
 static void eval(lg_fn *g, const ir_ref *roots, int32_t nroots) {
     const llvm_kplan *p = g->p;
@@ -323,6 +328,7 @@ static void eval(lg_fn *g, const ir_ref *roots, int32_t nroots) {
             v = lg_fdiv_invariant(g->m, args[0], args[1]);
         else
             v = lg_emit_op(g->m, g->f, n, args);
+        v = as_kept(g, r, v);
         name_value(v, 'v', r); /* %v13 is IR node %13 */
         set_val(g, r, v);
     }
@@ -1053,7 +1059,8 @@ static void gen_row(lg_fn *g) {
         for (int32_t i = 0; i < sw.nred; i++) {
             const ir_node *n = &g->f->nodes[sw.red[i].node];
             set_val(g, sw.red[i].node,
-                    lg_red_post(m, g->f, n, scalar_total(g, &sw, i, blocked), rowlen));
+                    as_kept(g, sw.red[i].node,
+                            lg_red_post(m, g->f, n, scalar_total(g, &sw, i, blocked), rowlen)));
         }
         per_result_stage(g, s + 1, rowbase);
     }
@@ -1133,7 +1140,8 @@ static void gen_full_finalize(lg_fn *g) {
         LLVMBasicBlockRef after = if_begin(g, LLVMBuildICmp(b, LLVMIntSGT, n, ci64(m, 0), ""));
         store(g, load(g, rd->t, partial_ptr(g, rd->t, g->scratch, ci64(m, 0), i)), tslot);
         if_end(g, after);
-        set_val(g, rd->node, lg_red_post(m, g->f, nd, load(g, rd->t, tslot), total));
+        set_val(g, rd->node,
+                as_kept(g, rd->node, lg_red_post(m, g->f, nd, load(g, rd->t, tslot), total)));
     }
     LLVMValueRef *base = new_bases(g, NULL);
     for (int s = 0; s <= p->nsweeps; s++)
@@ -1311,7 +1319,8 @@ static void gen_column(lg_fn *g) {
                 t = lg_red_combine(
                     m, g->f, n, t,
                     load(g, sw.red[i].t, col_acc(g, sw.red[i].blk[0], sw.red[i].t, c)));
-            store(g, lg_red_post(m, g->f, n, t, nred), arr_ptr(g, sw.red[i].node, c));
+            store(g, as_kept(g, sw.red[i].node, lg_red_post(m, g->f, n, t, nred)),
+                  arr_ptr(g, sw.red[i].node, c));
         }
         loop_end(g, &C, ci64(m, 1), 0);
         for (int32_t i = 0; i < sw.nred; i++)

@@ -41,6 +41,9 @@ LLVMTypeRef lg_compute_type(lg_mod *m, ir_dtype t);
 LLVMValueRef lg_load(lg_mod *m, ir_dtype t, LLVMValueRef ptr);
 /* Stores a compute-type value v as dtype t (rounding f16/bf16 to nearest even). */
 void lg_store(lg_mod *m, ir_dtype t, LLVMValueRef v, LLVMValueRef ptr);
+/* A compute-type value v rounded to dtype t and held in the compute type again (f16 and
+ * bf16: rounded to nearest even; other dtypes: v itself). */
+LLVMValueRef lg_round_to(lg_mod *m, ir_dtype t, LLVMValueRef v);
 /* A CONST node in its compute type (16-bit float constants are not rounded). */
 LLVMValueRef lg_const(lg_mod *m, const ir_node *n);
 /* An element-wise, cast or broadcast node applied to its operands' values. */

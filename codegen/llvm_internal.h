@@ -49,7 +49,10 @@ typedef struct llvm_kplan {
     int32_t nacc;
     llvm_access *acc;
     int32_t *load_acc; /* by node: its load access, or -1 */
-    int32_t nbufs;     /* the distinct buffers the kernel touches */
+    /* by node: 1 for a stored f16/bf16 value that the kernel reads again, which those reads
+     * see rounded, as the reference holds it (and as a later kernel would load it) */
+    uint8_t *round_kept;
+    int32_t nbufs; /* the distinct buffers the kernel touches */
     int32_t *bufs;
     /* reductions (row, column, full) */
     uint8_t *per_result; /* by node: 1 when the node fits the outer shape */

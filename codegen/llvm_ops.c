@@ -255,6 +255,10 @@ static LLVMValueRef convert(lg_mod *m, LLVMValueRef v, ir_dtype from, ir_dtype t
     return LLVMGetUndef(tt);
 }
 
+LLVMValueRef lg_round_to(lg_mod *m, ir_dtype t, LLVMValueRef v) {
+    return t == IR_F16 || t == IR_BF16 ? convert(m, v, IR_F32, t) : v;
+}
+
 /* ---- loads and stores, one pair per dtype (ORDER IR_DTYPE) ---------------------------------- */
 
 typedef LLVMValueRef (*lg_load_fn)(lg_mod *m, LLVMValueRef ptr);

@@ -206,6 +206,17 @@ int llvm_plan_kernel(const llvm_func_meta *fm, int32_t kidx, int32_t part, ir_ar
     }
     p->outer = ir_shape_reduce(&p->dom, p->red);
 
+    p->round_kept = ir_arena_calloc(a, (size_t)f->nnodes, 1);
+    for (int32_t i = p->from; i < p->to; i++) {
+        const ir_node *n = &f->nodes[k->body[i]];
+        for (int j = 0; j < ir_ops[n->op].arity; j++) {
+            const ir_node *q = &f->nodes[n->args[j]];
+            if ((q->flags & IR_NODE_STORED) && (q->dtype == IR_F16 || q->dtype == IR_BF16) &&
+                node_in_kernel(f, n->args[j], kidx))
+                p->round_kept[n->args[j]] = 1;
+        }
+    }
+
     /* accesses: loads of inputs and of values earlier kernels stored; stores */
     int32_t cap = 0;
     p->load_acc = ir_arena_calloc(a, (size_t)f->nnodes, sizeof(int32_t));
