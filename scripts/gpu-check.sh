@@ -42,6 +42,7 @@ step runtime "$B/tests/test_gpu_runtime"
 step embed bash tests/gpu/embed.sh "$B/embed"
 step mock env FUSEC_CUDA_DRIVER="$PWD/$B/tests/libcuda_mock.so" "$B/tests/test_cuda_mock"
 step programs env FUSEC_TEST_TARGET=cuda python3 tests/py/test_cpu_backend.py
+step random env FUSEC_TEST_TARGET=cuda python3 tests/py/test_random_programs.py
 step sanitizer bash tests/gpu/sanitizer.sh "$B/tests/test_gpu_runtime" "$B/embed"
 }
 if [[ ${QUICK:-0} != 1 ]]; then

@@ -26,6 +26,35 @@ def run(args, **kw):
     return p.returncode, p.stdout, p.stderr
 
 
+def fusec_run(path, fn, files, outs, target, extra=(), env=None):
+    """`fusec run` of fn with --in NAME=FILE for each (name, file) and --out for each path
+    (removed first, so that a stale file never passes for a result); (exit code, stderr)."""
+    args = ["run", path, "-f", fn, f"--target={target}", *extra]
+    for name, p in files:
+        args += ["--in", f"{name}={p}"]
+    for p in outs:
+        if os.path.exists(p):
+            os.remove(p)
+        args += ["--out", p]
+    p = subprocess.run([FUSEC] + args, capture_output=True, text=True, timeout=600, env=env)
+    return p.returncode, p.stderr
+
+
+def target_or_skip():
+    """FUSEC_TEST_TARGET (default cpu); exits 77 (skipped) when this build has no such backend
+    or the machine no GPU for it."""
+    target = os.environ.get("FUSEC_TEST_TARGET", "cpu")
+    rc, _, err = run(["run", os.path.join(SRC, "examples", "gelu.fuse"), "-f", "gelu",
+                      f"--target={target}", "--in", "x=/nonexistent.npy"])
+    if "not part of this build" in err or "no native target" in err:
+        print(f"the {target} backend is not built: skipping")
+        sys.exit(77)
+    if "no CUDA driver or device" in err:
+        print("no GPU here: skipping")
+        sys.exit(77)
+    return target
+
+
 def check(cond, what):
     global failures, checks
     checks += 1

@@ -17,21 +17,13 @@ cases on the GPU (tests/gpu: skipped without one), results poisoned on the devic
 import os
 import re
 import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fusectest import FUSEC, SRC, check, close, finish, np, rand, run, tmpdir  # noqa: E402
+from fusectest import (SRC, check, close, finish, fusec_run, np, rand, run,  # noqa: E402
+                       target_or_skip, tmpdir)
 
-TARGET = os.environ.get("FUSEC_TEST_TARGET", "cpu")
-rc, _, err = run(["run", os.path.join(SRC, "examples", "gelu.fuse"), "-f", "gelu",
-                  f"--target={TARGET}", "--in", "x=/nonexistent.npy"])
-if "not part of this build" in err or "no native target" in err:
-    print(f"the {TARGET} backend is not built: skipping")
-    sys.exit(77)
-if "no CUDA driver or device" in err:
-    print("no GPU here: skipping")
-    sys.exit(77)
+TARGET = target_or_skip()
 
 rng = np.random.default_rng(12345)
 OUT = tmpdir()
@@ -126,18 +118,6 @@ def make_input(dtype, shape, fn, special):
 # every other case streams its results (non-temporal stores), whatever their size
 STREAM_ALL = dict(os.environ, FUSEC_CPU_STREAM_MIN_BYTES="0")
 case_number = 0
-
-
-def fusec_run(path, fn, files, outs, target, extra=(), env=None):
-    args = ["run", path, "-f", fn, f"--target={target}", *extra]
-    for name, p in files:
-        args += ["--in", f"{name}={p}"]
-    for p in outs:
-        if os.path.exists(p):
-            os.remove(p)
-        args += ["--out", p]
-    p = subprocess.run([FUSEC] + args, capture_output=True, text=True, timeout=600, env=env)
-    return p.returncode, p.stderr
 
 
 def compare(tag, got, ref, ref_abs, dtype, loose, prod_n):

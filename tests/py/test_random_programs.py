@@ -1,0 +1,319 @@
+"""tests/py/test_random_programs.py: random .fuse programs, run by the CPU backend (or the GPU:
+FUSEC_TEST_TARGET=cuda) fused and --no-fuse, against the reference interpreter on the same
+inputs. Each program mixes parameters of shape [R, C], [C], [R, 1] and [] in every dtype,
+element-wise operators and functions, casts, selects, and row, column and full reductions
+whose results broadcast back into the expression, so that fusion and the code generators
+meet combinations that no hand-written program has.
+
+The oracle. A random expression is often ill-conditioned somewhere (a difference of nearly
+equal values, a function near a jump, a cast at a tie), and there SPEC §5 holds only the
+pattern of NaN and infinities. So:
+- an element is compared only where the reference is stable: its value moves by less than
+  an eighth of the tolerance when the f32 and f64 inputs move by 2^-21 (relative), and it is
+  finite or not alike with every intermediate rounded to its dtype (the --no-fuse reference
+  against the fused one, and back);
+- the tolerance is the SPEC's for the precision the result was computed in, widened by eight
+  times what rounding every intermediate changed (the target rounds its intermediates too,
+  in f32, with math a unit or two off), by a unit of any 16-bit dtype the program uses, and
+  by 1e-4 relative where a sum or mean's allowance is carried through;
+- a mismatch is confirmed on three larger perturbations (2^-18) before it counts.
+The generator keeps small errors from blowing up without bound (exp and pow's exponent take
+bounded arguments; only integers are cast to i32), so what is left is mostly the code
+generators' doing: wrong elements, axes, broadcasts, roundings or dtypes. The fused target
+is compared with the fused reference and --no-fuse with --no-fuse, which round the same
+stored intermediates (SPEC §1). Integer results must be equal where the reference is stable.
+
+FUSEC_RANDOM_PROGRAMS sets the number of programs (default 48; 12 with FUSEC_CPU_TEST_QUICK=1,
+as under the sanitizers), FUSEC_RANDOM_SEED the seed (default: fixed, so that a failure
+reproduces; the failing program is printed), FUSEC_RANDOM_KEEP a directory that keeps every
+program and its inputs (p<case>.fuse, c<case>_<param>.npy)."""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from fusectest import (check, close, finish, fusec_run, np, target_or_skip,  # noqa: E402
+                       tmpdir, ulp)
+
+np.seterr(all="ignore")
+
+TARGET = target_or_skip()
+# under the sanitizers (FUSEC_CPU_TEST_QUICK, 10x slower) a quarter as many
+QUICK = os.environ.get("FUSEC_CPU_TEST_QUICK") == "1"
+COUNT = int(os.environ.get("FUSEC_RANDOM_PROGRAMS", "12" if QUICK else "48"))
+SEED = int(os.environ.get("FUSEC_RANDOM_SEED", "20261122"))
+OUT = os.environ.get("FUSEC_RANDOM_KEEP") or tmpdir()  # a directory to keep the files in
+os.makedirs(OUT, exist_ok=True)
+
+NP = {"i32": np.int32, "f16": np.float16, "bf16": np.float32, "f32": np.float32,
+      "f64": np.float64}
+FLOATS = ["f32", "f32", "f32", "f64", "f16", "bf16"]
+# shapes of expressions: "full" [R, C], "row" [C] or [1, C], "col" [R, 1], "one" [] or [1, 1]
+DECL = {"full": "[R, C]", "row": "[C]", "col": "[R, 1]", "one": "[]"}
+# Functions that could blow a small error up without bound take bounded arguments (exp, pow's
+# exponent), so that what the oracle sees is mostly the code generators' doing.
+UNARY = ["exp(2.0 * tanh({}))", "tanh({})", "sigmoid({})", "abs({})", "sqrt(abs({}))",
+         "log1p(abs({}))", "sin({})", "cos({})", "-{}", "relu({})", "erf({})", "atan({})",
+         "floor({})", "round({})", "rsqrt(abs({}) + 0.5)", "expm1(tanh({}))", "{} * {}"]
+BINARY = ["({} + {})", "({} - {})", "({} * {})", "({} / {})", "minimum({}, {})",
+          "maximum({}, {})", "({} > {} ? {} : {})", "hypot({}, {})", "atan2({}, {})",
+          "where({} < 0.0, {}, {})", "pow(abs({}) + 0.5, 2.0 * tanh({}))"]
+INT_BINARY = ["({} + {})", "({} - {})", "({} * {})", "({} / {})", "({} % {})",
+              "minimum({}, {})", "maximum({}, {})"]
+REDUCE = ["sum", "mean", "max", "min"]
+
+
+def join(a, b):
+    """The broadcast shape of two expression shapes."""
+    if a == b:
+        return a
+    if "full" in (a, b):
+        return "full"
+    if a == "one":
+        return b
+    if b == "one":
+        return a
+    return "full"  # row with col
+
+
+class Gen:
+    def __init__(self, rng):
+        self.rng = rng
+        self.params = []  # (name, dtype, shape); a let's dtype is "i32" or None (a float)
+        self.lets = []
+
+    def pick(self, seq):
+        return seq[int(self.rng.integers(len(seq)))]
+
+    def leaf(self):
+        r = self.rng.random()
+        if r < 0.15:
+            lit = self.pick(["0.5", "2.0", "1.5", "3", "0.125", "-1.25"])
+            return lit, ("i" if lit == "3" else "f"), "one"
+        name, dt, shape = self.pick(self.params + self.lets)
+        return name, ("i" if dt == "i32" else "f"), shape
+
+    def expr(self, depth):
+        if depth <= 0 or self.rng.random() < 0.2:
+            return self.leaf()
+        r = self.rng.random()
+        if r < 0.3:
+            a, k, s = self.expr(depth - 1)
+            u = self.pick(UNARY)
+            return u.format(a, a), ("i" if u in ("-{}", "abs({})", "{} * {}") and k == "i" else "f"), s
+        if r < 0.75:
+            a, ka, sa = self.expr(depth - 1)
+            b, kb, sb = self.expr(depth - 1)
+            if ka == "i" and kb == "i" and self.rng.random() < 0.6:
+                return self.pick(INT_BINARY).format(a, b), "i", join(sa, sb)
+            op = self.pick(BINARY)
+            if op.startswith("({} > {} ?"):
+                c, kc, sc = self.expr(depth - 1)
+                k = "i" if kc == "i" and ka == "i" else "f"
+                return op.format(a, b, c, a), k, join(join(sa, sb), sc)
+            if op.startswith("where"):
+                return op.format(a, b, a), ("i" if ka == kb == "i" else "f"), join(sa, sb)
+            k = "i" if ka == kb == "i" and op in INT_BINARY else "f"
+            return op.format(a, b), k, join(sa, sb)
+        if r < 0.85:
+            a, k, s = self.expr(depth - 1)
+            # a float to i32 is a jump at every integer: only integers are cast to it
+            dt = self.pick(["f32", "f16", "bf16", "f64"] + (["i32"] if k == "i" else []))
+            return f"{dt}({a})", ("i" if dt == "i32" else "f"), s
+        # a reduction of a full expression, broadcast back by the caller
+        a, k, s = self.expr(depth - 1)
+        if s != "full":
+            a, k, s = f"({a} + x)", ("f" if k == "f" or self.x_float else "i"), "full"
+        if k == "i":
+            a = f"f32({a})"
+        red = self.pick(REDUCE)
+        axis = self.pick(["axis=1", "axis=0", "axis=-1", ""])
+        shape = {"axis=1": "col", "axis=-1": "col", "axis=0": "row", "": "one"}[axis]
+        return f"{red}({a}{', ' + axis if axis else ''})", "f", shape
+
+    def program(self, name):
+        xdt = self.pick(FLOATS + ["i32"])
+        self.x_float = xdt != "i32"
+        self.params = [("x", xdt, "full")]
+        for pname, shape in (("y", "full"), ("b", "row"), ("c", "col"), ("s", "one")):
+            if self.rng.random() < 0.5:
+                self.params.append((pname, self.pick(FLOATS + ["i32"]), shape))
+        lines = []
+        for i in range(int(self.rng.integers(0, 3))):
+            e, k, s = self.expr(3)
+            lines.append(f"    let t{i} = {e};")
+            self.lets.append((f"t{i}", "i32" if k == "i" else None, s))
+        outs, decls = [], []
+        for i in range(int(self.rng.integers(1, 3))):
+            e, k, s = self.expr(4)
+            if i == 0 and s != "full":
+                e, s = f"({e} + x)", "full"
+                k = "f" if (k == "f" or self.x_float) else "i"
+            dt = "i32" if k == "i" and self.rng.random() < 0.7 else self.pick(FLOATS)
+            outs.append(f"{dt}({e})")
+            decls.append((dt, s))
+        sig = ", ".join(f"{n}: {dt}{DECL[s]}" for n, dt, s in self.params)
+        ret = ", ".join(f"{dt}{DECL[s]}" for dt, s in decls)
+        if len(decls) > 1:
+            ret = f"({ret})"
+        src = f"fn {name}({sig}) -> {ret} {{\n" + "\n".join(lines)
+        src += ("\n" if lines else "") + f"    return {', '.join(outs)};\n}}\n"
+        return src, decls
+
+
+def inputs(gen, rng, R, C):
+    """Random non-zero floats in [-4, 4] and integers in [-6, 6], zero included."""
+    dims = {"full": (R, C), "row": (C,), "col": (R, 1), "one": ()}
+    arrays = {}
+    for name, dt, shape in gen.params:
+        if dt == "i32":
+            arrays[name] = rng.integers(-6, 7, size=dims[shape]).astype(np.int32)
+        else:
+            a = rng.uniform(-4.0, 4.0, size=dims[shape])
+            a[a == 0] = 0.5
+            arrays[name] = a
+    return arrays
+
+
+def save(arrays, gen, tag, perturb=None, scale=2.0 ** -21):
+    """The inputs as .npy files; with `perturb` (a generator), the f32 and f64 ones moved by
+    up to `scale` of themselves (16-bit ones would round back)."""
+    files = []
+    for name, dt, _ in gen.params:
+        a = arrays[name]
+        if dt in ("f32", "f64") and perturb is not None:
+            a = a * (1.0 + perturb.uniform(-1.0, 1.0, size=np.shape(a)) * scale)
+        p = os.path.join(OUT, f"{tag}_{name}.npy")
+        np.save(p, np.asarray(a).astype(NP[dt]))
+        files.append((name, p))
+    return files
+
+
+def tolerance(ref, dt):
+    ref = np.asarray(ref, dtype=np.float64)
+    if dt == "f64":
+        return 1e-12 * np.abs(ref) + 1e-12
+    return 1e-5 * np.abs(ref) + 1e-6 + ulp(ref, dt)
+
+
+def results(path, files, decls, target, tag, extra=(), env=None):
+    outs = [os.path.join(OUT, f"{tag}_out{i}.npy") for i in range(len(decls))]
+    rc, err = fusec_run(path, "prog", files, outs, target, extra, env)
+    if rc != 0:
+        return None, err
+    return [np.load(p).astype(np.float64) for p in outs], ""
+
+
+def moved(a, b, tol, frac):
+    """Where b differs from a by more than frac * tol, or in being finite."""
+    return (np.abs(np.nan_to_num(b - a)) > frac * tol) | (np.isfinite(a) != np.isfinite(b))
+
+
+class Case:
+    """One program and its inputs, with the references the comparisons need."""
+
+    def __init__(self, case, gen, src, decls, arrays, R, C):
+        self.case, self.gen, self.src, self.decls, self.arrays = case, gen, src, decls, arrays
+        self.path = os.path.join(OUT, f"p{case}.fuse")
+        with open(self.path, "w") as f:
+            f.write(src)
+        self.files = save(arrays, gen, f"c{case}")
+        # an f64 result holds to f64's tolerance only when the computation was f64 throughout
+        self.all64 = all(dt == "f64" for _, dt, _ in gen.params) and not any(
+            c in src for c in ("f32(", "f16(", "i32("))
+        self.narrow = "bf16" if "bf16" in src else "f16" if "f16" in src else None
+        self.what = f"random program {case} (seed {SEED}, R={R}, C={C}):\n{src}"
+        self.perturbable = any(dt in ("f32", "f64") for _, dt, _ in gen.params)
+        self.reduces = "sum(" in src or "mean(" in src
+
+    def ref(self, mode, seed=None, scale=2.0 ** -21):
+        """The reference's results, on the inputs or (seed) on perturbed ones."""
+        files = self.files
+        if seed is not None:
+            files = save(self.arrays, self.gen, f"c{self.case}p{seed}",
+                         np.random.default_rng(seed), scale)
+        extra = ("--no-fuse",) if mode == "nofuse" else ()
+        r, err = results(self.path, files, self.decls, "ref", f"c{self.case}r{mode}", extra)
+        if r is None:
+            # the checker accepted the program, so the reference must run it
+            check(False, f"{self.what}the reference failed: {err}")
+        return r
+
+    def tolerance(self, want, dt):
+        """The tolerance of the precision the result was computed in, plus a unit of the
+        narrowest dtype it passed through (both sides rounded there, from values a rounding
+        apart); and that dtype's name for close()."""
+        prec = dt if dt != "f64" or self.all64 else "f32"
+        extra = None
+        if self.narrow and prec in ("f32", "f64"):  # a unit at 11 or 8 bits, any size
+            extra = np.abs(np.nan_to_num(want)) * 2.0 ** (-10 if self.narrow == "f16" else -7)
+        return tolerance(want, prec) + (0 if extra is None else extra), prec, extra
+
+
+def compare(c, mode, got, want, perturbed, other):
+    """got against want where the reference is stable; returns (compared, skipped)."""
+    n_cmp = n_skip = 0
+    for i, (dt, _) in enumerate(c.decls):
+        if dt == "i32":
+            ok = bool(np.all((got[i] == want[i]) | (perturbed[i] != want[i])))
+            check(ok, f"{c.what}{TARGET} {mode} result {i}: integers differ")
+            continue
+        tol, prec, extra = c.tolerance(want[i], dt)
+        unstable = moved(want[i], perturbed[i], tol, 1 / 8)
+        # Every intermediate rounded to its dtype (the other reference): an overflow there
+        # that the float64 reference does not meet makes the element unstable; any other
+        # change widens the allowance by eight times itself, since the target rounds its
+        # intermediates too (in f32, with math a unit or two off). A sum or mean adds its
+        # own allowance (SPEC §5), which the epilogues carry.
+        unstable |= np.isfinite(other[i]) != np.isfinite(want[i])
+        widen = 8 * np.abs(np.nan_to_num(other[i] - want[i]))
+        if c.reduces:
+            widen = widen + 1e-4 * np.abs(np.nan_to_num(want[i]))
+        extra = widen if extra is None else extra + widen
+        tol = tol + widen
+        ok, msg = close(np.where(unstable, want[i], got[i]), want[i], prec, extra=extra)
+        if not ok and c.perturbable:
+            # confirm on three larger perturbations before calling it a failure
+            for seed in (1, 2, 3):
+                p = c.ref(mode, 1000 * c.case + seed, 2.0 ** -18)
+                if p is not None:
+                    unstable |= moved(want[i], p[i], tol, 1 / 4)
+            ok, msg = close(np.where(unstable, want[i], got[i]), want[i], prec, extra=extra)
+        n_cmp += int(np.sum(~unstable))
+        n_skip += int(np.sum(unstable))
+        check(ok, f"{c.what}{TARGET} {mode} result {i} ({dt}): {msg}")
+    return n_cmp, n_skip
+
+
+def main():
+    rng = np.random.default_rng(SEED)
+    sizes = [(1, 1), (3, 7), (5, 1001), (37, 33), (2, 4099), (64, 129), (1, 100003)]
+    compared = skipped = 0
+    only = os.environ.get("FUSEC_RANDOM_ONLY")  # a case number: run that case only
+    for case in range(COUNT):
+        gen = Gen(rng)
+        src, decls = gen.program("prog")
+        R, C = sizes[case % len(sizes)]
+        arrays = inputs(gen, rng, R, C)
+        if only is not None and case != int(only):
+            continue
+        c = Case(case, gen, src, decls, arrays, R, C)
+        ref = {m: (c.ref(m), c.ref(m, case)) for m in ("fused", "nofuse")}
+        if any(r is None for pair in ref.values() for r in pair):
+            continue
+        # every other case streams its results (non-temporal stores), whatever their size
+        env = dict(os.environ, FUSEC_CPU_STREAM_MIN_BYTES="0") if case % 2 else None
+        for mode in ("fused", "nofuse"):
+            extra = ("--no-fuse",) if mode == "nofuse" else ()
+            got, err = results(c.path, c.files, decls, TARGET, f"c{case}t{mode}", extra, env)
+            if got is None:
+                check(False, f"{c.what}{TARGET} {mode} failed: {err}")
+                continue
+            other = ref["nofuse" if mode == "fused" else "fused"][0]
+            n, k = compare(c, mode, got, ref[mode][0], ref[mode][1], other)
+            compared += n
+            skipped += k
+    print(f"{COUNT} programs: {compared} elements compared, {skipped} skipped as unstable")
+    finish()
+
+
+main()
