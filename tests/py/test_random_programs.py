@@ -1,9 +1,11 @@
 """tests/py/test_random_programs.py: random .fuse programs, run by the CPU backend (or the GPU:
 FUSEC_TEST_TARGET=cuda) fused and --no-fuse, against the reference interpreter on the same
-inputs. Each program mixes parameters of shape [R, C], [C], [R, 1] and [] in every dtype,
-element-wise operators and functions, casts, selects, and row, column and full reductions
-whose results broadcast back into the expression, so that fusion and the code generators
-meet combinations that no hand-written program has.
+inputs. Each program (two in three over [R, C], one in three over [A, B, C]) mixes
+parameters of the full shape and of broadcasting ones ([C], [R, 1], [B, C], [A, 1, C],
+[A, B, 1], []) in every dtype, element-wise operators and functions, casts, selects, and
+reductions over any set of axes (rows, columns, middle axes, all) whose results broadcast back
+into the expression, so that fusion and the code generators meet combinations that no
+hand-written program has.
 
 The oracle. A random expression is often ill-conditioned somewhere (a difference of nearly
 equal values, a function near a jump, a cast at a tie), and there SPEC §5 holds only the
@@ -47,8 +49,24 @@ os.makedirs(OUT, exist_ok=True)
 NP = {"i32": np.int32, "f16": np.float16, "bf16": np.float32, "f32": np.float32,
       "f64": np.float64}
 FLOATS = ["f32", "f32", "f32", "f64", "f16", "bf16"]
-# shapes of expressions: "full" [R, C], "row" [C] or [1, C], "col" [R, 1], "one" [] or [1, 1]
-DECL = {"full": "[R, C]", "row": "[C]", "col": "[R, 1]", "one": "[]"}
+# Parameters by rank of the program: (name, declared dims). An expression's shape is a tuple
+# of the program's rank (its dims, or 1 where it has none: numpy broadcasting from the right).
+PARAMS = {
+    2: [("y", ("R", "C")), ("b", ("C",)), ("c", ("R", 1)), ("s", ())],
+    3: [("y", ("A", "B", "C")), ("b", ("B", "C")), ("c", ("A", 1, "C")), ("d", ("A", "B", 1)),
+        ("s", ())],
+}
+FULL = {2: ("R", "C"), 3: ("A", "B", "C")}
+
+
+def padded(dims, rank):
+    return (1,) * (rank - len(dims)) + tuple(dims)
+
+
+def decl(dims):
+    return "[" + ", ".join(str(d) for d in dims) + "]" if any(d != 1 for d in dims) else "[]"
+
+
 # Functions that could blow a small error up without bound take bounded arguments (exp, pow's
 # exponent), so that what the oracle sees is mostly the code generators' doing.
 UNARY = ["exp(2.0 * tanh({}))", "tanh({})", "sigmoid({})", "abs({})", "sqrt(abs({}))",
@@ -64,21 +82,17 @@ REDUCE = ["sum", "mean", "max", "min"]
 
 def join(a, b):
     """The broadcast shape of two expression shapes."""
-    if a == b:
-        return a
-    if "full" in (a, b):
-        return "full"
-    if a == "one":
-        return b
-    if b == "one":
-        return a
-    return "full"  # row with col
+    return tuple(y if x == 1 else x for x, y in zip(a, b))
 
 
 class Gen:
-    def __init__(self, rng):
+    def __init__(self, rng, rank):
         self.rng = rng
-        self.params = []  # (name, dtype, shape); a let's dtype is "i32" or None (a float)
+        self.rank = rank
+        self.full = FULL[rank]
+        self.one = (1,) * rank
+        # (name, dtype, shape, declared dims); a let's dtype is "i32" or None (a float)
+        self.params = []
         self.lets = []
 
     def pick(self, seq):
@@ -88,8 +102,8 @@ class Gen:
         r = self.rng.random()
         if r < 0.15:
             lit = self.pick(["0.5", "2.0", "1.5", "3", "0.125", "-1.25"])
-            return lit, ("i" if lit == "3" else "f"), "one"
-        name, dt, shape = self.pick(self.params + self.lets)
+            return lit, ("i" if lit == "3" else "f"), self.one
+        name, dt, shape, _ = self.pick(self.params + self.lets)
         return name, ("i" if dt == "i32" else "f"), shape
 
     def expr(self, depth):
@@ -119,40 +133,46 @@ class Gen:
             # a float to i32 is a jump at every integer: only integers are cast to it
             dt = self.pick(["f32", "f16", "bf16", "f64"] + (["i32"] if k == "i" else []))
             return f"{dt}({a})", ("i" if dt == "i32" else "f"), s
-        # a reduction of a full expression, broadcast back by the caller
+        # a reduction of a full-rank expression over some of its axes, or all of them; the
+        # reduced axes stay, with size 1, and broadcast back where the caller uses it
         a, k, s = self.expr(depth - 1)
-        if s != "full":
-            a, k, s = f"({a} + x)", ("f" if k == "f" or self.x_float else "i"), "full"
+        if s != self.full:
+            a, k, s = f"({a} + x)", ("f" if k == "f" or self.x_float else "i"), self.full
         if k == "i":
             a = f"f32({a})"
         red = self.pick(REDUCE)
-        axis = self.pick(["axis=1", "axis=0", "axis=-1", ""])
-        shape = {"axis=1": "col", "axis=-1": "col", "axis=0": "row", "": "one"}[axis]
-        return f"{red}({a}{', ' + axis if axis else ''})", "f", shape
+        axes = [i for i in range(self.rank) if self.rng.random() < 0.5]
+        if not axes or len(axes) == self.rank and self.rng.random() < 0.5:
+            return f"{red}({a})", "f", self.one
+        names = [str(i - self.rank if self.rng.random() < 0.3 else i) for i in axes]
+        arg = names[0] if len(names) == 1 else "(" + ", ".join(names) + ")"
+        shape = tuple(1 if i in axes else d for i, d in enumerate(s))
+        return f"{red}({a}, axis={arg})", "f", shape
 
     def program(self, name):
         xdt = self.pick(FLOATS + ["i32"])
         self.x_float = xdt != "i32"
-        self.params = [("x", xdt, "full")]
-        for pname, shape in (("y", "full"), ("b", "row"), ("c", "col"), ("s", "one")):
+        self.params = [("x", xdt, self.full, self.full)]
+        for pname, dims in PARAMS[self.rank]:
             if self.rng.random() < 0.5:
-                self.params.append((pname, self.pick(FLOATS + ["i32"]), shape))
+                dt = self.pick(FLOATS + ["i32"])
+                self.params.append((pname, dt, padded(dims, self.rank), dims))
         lines = []
         for i in range(int(self.rng.integers(0, 3))):
             e, k, s = self.expr(3)
             lines.append(f"    let t{i} = {e};")
-            self.lets.append((f"t{i}", "i32" if k == "i" else None, s))
+            self.lets.append((f"t{i}", "i32" if k == "i" else None, s, None))
         outs, decls = [], []
         for i in range(int(self.rng.integers(1, 3))):
             e, k, s = self.expr(4)
-            if i == 0 and s != "full":
-                e, s = f"({e} + x)", "full"
+            if i == 0 and s != self.full:
+                e, s = f"({e} + x)", self.full
                 k = "f" if (k == "f" or self.x_float) else "i"
             dt = "i32" if k == "i" and self.rng.random() < 0.7 else self.pick(FLOATS)
             outs.append(f"{dt}({e})")
             decls.append((dt, s))
-        sig = ", ".join(f"{n}: {dt}{DECL[s]}" for n, dt, s in self.params)
-        ret = ", ".join(f"{dt}{DECL[s]}" for dt, s in decls)
+        sig = ", ".join(f"{n}: {dt}{decl(dims)}" for n, dt, _, dims in self.params)
+        ret = ", ".join(f"{dt}{decl(s)}" for dt, s in decls)
         if len(decls) > 1:
             ret = f"({ret})"
         src = f"fn {name}({sig}) -> {ret} {{\n" + "\n".join(lines)
@@ -160,15 +180,15 @@ class Gen:
         return src, decls
 
 
-def inputs(gen, rng, R, C):
+def inputs(gen, rng, sizes):
     """Random non-zero floats in [-4, 4] and integers in [-6, 6], zero included."""
-    dims = {"full": (R, C), "row": (C,), "col": (R, 1), "one": ()}
     arrays = {}
-    for name, dt, shape in gen.params:
+    for name, dt, _, dims in gen.params:
+        shape = tuple(sizes[d] if d != 1 else 1 for d in dims)
         if dt == "i32":
-            arrays[name] = rng.integers(-6, 7, size=dims[shape]).astype(np.int32)
+            arrays[name] = rng.integers(-6, 7, size=shape).astype(np.int32)
         else:
-            a = rng.uniform(-4.0, 4.0, size=dims[shape])
+            a = rng.uniform(-4.0, 4.0, size=shape)
             a[a == 0] = 0.5
             arrays[name] = a
     return arrays
@@ -178,7 +198,7 @@ def save(arrays, gen, tag, perturb=None, scale=2.0 ** -21):
     """The inputs as .npy files; with `perturb` (a generator), the f32 and f64 ones moved by
     up to `scale` of themselves (16-bit ones would round back)."""
     files = []
-    for name, dt, _ in gen.params:
+    for name, dt, _, _ in gen.params:
         a = arrays[name]
         if dt in ("f32", "f64") and perturb is not None:
             a = a * (1.0 + perturb.uniform(-1.0, 1.0, size=np.shape(a)) * scale)
@@ -211,18 +231,19 @@ def moved(a, b, tol, frac):
 class Case:
     """One program and its inputs, with the references the comparisons need."""
 
-    def __init__(self, case, gen, src, decls, arrays, R, C):
+    def __init__(self, case, gen, src, decls, arrays, sizes):
         self.case, self.gen, self.src, self.decls, self.arrays = case, gen, src, decls, arrays
         self.path = os.path.join(OUT, f"p{case}.fuse")
         with open(self.path, "w") as f:
             f.write(src)
         self.files = save(arrays, gen, f"c{case}")
         # an f64 result holds to f64's tolerance only when the computation was f64 throughout
-        self.all64 = all(dt == "f64" for _, dt, _ in gen.params) and not any(
+        self.all64 = all(dt == "f64" for _, dt, _, _ in gen.params) and not any(
             c in src for c in ("f32(", "f16(", "i32("))
         self.narrow = "bf16" if "bf16" in src else "f16" if "f16" in src else None
-        self.what = f"random program {case} (seed {SEED}, R={R}, C={C}):\n{src}"
-        self.perturbable = any(dt in ("f32", "f64") for _, dt, _ in gen.params)
+        dims = ", ".join(f"{k}={v}" for k, v in sizes.items())
+        self.what = f"random program {case} (seed {SEED}, {dims}):\n{src}"
+        self.perturbable = any(dt in ("f32", "f64") for _, dt, _, _ in gen.params)
         self.reduces = "sum(" in src or "mean(" in src
 
     def ref(self, mode, seed=None, scale=2.0 ** -21):
@@ -286,17 +307,21 @@ def compare(c, mode, got, want, perturbed, other):
 
 def main():
     rng = np.random.default_rng(SEED)
-    sizes = [(1, 1), (3, 7), (5, 1001), (37, 33), (2, 4099), (64, 129), (1, 100003)]
+    sizes = {2: [dict(R=1, C=1), dict(R=3, C=7), dict(R=5, C=1001), dict(R=37, C=33),
+                 dict(R=2, C=4099), dict(R=64, C=129), dict(R=1, C=100003)],
+             3: [dict(A=1, B=1, C=1), dict(A=2, B=3, C=5), dict(A=3, B=1, C=129),
+                 dict(A=5, B=33, C=7), dict(A=2, B=7, C=1001), dict(A=7, B=5, C=3)]}
     compared = skipped = 0
     only = os.environ.get("FUSEC_RANDOM_ONLY")  # a case number: run that case only
     for case in range(COUNT):
-        gen = Gen(rng)
+        rank = 3 if case % 3 == 2 else 2
+        gen = Gen(rng, rank)
         src, decls = gen.program("prog")
-        R, C = sizes[case % len(sizes)]
-        arrays = inputs(gen, rng, R, C)
+        size = sizes[rank][(case // 3) % len(sizes[rank])]
+        arrays = inputs(gen, rng, size)
         if only is not None and case != int(only):
             continue
-        c = Case(case, gen, src, decls, arrays, R, C)
+        c = Case(case, gen, src, decls, arrays, size)
         ref = {m: (c.ref(m), c.ref(m, case)) for m in ("fused", "nofuse")}
         if any(r is None for pair in ref.values() for r in pair):
             continue
