@@ -2,10 +2,10 @@
 FUSEC_TEST_TARGET=cuda) fused and --no-fuse, against the reference interpreter on the same
 inputs. Each program (two in three over [R, C], one in three over [A, B, C]) mixes
 parameters of the full shape and of broadcasting ones ([C], [R, 1], [B, C], [A, 1, C],
-[A, B, 1], []) in every dtype, element-wise operators and functions, casts, selects, and
-reductions over any set of axes (rows, columns, middle axes, all) whose results broadcast back
-into the expression, so that fusion and the code generators meet combinations that no
-hand-written program has.
+[A, B, 1], []) in every dtype, element-wise operators and functions, casts, selects (with
+bool operators in their conditions), and reductions over any set of axes (rows, columns,
+middle axes, all) whose results broadcast back into the expression, so that fusion and the
+code generators meet combinations that no hand-written program has.
 
 The oracle. A random expression is often ill-conditioned somewhere (a difference of nearly
 equal values, a function near a jump, a cast at a tie), and there SPEC §5 holds only the
@@ -88,7 +88,8 @@ UNARY = ["exp(2.0 * tanh({}))", "tanh({})", "sigmoid({})", "abs({})", "sqrt(abs(
          "expm1(tanh({}))", "{} * {}"]
 BINARY = ["({} + {})", "({} - {})", "({} * {})", "({} / {})", "minimum({}, {})",
           "maximum({}, {})", "({} > {} ? {} : {})", "hypot({}, {})", "atan2({}, {})",
-          "where({} < 0.0, {}, {})", "pow(abs({}) + 0.5, 2.0 * tanh({}))"]
+          "where({} < 0.0, {}, {})", "pow(abs({}) + 0.5, 2.0 * tanh({}))",
+          "where((({} > {}) && !({} < -1.25)) || isnan({}), {}, {})"]
 INT_BINARY = ["({} + {})", "({} - {})", "({} * {})", "({} / {})", "({} % {})",
               "minimum({}, {})", "maximum({}, {})"]
 REDUCE = ["sum", "mean", "max", "min"]
@@ -138,6 +139,10 @@ class Gen:
                 c, kc, sc = self.expr(depth - 1)
                 k = "i" if kc == "i" and ka == "i" else "f"
                 return op.format(a, b, c, a), k, join(join(sa, sb), sc)
+            if op.startswith("where((("):  # bool operators, in a condition
+                c, kc, sc = self.expr(depth - 1)
+                k = "i" if kc == "i" and ka == "i" else "f"
+                return op.format(a, b, c, b, c, a), k, join(join(sa, sb), sc)
             if op.startswith("where"):
                 return op.format(a, b, a), ("i" if ka == kb == "i" else "f"), join(sa, sb)
             k = "i" if ka == kb == "i" and op in INT_BINARY else "f"
