@@ -84,8 +84,9 @@ static void interpret(const ir_func *f, uint32_t seed) {
 /* The rest of the compiler on every function of an accepted module. */
 static void compile_module(ir_module *module, ir_arena *arena, uint32_t seed) {
     char err[512];
+    if (module->nfuncs == 0) return;
     for (int no_fuse = 0; no_fuse < 2; no_fuse++) {
-        ir_func **fused = ir_arena_calloc(arena, (size_t)module->nfuncs + 1, sizeof *fused);
+        ir_func **fused = ir_arena_calloc(arena, (size_t)module->nfuncs, sizeof *fused);
         for (int32_t i = 0; i < module->nfuncs; i++) {
             ir_buf report;
             ir_buf_init(&report, arena);
@@ -98,7 +99,6 @@ static void compile_module(ir_module *module, ir_arena *arena, uint32_t seed) {
                 interpret(fused[i], seed);
             }
         }
-        if (module->nfuncs == 0) return;
         cuda_module *cm = NULL;
         if (cuda_generate(arena, fused, module->nfuncs, &cm, err, sizeof err) != 0)
             internal_error("CUDA generation", "the module", err);

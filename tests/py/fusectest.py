@@ -111,15 +111,21 @@ def ulp(ref, dtype):
     return np.zeros_like(r)
 
 
+def tolerance(ref, dtype, rel=1e-5, abs_=1e-6):
+    """SPEC §5's element-wise allowance at ref for a result of dtype."""
+    ref = np.asarray(ref, dtype=np.float64)
+    if dtype == "f64":
+        rel, abs_ = 1e-12, 1e-12
+    return rel * np.abs(ref) + abs_ + ulp(ref, dtype)
+
+
 def close(got, ref, dtype, rel=1e-5, abs_=1e-6, extra=None):
     """SPEC §5 element-wise tolerance; `extra` adds a per-element allowance (reductions)."""
     got = np.asarray(got, dtype=np.float64)
     ref = np.asarray(ref, dtype=np.float64)
     if got.shape != ref.shape:
         return False, f"shape {got.shape} != {ref.shape}"
-    if dtype == "f64":
-        rel, abs_ = 1e-12, 1e-12
-    tol = rel * np.abs(ref) + abs_ + ulp(ref, dtype)
+    tol = tolerance(ref, dtype, rel, abs_)
     if extra is not None:
         tol = tol + extra
     same_nan = np.isnan(got) == np.isnan(ref)

@@ -44,7 +44,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from fusectest import (SRC, check, close, finish, fusec_run, np, run,  # noqa: E402
-                       target_or_skip, tmpdir, ulp)
+                       target_or_skip, tmpdir, tolerance)
 
 np.seterr(all="ignore")
 
@@ -227,13 +227,6 @@ def save(arrays, gen, tag, perturb=None, scale=2.0 ** -21):
     return files
 
 
-def tolerance(ref, dt):
-    ref = np.asarray(ref, dtype=np.float64)
-    if dt == "f64":
-        return 1e-12 * np.abs(ref) + 1e-12
-    return 1e-5 * np.abs(ref) + 1e-6 + ulp(ref, dt)
-
-
 def results(path, files, decls, target, tag, extra=(), env=None):
     outs = [os.path.join(OUT, f"{tag}_out{i}.npy") for i in range(len(decls))]
     rc, err = fusec_run(path, "prog", files, outs, target, extra, env)
@@ -278,13 +271,18 @@ class Case:
         self.what = f"random program {case} (seed {SEED}, {dims}):\n{src}"
         self.perturbable = any(dt in ("f32", "f64") for _, dt, _, _ in gen.params)
         self.reduces = "sum(" in src or "mean(" in src
+        self.perturbed = {}  # seed: its perturbed inputs' files
+        self.confirming = {}  # mode: the references on the confirming perturbations
 
     def ref(self, mode, seed=None, scale=2.0 ** -21):
-        """The reference's results, on the inputs or (seed) on perturbed ones."""
+        """The reference's results, on the inputs or (seed) on perturbed ones (each set of
+        perturbed inputs written once, for both modes)."""
         files = self.files
         if seed is not None:
-            files = save(self.arrays, self.gen, f"c{self.case}p{seed}",
-                         np.random.default_rng(seed), scale)
+            if seed not in self.perturbed:
+                self.perturbed[seed] = save(self.arrays, self.gen, f"c{self.case}p{seed}",
+                                            np.random.default_rng(seed), scale)
+            files = self.perturbed[seed]
         extra = ("--no-fuse",) if mode == "nofuse" else ()
         r, err = results(self.path, files, self.decls, "ref", f"c{self.case}r{mode}", extra)
         if r is None:
@@ -301,6 +299,13 @@ class Case:
         if self.narrow and prec in ("f32", "f64"):  # a unit at 11 or 8 bits, any size
             extra = np.abs(np.nan_to_num(want)) * 2.0 ** (-10 if self.narrow == "f16" else -7)
         return tolerance(want, prec) + (0 if extra is None else extra), prec, extra
+
+    def confirm(self, mode):
+        """The reference on three larger perturbations (2^-18), run once per mode."""
+        if mode not in self.confirming:
+            self.confirming[mode] = [self.ref(mode, 1000 * self.case + k, 2.0 ** -18)
+                                     for k in (1, 2, 3)]
+        return self.confirming[mode]
 
 
 def compare(c, mode, got, want, perturbed, other):
@@ -327,8 +332,7 @@ def compare(c, mode, got, want, perturbed, other):
         ok, msg = close(np.where(unstable, want[i], got[i]), want[i], prec, extra=extra)
         if not ok and c.perturbable:
             # confirm on three larger perturbations before calling it a failure
-            for seed in (1, 2, 3):
-                p = c.ref(mode, 1000 * c.case + seed, 2.0 ** -18)
+            for p in c.confirm(mode):
                 if p is not None:
                     unstable |= moved(want[i], p[i], tol, 1 / 4)
             ok, msg = close(np.where(unstable, want[i], got[i]), want[i], prec, extra=extra)
