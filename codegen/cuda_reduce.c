@@ -327,7 +327,7 @@ static const char *row_load(cg_kernel *k, int b) {
     if (!c->elem) {
         /* a value per row: the row's element, or nothing past the last row */
         const char *at = (bf->mask & ~k->reduced) ? cg_fmt(k, "o%d", (int)b) : "0";
-        x = cg_fmt(k, "live ? %s : %s()",
+        x = cg_fmt(k, "live ? %s : (%s)0",
                    cg_from_storage(k, bf->dtype, cg_fmt(k, "%s[%s]", bf->name, at)),
                    cg_ctype(bf->dtype));
     } else if (c->cached && c->p->cached_buf[b]) {
@@ -662,7 +662,7 @@ static const char *col_load(cg_kernel *k, int b) {
     const char *base = (bf->mask & ~k->reduced) ? cg_fmt(k, "o%d", (int)b) : "0";
     const char *x;
     if (!c->elem) {
-        x = cg_fmt(k, "live ? %s : %s()",
+        x = cg_fmt(k, "live ? %s : (%s)0",
                    cg_from_storage(k, bf->dtype, cg_fmt(k, "%s[%s]", bf->name, base)),
                    cg_ctype(bf->dtype));
     } else {
