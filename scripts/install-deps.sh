@@ -9,6 +9,8 @@ have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok
 have_cmd cmake || need+=(cmake)
 have_cmd re2c || need+=(re2c)
 have_cmd cc || need+=(gcc)
+# g++ builds the generated CUDA C++ for the host in the emulated CUDA tests (tests/emu)
+have_cmd g++ || need+=(g++)
 have_cmd make || need+=(make)
 have_cmd pkg-config || need+=(pkg-config)
 have_cmd clang || need+=(clang)

@@ -2,13 +2,22 @@
  * machine without a GPU (loaded through $FUSEC_CUDA_DRIVER). Device memory is host memory, modules
  * and kernels are names, and a launch runs nothing: it is recorded (kernel, grid, block, argument
  * count), so a test can check what fusec asked the driver for, and that every context push is
- * popped and every allocation freed. Only the entry points runtime/cuda_api.h lists exist. */
+ * popped and every allocation freed. Only the entry points runtime/cuda_api.h lists exist.
+ *
+ * A module whose image is a host shared object (what the stand-in NVRTC of tests/emu builds
+ * from the generated CUDA C++) is run for real: its kernels execute on the CPU
+ * (tests/emu/emu_run.c) when launched directly or as graph nodes, synchronously, so that
+ * results computed through the whole CUDA path can be checked without a GPU. */
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime/cuda_api.h"
+#include "tests/emu/emu_run.h"
 #include "tests/mock/cuda_mock.h"
 
 #define MOCK_API __attribute__((visibility("default")))
@@ -19,13 +28,23 @@ MOCK_API mock_stats *mock_get_stats(void) {
     return &st;
 }
 
+enum { MAX_ARGS = 64 };
+
+typedef struct mock_module {
+    void *dl; /* a host kernel object, or NULL: nothing runs */
+} mock_module;
+
 typedef struct mock_func {
     char name[128];
+    const mock_module *module;
+    emu_kernel_fn run; /* NULL: the launch is only recorded */
+    int nargs;
 } mock_func;
 
 typedef struct mock_graph {
     int nnodes;
     rt_cu_kernel_node_params nodes[4096];
+    uint64_t args[4096][MAX_ARGS]; /* the argument values, copied as a driver copies them */
 } mock_graph;
 
 static int ctx_depth;
@@ -64,7 +83,12 @@ MOCK_API rt_cu_result cuDeviceGetAttribute(int *v, int attr, rt_cu_device d) {
     switch (attr) {
     case RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
     case RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
-    case RT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+    case RT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: {
+        /* an H100's 132, or fewer (FUSEC_MOCK_SMS), so that small grids loop over their work */
+        const char *e = getenv("FUSEC_MOCK_SMS");
+        *v = e && atoi(e) > 0 ? atoi(e) : 132;
+        break;
+    }
     case RT_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
     default: *v = 1;
     }
@@ -100,29 +124,100 @@ MOCK_API rt_cu_result cuCtxPopCurrent_v2(rt_cu_context *c) {
     st.pops++;
     OK;
 }
+/* A host shared object (an x86-64 ELF; a cubin's machine is CUDA's) loaded from memory. */
+static void *load_host_object(const void *image) {
+    const unsigned char *e = image;
+    if (memcmp(e,
+               "\x7f"
+               "ELF",
+               4) != 0 ||
+        e[18] != 62 || e[19] != 0)
+        return NULL;
+    /* dlopen needs a file: the ELF's size is where its section headers end */
+    uint64_t shoff;
+    uint16_t shentsize, shnum;
+    memcpy(&shoff, e + 40, 8);
+    memcpy(&shentsize, e + 58, 2);
+    memcpy(&shnum, e + 60, 2);
+    size_t len = (size_t)shoff + (size_t)shentsize * shnum;
+    char path[] = "/tmp/fusec-emu-module-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) return NULL;
+    int ok = write(fd, e, len) == (ssize_t)len;
+    close(fd);
+    void *dl = ok ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : NULL;
+    unlink(path);
+    emu_bind_fn bind = NULL;
+    void *sym = dl ? dlsym(dl, "fx_emu_bind") : NULL;
+    memcpy(&bind, &sym, sizeof bind);
+    if (bind) bind(emu_get_api());
+    return dl;
+}
+
 MOCK_API rt_cu_result cuModuleLoadData(rt_cu_module *m, const void *image) {
     if (!image) return 1;
-    *m = (rt_cu_module)malloc(16);
+    mock_module *mm = calloc(1, sizeof *mm);
+    if (!mm) return 2;
+    mm->dl = load_host_object(image);
+    *m = (rt_cu_module)mm;
     OK;
 }
 MOCK_API rt_cu_result cuModuleUnload(rt_cu_module m) {
+    /* the object stays loaded: handles to its functions outlive the module here */
     free(m);
     OK;
 }
 MOCK_API rt_cu_result cuModuleGetFunction(rt_cu_function *f, rt_cu_module m, const char *name) {
-    (void)m;
-    /* one slot per name, kept for the process: handles stay valid as a driver's do */
+    const mock_module *mm = (const mock_module *)m;
+    /* one slot per name and module, kept for the process: handles stay valid as a driver's */
     static mock_func funcs[4096];
     static int n;
     for (int i = 0; i < n; i++)
-        if (!strcmp(funcs[i].name, name)) {
+        if (!strcmp(funcs[i].name, name) && (!mm->dl || funcs[i].module == mm)) {
             *f = (rt_cu_function)&funcs[i];
             OK;
         }
     if (n == 4096) return 2;
-    snprintf(funcs[n].name, sizeof funcs[n].name, "%s", name);
-    *f = (rt_cu_function)&funcs[n++];
+    mock_func *mf = &funcs[n];
+    snprintf(mf->name, sizeof mf->name, "%s", name);
+    mf->module = mm;
+    if (mm->dl) {
+        char sym[160];
+        snprintf(sym, sizeof sym, "%s__emu", name);
+        void *run = dlsym(mm->dl, sym);
+        snprintf(sym, sizeof sym, "%s__emu_nargs", name);
+        const int *nargs = dlsym(mm->dl, sym);
+        if (!run || !nargs || *nargs > MAX_ARGS) return 500; /* CUDA_ERROR_NOT_FOUND */
+        memcpy(&mf->run, &run, sizeof run);
+        mf->nargs = *nargs;
+    }
+    n++;
+    *f = (rt_cu_function)mf;
     OK;
+}
+
+/* Runs a launch of a host kernel; the driver's error for a kernel that failed. Launches from
+ * several threads (streams) take turns: the emulator runs one at a time. */
+static rt_cu_result emulate(rt_cu_function f, unsigned grid, unsigned block, void **params) {
+    static pthread_mutex_t one_at_a_time = PTHREAD_MUTEX_INITIALIZER;
+    const mock_func *mf = (const mock_func *)f;
+    char err[512];
+    if (!mf->run) return RT_CU_SUCCESS;
+    pthread_mutex_lock(&one_at_a_time);
+    int failed = emu_launch(mf->run, grid, block, params, err, sizeof err) != 0;
+    pthread_mutex_unlock(&one_at_a_time);
+    if (failed) {
+        fprintf(stderr, "emulated kernel %s: %s\n", mf->name, err);
+        return 719; /* CUDA_ERROR_LAUNCH_FAILED */
+    }
+    return RT_CU_SUCCESS;
+}
+
+/* A graph node's arguments, copied from the caller's array into the node's own. */
+static void copy_args(mock_graph *mg, int i, rt_cu_function f, void **params) {
+    const mock_func *mf = (const mock_func *)f;
+    for (int a = 0; a < mf->nargs; a++)
+        memcpy(&mg->args[i][a], params[a], 8);
 }
 
 static void record(rt_cu_function f, unsigned grid, unsigned block, void **params) {
@@ -137,10 +232,11 @@ MOCK_API rt_cu_result cuLaunchKernel(rt_cu_function f, unsigned gx, unsigned gy,
                                      unsigned bx, unsigned by, unsigned bz, unsigned smem,
                                      rt_cu_stream s, void **params, void **extra) {
     (void)gy, (void)gz, (void)by, (void)bz, (void)smem, (void)s, (void)extra;
-    if (ctx_depth == 0) return 201; /* CUDA_ERROR_INVALID_CONTEXT */
+    if (ctx_depth == 0) return 201;                        /* CUDA_ERROR_INVALID_CONTEXT */
+    if (gy != 1 || gz != 1 || by != 1 || bz != 1) abort(); /* fusec's grids are 1-D */
     record(f, gx, bx, params);
     st.launches++;
-    OK;
+    return emulate(f, gx, bx, params);
 }
 MOCK_API rt_cu_result cuMemAlloc_v2(rt_cu_deviceptr *p, size_t n) {
     void *m = aligned_alloc(256, (n + 255) & ~(size_t)255);
@@ -258,6 +354,7 @@ MOCK_API rt_cu_result cuGraphAddKernelNode_v2(rt_cu_graph_node *node, rt_cu_grap
     if (ndeps && (uintptr_t)deps[0] > (uintptr_t)mg->nnodes) return 1; /* an unknown node */
     record(p->func, p->grid_x, p->block_x, p->kernel_params);
     mg->nodes[mg->nnodes] = *p;
+    copy_args(mg, mg->nnodes, p->func, p->kernel_params);
     *node = (rt_cu_graph_node)(uintptr_t)(++mg->nnodes); /* 1-based: never NULL */
     st.graph_nodes++;
     OK;
@@ -279,15 +376,23 @@ MOCK_API rt_cu_result cuGraphExecKernelNodeSetParams_v2(rt_cu_graph_exec e, rt_c
     if (i < 1 || i > (uintptr_t)mg->nnodes) return 1;
     record(p->func, p->grid_x, p->block_x, p->kernel_params);
     mg->nodes[i - 1] = *p;
+    copy_args(mg, (int)i - 1, p->func, p->kernel_params);
     st.node_updates++;
     OK;
 }
 MOCK_API rt_cu_result cuGraphLaunch(rt_cu_graph_exec e, rt_cu_stream s) {
     (void)s;
     mock_graph *mg = (mock_graph *)e;
-    for (int i = 0; i < mg->nnodes; i++)
-        st.launches++;
     st.graph_launches++;
+    for (int i = 0; i < mg->nnodes; i++) {
+        st.launches++;
+        void *args[MAX_ARGS];
+        for (int a = 0; a < MAX_ARGS; a++)
+            args[a] = &mg->args[i][a];
+        rt_cu_result r =
+            emulate(mg->nodes[i].func, mg->nodes[i].grid_x, mg->nodes[i].block_x, args);
+        if (r != RT_CU_SUCCESS) return r;
+    }
     OK;
 }
 MOCK_API rt_cu_result cuGraphExecDestroy(rt_cu_graph_exec e) {

@@ -1,0 +1,218 @@
+/* tests/emu/emu_run.c: runs a host-built kernel (tests/emu/cuda_emu.h) over a grid, a block at
+ * a time, each CUDA thread a fiber (ucontext) that runs until it waits at __syncthreads or a
+ * warp shuffle. Which ready thread runs next is pseudo-random (a fixed sequence, so a failure
+ * reproduces), so that a missing barrier shows as a wrong result rather than hiding behind
+ * one lucky order. Collectives are checked as a GPU would need them: every
+ * thread of the block at __syncthreads (none exited), every lane of a full warp at a
+ * shuffle with the full mask; anything else fails the launch with a message, as does a
+ * deadlock. One launch at a time (the stand-in driver runs launches synchronously). */
+#include "tests/emu/emu_run.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+enum { READY, AT_SYNC, AT_SHFL, DONE };
+enum { MAX_THREADS = 1024, STACK = 64 * 1024, SLOT = 8 };
+
+typedef struct fiber {
+    ucontext_t ctx;
+    emu_coords c;
+    int state;
+    unsigned seq; /* shuffles done */
+} fiber;
+
+static struct {
+    fiber f[MAX_THREADS];
+    char *stacks;
+    ucontext_t sched;
+    fiber *cur;
+    emu_coords *cur_coords;
+    emu_kernel_fn fn;
+    void **args;
+    unsigned nthreads;
+    int failed;
+    char msg[256];
+    unsigned ready[MAX_THREADS / 32][32], nready[MAX_THREADS / 32]; /* by warp: can run */
+    unsigned char shfl[MAX_THREADS / 32][2][32][SLOT];
+    uint64_t rng;
+} E;
+
+static void set_failure(const char *msg) {
+    if (!E.failed) snprintf(E.msg, sizeof E.msg, "%s", msg);
+    E.failed = 1;
+}
+
+/* from a thread: the launch fails, and this thread never runs again */
+static void fail_now(const char *msg) {
+    set_failure(msg);
+    E.cur->state = DONE;
+    swapcontext(&E.cur->ctx, &E.sched); /* never resumed */
+}
+
+static void emu_syncthreads(void) {
+    E.cur->state = AT_SYNC;
+    swapcontext(&E.cur->ctx, &E.sched);
+}
+
+static void emu_shfl_xor(unsigned mask, void *v, int o, size_t size) {
+    fiber *f = E.cur;
+    unsigned lane = f->c.tid.x & 31, warp = f->c.tid.x >> 5;
+    if (mask != 0xffffffffu) fail_now("a warp shuffle with a partial mask");
+    if ((warp + 1) * 32 > E.nthreads) fail_now("a warp shuffle in a partial warp");
+    if (size > SLOT || o < 0 || o > 31) fail_now("a warp shuffle of an unexpected kind");
+    memcpy(E.shfl[warp][f->seq & 1][lane], v, size);
+    f->state = AT_SHFL;
+    swapcontext(&f->ctx, &E.sched);
+    memcpy(v, E.shfl[warp][f->seq & 1][lane ^ (unsigned)o], size);
+    f->seq++;
+}
+
+static void emu_fail(const char *msg) {
+    fail_now(msg);
+}
+
+static const emu_api api = {&E.cur_coords, emu_syncthreads, emu_shfl_xor, emu_fail};
+
+const emu_api *emu_get_api(void) {
+    return &api;
+}
+
+static void trampoline(void) {
+    E.fn(E.args);
+    E.cur->state = DONE;
+}
+
+static unsigned next_random(void) {
+    E.rng = E.rng * 6364136223846793005ull + 1442695040888963407ull;
+    return (unsigned)(E.rng >> 33);
+}
+
+/* Thread i of block b, ready to start (getcontext returns twice: kept out of run_block's
+ * frame) */
+static __attribute__((noinline)) void init_fiber(unsigned i, unsigned b, unsigned gx) {
+    fiber *f = &E.f[i];
+    memset(&f->c, 0, sizeof f->c);
+    f->c.tid.x = i;
+    f->c.bid.x = b;
+    f->c.bdim = (emu_dim3){E.nthreads, 1, 1};
+    f->c.gdim = (emu_dim3){gx, 1, 1};
+    f->state = READY;
+    f->seq = 0;
+    getcontext(&f->ctx);
+    f->ctx.uc_stack.ss_sp = E.stacks + (size_t)i * STACK;
+    f->ctx.uc_stack.ss_size = STACK;
+    f->ctx.uc_link = &E.sched;
+    makecontext(&f->ctx, trampoline, 0);
+}
+
+/* The next thread to run, taken out of the ready lists: in three blocks of four, a lane of the
+ * warp first in this block's random order that has one ready (so that warp runs ahead of the
+ * others as far as the collectives let it), else of a warp picked at random. */
+static unsigned pick(unsigned nwarps, const unsigned *order, int ahead) {
+    unsigned w = 0, r = next_random();
+    for (unsigned k = 0; k < nwarps; k++) {
+        w = ahead ? order[k] : (r + k) % nwarps;
+        if (E.nready[w]) break;
+    }
+    unsigned j = next_random() % E.nready[w], i = E.ready[w][j];
+    E.ready[w][j] = E.ready[w][--E.nready[w]];
+    return i;
+}
+
+static void make_ready(unsigned i) {
+    E.f[i].state = READY;
+    E.ready[i >> 5][E.nready[i >> 5]++] = i;
+}
+
+/* Runs block b: each step one ready thread runs until it waits or ends; a collective releases
+ * its waiters as soon as the last one arrives. */
+static int run_block(unsigned b, unsigned gx) {
+    unsigned n = E.nthreads, nwarps = (n + 31) / 32, waiting = 0, done = 0, at_sync = 0;
+    unsigned at_shfl[MAX_THREADS / 32] = {0}, order[MAX_THREADS / 32];
+    for (unsigned w = 0; w < nwarps; w++) {
+        E.nready[w] = 0;
+        order[w] = w;
+    }
+    for (unsigned w = nwarps; w > 1; w--) { /* Fisher-Yates */
+        unsigned j = next_random() % w, t = order[w - 1];
+        order[w - 1] = order[j];
+        order[j] = t;
+    }
+    int ahead = next_random() % 4 != 0;
+    for (unsigned i = 0; i < n; i++) {
+        init_fiber(i, b, gx);
+        make_ready(i);
+    }
+    while (done < n) {
+        if (waiting + done == n) {
+            set_failure(at_sync ? "__syncthreads that not every thread of the block reaches"
+                                : "deadlock: a warp shuffle that not every lane reaches");
+            return -1;
+        }
+        unsigned i = pick(nwarps, order, ahead);
+        fiber *f = &E.f[i];
+        E.cur = f;
+        E.cur_coords = &f->c;
+        swapcontext(&E.sched, &f->ctx);
+        if (E.failed) return -1;
+        if (f->state == DONE) {
+            done++;
+        } else if (f->state == AT_SYNC) {
+            waiting++;
+            if (++at_sync == n) {
+                for (unsigned j = 0; j < n; j++)
+                    make_ready(j);
+                at_sync = waiting = 0;
+            }
+        } else if (f->state == AT_SHFL) {
+            unsigned w = i >> 5;
+            waiting++;
+            if (++at_shfl[w] == 32) {
+                for (unsigned j = w * 32; j < w * 32 + 32; j++) {
+                    if (E.f[j].seq != f->seq) {
+                        set_failure("a warp's lanes at different shuffles");
+                        return -1;
+                    }
+                    make_ready(j);
+                }
+                at_shfl[w] = 0;
+                waiting -= 32;
+            }
+        }
+        if (at_sync && at_sync + done == n) {
+            set_failure("__syncthreads with some of the block's threads exited");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int emu_launch(emu_kernel_fn fn, unsigned gx, unsigned bx, void **args, char *err, size_t errlen) {
+    if (bx == 0 || bx > MAX_THREADS || gx == 0) {
+        snprintf(err, errlen, "a launch of %u blocks of %u threads", gx, bx);
+        return -1;
+    }
+    if (!E.stacks) {
+        void *m = mmap(NULL, (size_t)MAX_THREADS * STACK, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED) {
+            snprintf(err, errlen, "no memory for the threads' stacks");
+            return -1;
+        }
+        E.stacks = m;
+        E.rng = 0x5eed;
+    }
+    E.fn = fn;
+    E.args = args;
+    E.nthreads = bx;
+    E.failed = 0;
+    for (unsigned b = 0; b < gx; b++)
+        if (run_block(b, gx) != 0) {
+            snprintf(err, errlen, "block %u: %s", b, E.msg);
+            return -1;
+        }
+    return 0;
+}
