@@ -231,7 +231,7 @@ static void record(rt_cu_function f, unsigned grid, unsigned block, void **param
 MOCK_API rt_cu_result cuLaunchKernel(rt_cu_function f, unsigned gx, unsigned gy, unsigned gz,
                                      unsigned bx, unsigned by, unsigned bz, unsigned smem,
                                      rt_cu_stream s, void **params, void **extra) {
-    (void)gy, (void)gz, (void)by, (void)bz, (void)smem, (void)s, (void)extra;
+    (void)smem, (void)s, (void)extra;
     if (ctx_depth == 0) return 201;                        /* CUDA_ERROR_INVALID_CONTEXT */
     if (gy != 1 || gz != 1 || by != 1 || bz != 1) abort(); /* fusec's grids are 1-D */
     record(f, gx, bx, params);
