@@ -124,15 +124,13 @@ MOCK_API rt_cu_result cuCtxPopCurrent_v2(rt_cu_context *c) {
     st.pops++;
     OK;
 }
-/* A host shared object (an x86-64 ELF; a cubin's machine is CUDA's) loaded from memory. */
-static void *load_host_object(const void *image) {
-    const unsigned char *e = image;
-    if (memcmp(e,
-               "\x7f"
-               "ELF",
-               4) != 0 ||
-        e[18] != 62 || e[19] != 0)
-        return NULL;
+/* Whether image is a host shared object (an x86-64 ELF; a cubin's machine is CUDA's). */
+static int is_host_object(const unsigned char *e) {
+    return e[0] == 0x7f && memcmp(e + 1, "ELF", 3) == 0 && e[18] == 62 && e[19] == 0;
+}
+
+/* A host shared object loaded from memory and bound to the emulator; NULL if it cannot be. */
+static void *load_host_object(const unsigned char *e) {
     /* dlopen needs a file: the ELF's size is where its section headers end */
     uint64_t shoff;
     uint16_t shentsize, shnum;
@@ -150,7 +148,8 @@ static void *load_host_object(const void *image) {
     emu_bind_fn bind = NULL;
     void *sym = dl ? dlsym(dl, "fx_emu_bind") : NULL;
     memcpy(&bind, &sym, sizeof bind);
-    if (bind) bind(emu_get_api());
+    if (!bind) return NULL;
+    bind(emu_get_api());
     return dl;
 }
 
@@ -158,7 +157,11 @@ MOCK_API rt_cu_result cuModuleLoadData(rt_cu_module *m, const void *image) {
     if (!image) return 1;
     mock_module *mm = calloc(1, sizeof *mm);
     if (!mm) return 2;
-    mm->dl = load_host_object(image);
+    /* a host object that does not load fails here, rather than running nothing later */
+    if (is_host_object(image) && !(mm->dl = load_host_object(image))) {
+        free(mm);
+        return 200; /* CUDA_ERROR_INVALID_IMAGE */
+    }
     *m = (rt_cu_module)mm;
     OK;
 }
