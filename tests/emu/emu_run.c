@@ -1,24 +1,47 @@
 /* tests/emu/emu_run.c: runs a host-built kernel (tests/emu/cuda_emu.h) over a grid, a block at
- * a time, each CUDA thread a fiber (ucontext) that runs until it waits at __syncthreads or a
- * warp shuffle. Which ready thread runs next is pseudo-random (a fixed sequence, so a failure
- * reproduces), so that a missing barrier shows as a wrong result rather than hiding behind
- * one lucky order. Collectives are checked as a GPU would need them: every
+ * a time, each CUDA thread a fiber (Boost.Context's fcontext: a switch is a few instructions,
+ * where ucontext's makes a system call for the signal mask) that runs until it waits at
+ * __syncthreads or a warp shuffle. Which ready thread runs next is pseudo-random (a fixed
+ * sequence, so a failure reproduces), so that a missing barrier shows as a wrong result rather
+ * than hiding behind one lucky order. Collectives are checked as a GPU would need them: every
  * thread of the block at __syncthreads (none exited), every lane of a full warp at a
  * shuffle with the full mask; anything else fails the launch with a message, as does a
- * deadlock. One launch at a time (the stand-in driver runs launches synchronously). */
+ * deadlock. One launch at a time (the stand-in driver runs launches synchronously).
+ *
+ * Kernels built with AddressSanitizer (tests/emu/nvrtc_emu.c) are told of each stack switch,
+ * and a report names the kernel, block and thread it came from. */
 #include "tests/emu/emu_run.h"
 
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <ucontext.h>
+
+/* Boost.Context's C entry points (boost/context/detail/fcontext.hpp), from its run-time
+ * library alone: the headers come only with all of Boost's. */
+typedef void *fcontext_t;
+typedef struct transfer_t {
+    fcontext_t fctx;
+    void *data;
+} transfer_t;
+transfer_t jump_fcontext(fcontext_t const to, void *vp);
+fcontext_t make_fcontext(void *sp, size_t size, void (*fn)(transfer_t));
+
+/* AddressSanitizer's, where it is loaded (weak: absent otherwise) */
+void __sanitizer_start_switch_fiber(void **fake_stack_save, const void *bottom, size_t size)
+    __attribute__((weak));
+void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_old,
+                                     size_t *size_old) __attribute__((weak));
+void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
 
 enum { READY, AT_SYNC, AT_SHFL, DONE };
-enum { MAX_THREADS = 1024, STACK = 64 * 1024, SLOT = 8 };
+/* each thread's stack is STACK bytes, the lowest GUARD of them inaccessible: a kernel (at -O0,
+ * with ASan's redzones) that outgrew it faults instead of writing into the next thread's */
+enum { MAX_THREADS = 1024, STACK = 256 * 1024, GUARD = 4096, SLOT = 8 };
 
 typedef struct fiber {
-    ucontext_t ctx;
+    fcontext_t ctx;
     emu_coords c;
     int state;
     unsigned seq; /* shuffles done */
@@ -27,7 +50,10 @@ typedef struct fiber {
 static struct {
     fiber f[MAX_THREADS];
     char *stacks;
-    ucontext_t sched;
+    fcontext_t sched;
+    const void *sched_stack; /* the scheduler's stack, for AddressSanitizer */
+    size_t sched_stack_size;
+    const char *kernel; /* the one running, or NULL */
     fiber *cur;
     emu_coords *cur_coords;
     emu_kernel_fn fn;
@@ -45,16 +71,27 @@ static void set_failure(const char *msg) {
     E.failed = 1;
 }
 
+/* From a thread to the scheduler, back when the scheduler runs this thread again (never,
+ * where the thread is DONE: its stack is dropped) */
+static void to_scheduler(void) {
+    int done = E.cur->state == DONE;
+    void *fake = NULL;
+    if (__sanitizer_start_switch_fiber)
+        __sanitizer_start_switch_fiber(done ? NULL : &fake, E.sched_stack, E.sched_stack_size);
+    E.sched = jump_fcontext(E.sched, NULL).fctx;
+    if (__sanitizer_finish_switch_fiber) __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+}
+
 /* from a thread: the launch fails, and this thread never runs again */
 static void fail_now(const char *msg) {
     set_failure(msg);
     E.cur->state = DONE;
-    swapcontext(&E.cur->ctx, &E.sched); /* never resumed */
+    to_scheduler();
 }
 
 static void emu_syncthreads(void) {
     E.cur->state = AT_SYNC;
-    swapcontext(&E.cur->ctx, &E.sched);
+    to_scheduler();
 }
 
 static void emu_shfl_xor(unsigned mask, void *v, int o, size_t size) {
@@ -65,7 +102,7 @@ static void emu_shfl_xor(unsigned mask, void *v, int o, size_t size) {
     if (size > SLOT || o < 0 || o > 31) fail_now("a warp shuffle of an unexpected kind");
     memcpy(E.shfl[warp][f->seq & 1][lane], v, size);
     f->state = AT_SHFL;
-    swapcontext(&f->ctx, &E.sched);
+    to_scheduler();
     memcpy(v, E.shfl[warp][f->seq & 1][lane ^ (unsigned)o], size);
     f->seq++;
 }
@@ -80,9 +117,14 @@ const emu_api *emu_get_api(void) {
     return &api;
 }
 
-static void trampoline(void) {
+/* a thread's first frame: fcontext returns here from the scheduler's first jump */
+static void thread_main(transfer_t from) {
+    E.sched = from.fctx;
+    if (__sanitizer_finish_switch_fiber)
+        __sanitizer_finish_switch_fiber(NULL, &E.sched_stack, &E.sched_stack_size);
     E.fn(E.args);
     E.cur->state = DONE;
+    to_scheduler();
 }
 
 static unsigned next_random(void) {
@@ -90,9 +132,8 @@ static unsigned next_random(void) {
     return (unsigned)(E.rng >> 33);
 }
 
-/* Thread i of block b, ready to start (getcontext returns twice: kept out of run_block's
- * frame) */
-static __attribute__((noinline)) void init_fiber(unsigned i, unsigned b, unsigned gx) {
+/* thread i of block b, ready to start */
+static void init_fiber(unsigned i, unsigned b, unsigned gx) {
     fiber *f = &E.f[i];
     memset(&f->c, 0, sizeof f->c);
     f->c.tid.x = i;
@@ -101,11 +142,7 @@ static __attribute__((noinline)) void init_fiber(unsigned i, unsigned b, unsigne
     f->c.gdim = (emu_dim3){gx, 1, 1};
     f->state = READY;
     f->seq = 0;
-    getcontext(&f->ctx);
-    f->ctx.uc_stack.ss_sp = E.stacks + (size_t)i * STACK;
-    f->ctx.uc_stack.ss_size = STACK;
-    f->ctx.uc_link = &E.sched;
-    makecontext(&f->ctx, trampoline, 0);
+    f->ctx = make_fcontext(E.stacks + (size_t)(i + 1) * STACK, STACK - GUARD, thread_main);
 }
 
 /* The next thread to run, taken out of the ready lists: in three blocks of four, a lane of the
@@ -156,7 +193,12 @@ static int run_block(unsigned b, unsigned gx) {
         fiber *f = &E.f[i];
         E.cur = f;
         E.cur_coords = &f->c;
-        swapcontext(&E.sched, &f->ctx);
+        void *fake = NULL;
+        if (__sanitizer_start_switch_fiber)
+            __sanitizer_start_switch_fiber(&fake, E.stacks + (size_t)i * STACK + GUARD,
+                                           STACK - GUARD);
+        f->ctx = jump_fcontext(f->ctx, NULL).fctx;
+        if (__sanitizer_finish_switch_fiber) __sanitizer_finish_switch_fiber(fake, NULL, NULL);
         if (E.failed) return -1;
         if (f->state == DONE) {
             done++;
@@ -190,7 +232,15 @@ static int run_block(unsigned b, unsigned gx) {
     return 0;
 }
 
-int emu_launch(emu_kernel_fn fn, unsigned gx, unsigned bx, void **args, char *err, size_t errlen) {
+/* AddressSanitizer's report ends with this, before the process dies */
+static void report_thread(void) {
+    if (E.kernel && E.cur)
+        fprintf(stderr, "(in emulated kernel %s, block %u, thread %u)\n", E.kernel, E.cur->c.bid.x,
+                E.cur->c.tid.x);
+}
+
+int emu_launch(const char *kernel, emu_kernel_fn fn, unsigned gx, unsigned bx, void **args,
+               char *err, size_t errlen) {
     if (bx == 0 || bx > MAX_THREADS || gx == 0) {
         snprintf(err, errlen, "a launch of %u blocks of %u threads", gx, bx);
         return -1;
@@ -202,17 +252,32 @@ int emu_launch(emu_kernel_fn fn, unsigned gx, unsigned bx, void **args, char *er
             snprintf(err, errlen, "no memory for the threads' stacks");
             return -1;
         }
+        for (size_t i = 0; i < MAX_THREADS; i++)
+            if (mprotect((char *)m + i * STACK, GUARD, PROT_NONE) != 0) {
+                munmap(m, (size_t)MAX_THREADS * STACK);
+                snprintf(err, errlen, "cannot guard the threads' stacks");
+                return -1;
+            }
         E.stacks = m;
         E.rng = 0x5eed;
+        if (__sanitizer_set_death_callback) __sanitizer_set_death_callback(report_thread);
+        /* UBSan's run time is a library of its own, with its own callback */
+        void *ubsan = dlopen("libubsan.so.1", RTLD_NOW | RTLD_NOLOAD);
+        void *set = ubsan ? dlsym(ubsan, "__sanitizer_set_death_callback") : NULL;
+        if (set) {
+            void (*set_callback)(void (*)(void));
+            memcpy(&set_callback, &set, sizeof set);
+            set_callback(report_thread);
+        }
     }
+    E.kernel = kernel;
     E.fn = fn;
     E.args = args;
     E.nthreads = bx;
     E.failed = 0;
-    for (unsigned b = 0; b < gx; b++)
-        if (run_block(b, gx) != 0) {
-            snprintf(err, errlen, "block %u: %s", b, E.msg);
-            return -1;
-        }
-    return 0;
+    int rc = 0;
+    for (unsigned b = 0; b < gx && rc == 0; b++)
+        if ((rc = run_block(b, gx)) != 0) snprintf(err, errlen, "block %u: %s", b, E.msg);
+    E.kernel = NULL;
+    return rc;
 }

@@ -9,8 +9,9 @@
 /* what kernel objects are bound to (fx_emu_bind) */
 const emu_api *emu_get_api(void);
 
-/* Runs fn over gx blocks of bx threads (one dimension) with cuLaunchKernel's args; 0, or -1
- * with a message in err. */
-int emu_launch(emu_kernel_fn fn, unsigned gx, unsigned bx, void **args, char *err, size_t errlen);
+/* Runs kernel fn (its name for messages) over gx blocks of bx threads (one dimension) with
+ * cuLaunchKernel's args; 0, or -1 with a message in err. */
+int emu_launch(const char *kernel, emu_kernel_fn fn, unsigned gx, unsigned bx, void **args,
+               char *err, size_t errlen);
 
 #endif

@@ -2,7 +2,10 @@
  * generated CUDA C++ for the host: the C++ compiler with tests/emu/cuda_emu.h included first,
  * into a shared object whose bytes stand for the cubin. Each kernel K gets the entry points
  * the emulating driver calls (K__emu, K__emu_nargs). The "PTX" is the source itself. The
- * compiler and the header come from the build (EMU_CXX, EMU_SHIM). */
+ * compiler, its flags and the header come from the build (EMU_CXX, EMU_CXXFLAGS, EMU_SHIM):
+ * where the compiler has AddressSanitizer, kernels are built with it and UndefinedBehavior-
+ * Sanitizer, as compute-sanitizer's memcheck would run them, and whatever loads them must have
+ * the ASan run-time library preloaded (tests/CMakeLists.txt). */
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,9 +122,8 @@ API nvrtcResult nvrtcCompileProgram(nvrtcProgram p, int nopts, const char *const
     nvrtcResult r = 6;
     if (write_source(src, p->src)) {
         snprintf(cmd, sizeof cmd,
-                 "'%s' -std=c++17 -O1 -fPIC -shared -w -include '%s' -x c++ '%s' -o '%s' "
-                 ">'%s' 2>&1",
-                 EMU_CXX, EMU_SHIM, src, so, log);
+                 "'%s' -std=c++17 %s -fPIC -shared -w -include '%s' -x c++ '%s' -o '%s' >'%s' 2>&1",
+                 EMU_CXX, EMU_CXXFLAGS, EMU_SHIM, src, so, log);
         if (system(cmd) == 0) p->image = slurp(so, &p->image_len);
         if (p->image) r = 0;
         size_t n = 0;

@@ -207,7 +207,7 @@ static rt_cu_result emulate(rt_cu_function f, unsigned grid, unsigned block, voi
     char err[512];
     if (!mf->run) return RT_CU_SUCCESS;
     pthread_mutex_lock(&one_at_a_time);
-    int failed = emu_launch(mf->run, grid, block, params, err, sizeof err) != 0;
+    int failed = emu_launch(mf->name, mf->run, grid, block, params, err, sizeof err) != 0;
     pthread_mutex_unlock(&one_at_a_time);
     if (failed) {
         fprintf(stderr, "emulated kernel %s: %s\n", mf->name, err);
@@ -241,8 +241,15 @@ MOCK_API rt_cu_result cuLaunchKernel(rt_cu_function f, unsigned gx, unsigned gy,
     st.launches++;
     return emulate(f, gx, bx, params);
 }
+/* Device memory: 256-byte aligned as a driver's, and exactly n bytes long, not rounded up, so
+ * that AddressSanitizer (in emulated kernels built with it) sees any access past the end. */
+static void *device_alloc(size_t n) {
+    void *m = NULL;
+    return posix_memalign(&m, 256, n ? n : 1) == 0 ? m : NULL;
+}
+
 MOCK_API rt_cu_result cuMemAlloc_v2(rt_cu_deviceptr *p, size_t n) {
-    void *m = aligned_alloc(256, (n + 255) & ~(size_t)255);
+    void *m = device_alloc(n);
     if (!m) return 2;
     *p = (rt_cu_deviceptr)(uintptr_t)m;
     st.allocs++;
@@ -285,7 +292,7 @@ MOCK_API rt_cu_result cuMemPoolSetAttribute(rt_cu_mempool p, int a, void *v) {
 MOCK_API rt_cu_result cuMemAllocFromPoolAsync(rt_cu_deviceptr *p, size_t n, rt_cu_mempool pool,
                                               rt_cu_stream s) {
     (void)pool, (void)s;
-    void *m = aligned_alloc(256, (n + 255) & ~(size_t)255);
+    void *m = device_alloc(n);
     if (!m) return 2;
     *p = (rt_cu_deviceptr)(uintptr_t)m;
     st.pool_allocs++;

@@ -20,9 +20,22 @@ failures = 0
 checks = 0
 
 
-def run(args, **kw):
+def fusec_env(env=None):
+    """The environment for a fusec process: env (default ours), with FUSEC_TEST_PRELOAD
+    preloaded where it is set (the emulated CUDA tests' AddressSanitizer runtime, which these
+    processes need and the tests' own Python, slower under it, does not)."""
+    pre = os.environ.get("FUSEC_TEST_PRELOAD")
+    if not pre:
+        return env
+    env = dict(os.environ if env is None else env)
+    env["LD_PRELOAD"] = pre
+    return env
+
+
+def run(args, env=None, **kw):
     """Runs fusec with args; returns (exit code, stdout, stderr)."""
-    p = subprocess.run([FUSEC] + args, capture_output=True, text=True, timeout=600, **kw)
+    p = subprocess.run([FUSEC] + args, capture_output=True, text=True, timeout=600,
+                       env=fusec_env(env), **kw)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -36,7 +49,8 @@ def fusec_run(path, fn, files, outs, target, extra=(), env=None):
         if os.path.exists(p):
             os.remove(p)
         args += ["--out", p]
-    p = subprocess.run([FUSEC] + args, capture_output=True, text=True, timeout=600, env=env)
+    p = subprocess.run([FUSEC] + args, capture_output=True, text=True, timeout=600,
+                       env=fusec_env(env))
     return p.returncode, p.stderr
 
 
