@@ -4,7 +4,7 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test test-fast test-asan test-gpu demo bench clean format
+.PHONY: all deps build test test-fast test-asan test-gpu test-racecheck demo bench clean format
 
 all: build
 
@@ -22,7 +22,7 @@ build: deps $(BUILD)/CMakeCache.txt
 test: test-fast test-asan
 
 test-fast: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE racecheck
 
 test-asan: deps
 	CC=clang cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DFUSEC_SANITIZE=ON -DFUSEC_FUZZ=ON $(CMAKE_FLAGS)
@@ -33,6 +33,11 @@ test-asan: deps
 # streams, examples/embed, compute-sanitizer); each test is skipped where there is no GPU.
 test-gpu: build
 	cd $(BUILD) && ctest --output-on-failure -L gpu
+
+# The CUDA kernels emulated under ThreadSanitizer, which reports races between a block's
+# threads (tests/emu; minutes, so not part of `make test`).
+test-racecheck: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L racecheck
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)

@@ -35,6 +35,21 @@ void __sanitizer_finish_switch_fiber(void *fake_stack_save, const void **bottom_
                                      size_t *size_old) __attribute__((weak));
 void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
 
+/* ThreadSanitizer's (weak too): each CUDA thread is a TSan fiber of its own, and switches
+ * between them carry no ordering (TSAN_NO_SYNC), so that only what orders CUDA threads on a
+ * GPU orders them here: __syncthreads and a warp's shuffles. A kernel built with TSan then has
+ * every race between the threads of a block that a run meets reported, in shared and in
+ * global memory, much as compute-sanitizer's racecheck would. Blocks are ordered one after
+ * another (their __shared__ arrays are one static array here), so races between blocks go
+ * unseen. */
+void *__tsan_get_current_fiber(void) __attribute__((weak));
+void *__tsan_create_fiber(unsigned flags) __attribute__((weak));
+void __tsan_switch_to_fiber(void *fiber, unsigned flags) __attribute__((weak));
+void __tsan_set_fiber_name(void *fiber, const char *name) __attribute__((weak));
+void __tsan_acquire(void *addr) __attribute__((weak));
+void __tsan_release(void *addr) __attribute__((weak));
+enum { TSAN_NO_SYNC = 1 };
+
 enum { READY, AT_SYNC, AT_SHFL, DONE };
 /* each thread's stack is STACK bytes, the lowest GUARD of them inaccessible: a kernel (at -O0,
  * with ASan's redzones) that outgrew it faults instead of writing into the next thread's */
@@ -44,7 +59,10 @@ typedef struct fiber {
     fcontext_t ctx;
     emu_coords c;
     int state;
-    unsigned seq; /* shuffles done */
+    unsigned seq;   /* shuffles done */
+    unsigned syncs; /* __syncthreads passed */
+    int started;
+    void *tsan; /* its ThreadSanitizer fiber */
 } fiber;
 
 static struct {
@@ -54,6 +72,11 @@ static struct {
     const void *sched_stack; /* the scheduler's stack, for AddressSanitizer */
     size_t sched_stack_size;
     const char *kernel; /* the one running, or NULL */
+    void *sched_tsan;   /* the scheduler's ThreadSanitizer fiber */
+    /* what TSan orders by: the arrivals at a barrier or a warp's shuffle before the
+     * departures from it (two of each, by parity: a thread arriving at the next one must not
+     * order a slow one leaving this one), and a block's threads before what follows it */
+    char tsan_barrier[2], tsan_shfl[MAX_THREADS / 32][2], tsan_done;
     fiber *cur;
     emu_coords *cur_coords;
     emu_kernel_fn fn;
@@ -78,6 +101,7 @@ static void to_scheduler(void) {
     void *fake = NULL;
     if (__sanitizer_start_switch_fiber)
         __sanitizer_start_switch_fiber(done ? NULL : &fake, E.sched_stack, E.sched_stack_size);
+    if (__tsan_switch_to_fiber) __tsan_switch_to_fiber(E.sched_tsan, TSAN_NO_SYNC);
     E.sched = jump_fcontext(E.sched, NULL).fctx;
     if (__sanitizer_finish_switch_fiber) __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 }
@@ -90,8 +114,12 @@ static void fail_now(const char *msg) {
 }
 
 static void emu_syncthreads(void) {
-    E.cur->state = AT_SYNC;
+    fiber *f = E.cur;
+    f->state = AT_SYNC;
+    if (__tsan_release) __tsan_release(&E.tsan_barrier[f->syncs & 1]);
     to_scheduler();
+    if (__tsan_acquire) __tsan_acquire(&E.tsan_barrier[f->syncs & 1]);
+    f->syncs++;
 }
 
 static void emu_shfl_xor(unsigned mask, void *v, int o, size_t size) {
@@ -102,7 +130,9 @@ static void emu_shfl_xor(unsigned mask, void *v, int o, size_t size) {
     if (size > SLOT || o < 0 || o > 31) fail_now("a warp shuffle of an unexpected kind");
     memcpy(E.shfl[warp][f->seq & 1][lane], v, size);
     f->state = AT_SHFL;
+    if (__tsan_release) __tsan_release(&E.tsan_shfl[warp][f->seq & 1]);
     to_scheduler();
+    if (__tsan_acquire) __tsan_acquire(&E.tsan_shfl[warp][f->seq & 1]);
     memcpy(v, E.shfl[warp][f->seq & 1][lane ^ (unsigned)o], size);
     f->seq++;
 }
@@ -123,6 +153,7 @@ static void thread_main(transfer_t from) {
     if (__sanitizer_finish_switch_fiber)
         __sanitizer_finish_switch_fiber(NULL, &E.sched_stack, &E.sched_stack_size);
     E.fn(E.args);
+    if (__tsan_release) __tsan_release(&E.tsan_done);
     E.cur->state = DONE;
     to_scheduler();
 }
@@ -141,7 +172,14 @@ static void init_fiber(unsigned i, unsigned b, unsigned gx) {
     f->c.bdim = (emu_dim3){E.nthreads, 1, 1};
     f->c.gdim = (emu_dim3){gx, 1, 1};
     f->state = READY;
-    f->seq = 0;
+    f->seq = f->syncs = 0;
+    f->started = 0;
+    if (__tsan_create_fiber && !f->tsan) { /* one per slot: blocks are in order anyway */
+        f->tsan = __tsan_create_fiber(0);
+        char name[32];
+        snprintf(name, sizeof name, "CUDA thread %u", i);
+        __tsan_set_fiber_name(f->tsan, name);
+    }
     f->ctx = make_fcontext(E.stacks + (size_t)(i + 1) * STACK, STACK - GUARD, thread_main);
 }
 
@@ -197,6 +235,9 @@ static int run_block(unsigned b, unsigned gx) {
         if (__sanitizer_start_switch_fiber)
             __sanitizer_start_switch_fiber(&fake, E.stacks + (size_t)i * STACK + GUARD,
                                            STACK - GUARD);
+        /* a thread's start is ordered after what came before the launch, nothing else is */
+        if (__tsan_switch_to_fiber) __tsan_switch_to_fiber(f->tsan, f->started ? TSAN_NO_SYNC : 0);
+        f->started = 1;
         f->ctx = jump_fcontext(f->ctx, NULL).fctx;
         if (__sanitizer_finish_switch_fiber) __sanitizer_finish_switch_fiber(fake, NULL, NULL);
         if (E.failed) return -1;
@@ -232,7 +273,7 @@ static int run_block(unsigned b, unsigned gx) {
     return 0;
 }
 
-/* AddressSanitizer's report ends with this, before the process dies */
+/* a sanitizer's report ends with this, before the process dies */
 static void report_thread(void) {
     if (E.kernel && E.cur)
         fprintf(stderr, "(in emulated kernel %s, block %u, thread %u)\n", E.kernel, E.cur->c.bid.x,
@@ -271,13 +312,18 @@ int emu_launch(const char *kernel, emu_kernel_fn fn, unsigned gx, unsigned bx, v
         }
     }
     E.kernel = kernel;
+    if (__tsan_get_current_fiber) E.sched_tsan = __tsan_get_current_fiber();
     E.fn = fn;
     E.args = args;
     E.nthreads = bx;
     E.failed = 0;
     int rc = 0;
-    for (unsigned b = 0; b < gx && rc == 0; b++)
+    for (unsigned b = 0; b < gx && rc == 0; b++) {
         if ((rc = run_block(b, gx)) != 0) snprintf(err, errlen, "block %u: %s", b, E.msg);
+        /* the next block's threads start after this one's: its __shared__ arrays are the
+         * same memory here, where a GPU gives each block its own */
+        if (__tsan_acquire) __tsan_acquire(&E.tsan_done);
+    }
     E.kernel = NULL;
     return rc;
 }

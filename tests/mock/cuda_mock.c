@@ -47,10 +47,12 @@ typedef struct mock_graph {
     uint64_t args[4096][MAX_ARGS]; /* the argument values, copied as a driver copies them */
 } mock_graph;
 
-static int ctx_depth;
+static _Thread_local int ctx_depth; /* a driver's context stack is the calling thread's */
 static struct rt_cu_ctx_st *const the_ctx = (struct rt_cu_ctx_st *)0x1000;
 
 #define OK return RT_CU_SUCCESS
+/* the counters, from any thread (a driver is thread-safe) */
+#define COUNT(c, d) __atomic_add_fetch(&(c), (d), __ATOMIC_RELAXED)
 
 MOCK_API rt_cu_result cuInit(unsigned f) {
     (void)f;
@@ -115,13 +117,13 @@ MOCK_API rt_cu_result cuCtxGetCurrent(rt_cu_context *c) {
 MOCK_API rt_cu_result cuCtxPushCurrent_v2(rt_cu_context c) {
     (void)c;
     ctx_depth++;
-    st.pushes++;
+    COUNT(st.pushes, 1);
     OK;
 }
 MOCK_API rt_cu_result cuCtxPopCurrent_v2(rt_cu_context *c) {
     if (c) *c = the_ctx;
     ctx_depth--;
-    st.pops++;
+    COUNT(st.pops, 1);
     OK;
 }
 /* Whether image is a host shared object (an x86-64 ELF; a cubin's machine is CUDA's). */
@@ -170,18 +172,18 @@ MOCK_API rt_cu_result cuModuleUnload(rt_cu_module m) {
     free(m);
     OK;
 }
-MOCK_API rt_cu_result cuModuleGetFunction(rt_cu_function *f, rt_cu_module m, const char *name) {
-    const mock_module *mm = (const mock_module *)m;
-    /* one slot per name and module, kept for the process: handles stay valid as a driver's */
-    static mock_func funcs[4096];
-    static int n;
-    for (int i = 0; i < n; i++)
+/* one slot per name and module, kept for the process: handles stay valid as a driver's */
+static mock_func funcs[4096];
+static int nfuncs;
+
+static rt_cu_result find_function(rt_cu_function *f, const mock_module *mm, const char *name) {
+    for (int i = 0; i < nfuncs; i++)
         if (!strcmp(funcs[i].name, name) && (!mm->dl || funcs[i].module == mm)) {
             *f = (rt_cu_function)&funcs[i];
             OK;
         }
-    if (n == 4096) return 2;
-    mock_func *mf = &funcs[n];
+    if (nfuncs == 4096) return 2;
+    mock_func *mf = &funcs[nfuncs];
     snprintf(mf->name, sizeof mf->name, "%s", name);
     mf->module = mm;
     if (mm->dl) {
@@ -194,9 +196,16 @@ MOCK_API rt_cu_result cuModuleGetFunction(rt_cu_function *f, rt_cu_module m, con
         memcpy(&mf->run, &run, sizeof run);
         mf->nargs = *nargs;
     }
-    n++;
+    nfuncs++;
     *f = (rt_cu_function)mf;
     OK;
+}
+MOCK_API rt_cu_result cuModuleGetFunction(rt_cu_function *f, rt_cu_module m, const char *name) {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&lock);
+    rt_cu_result r = find_function(f, (const mock_module *)m, name);
+    pthread_mutex_unlock(&lock);
+    return r;
 }
 
 /* Runs a launch of a host kernel; the driver's error for a kernel that failed. Launches from
@@ -224,10 +233,13 @@ static void copy_args(mock_graph *mg, int i, rt_cu_function f, void **params) {
 }
 
 static void record(rt_cu_function f, unsigned grid, unsigned block, void **params) {
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     const mock_func *mf = (const mock_func *)f;
+    pthread_mutex_lock(&lock);
     snprintf(st.last_kernel, sizeof st.last_kernel, "%s", mf->name);
     st.last_grid = grid;
     st.last_block = block;
+    pthread_mutex_unlock(&lock);
     if (!params || grid == 0 || block == 0 || block > 1024) abort(); /* fusec must never */
 }
 
@@ -238,7 +250,7 @@ MOCK_API rt_cu_result cuLaunchKernel(rt_cu_function f, unsigned gx, unsigned gy,
     if (ctx_depth == 0) return 201;                        /* CUDA_ERROR_INVALID_CONTEXT */
     if (gy != 1 || gz != 1 || by != 1 || bz != 1) abort(); /* fusec's grids are 1-D */
     record(f, gx, bx, params);
-    st.launches++;
+    COUNT(st.launches, 1);
     return emulate(f, gx, bx, params);
 }
 /* Device memory: 256-byte aligned as a driver's, and exactly n bytes long, not rounded up, so
@@ -252,12 +264,12 @@ MOCK_API rt_cu_result cuMemAlloc_v2(rt_cu_deviceptr *p, size_t n) {
     void *m = device_alloc(n);
     if (!m) return 2;
     *p = (rt_cu_deviceptr)(uintptr_t)m;
-    st.allocs++;
+    COUNT(st.allocs, 1);
     OK;
 }
 MOCK_API rt_cu_result cuMemFree_v2(rt_cu_deviceptr p) {
     free((void *)(uintptr_t)p);
-    st.frees++;
+    COUNT(st.frees, 1);
     OK;
 }
 MOCK_API rt_cu_result cuMemcpyHtoD_v2(rt_cu_deviceptr d, const void *s, size_t n) {
@@ -295,24 +307,24 @@ MOCK_API rt_cu_result cuMemAllocFromPoolAsync(rt_cu_deviceptr *p, size_t n, rt_c
     void *m = device_alloc(n);
     if (!m) return 2;
     *p = (rt_cu_deviceptr)(uintptr_t)m;
-    st.pool_allocs++;
+    COUNT(st.pool_allocs, 1);
     OK;
 }
 MOCK_API rt_cu_result cuMemFreeAsync(rt_cu_deviceptr p, rt_cu_stream s) {
     (void)s;
     free((void *)(uintptr_t)p);
-    st.pool_frees++;
+    COUNT(st.pool_frees, 1);
     OK;
 }
 MOCK_API rt_cu_result cuStreamCreate(rt_cu_stream *s, unsigned f) {
     (void)f;
     *s = (rt_cu_stream)malloc(16);
-    st.streams++;
+    COUNT(st.streams, 1);
     OK;
 }
 MOCK_API rt_cu_result cuStreamDestroy_v2(rt_cu_stream s) {
     free(s);
-    st.streams--;
+    COUNT(st.streams, -1);
     OK;
 }
 MOCK_API rt_cu_result cuStreamSynchronize(rt_cu_stream s) {
@@ -322,12 +334,12 @@ MOCK_API rt_cu_result cuStreamSynchronize(rt_cu_stream s) {
 MOCK_API rt_cu_result cuEventCreate(rt_cu_event *e, unsigned f) {
     (void)f;
     *e = (rt_cu_event)malloc(16);
-    st.events++;
+    COUNT(st.events, 1);
     OK;
 }
 MOCK_API rt_cu_result cuEventDestroy_v2(rt_cu_event e) {
     free(e);
-    st.events--;
+    COUNT(st.events, -1);
     OK;
 }
 MOCK_API rt_cu_result cuEventRecord(rt_cu_event e, rt_cu_stream s) {
@@ -348,12 +360,12 @@ MOCK_API rt_cu_result cuGraphCreate(rt_cu_graph *g, unsigned f) {
     mock_graph *mg = calloc(1, sizeof *mg);
     if (!mg) return 2;
     *g = (rt_cu_graph)mg;
-    st.graphs++;
+    COUNT(st.graphs, 1);
     OK;
 }
 MOCK_API rt_cu_result cuGraphDestroy(rt_cu_graph g) {
     free(g);
-    st.graphs--;
+    COUNT(st.graphs, -1);
     OK;
 }
 MOCK_API rt_cu_result cuGraphAddKernelNode_v2(rt_cu_graph_node *node, rt_cu_graph g,
@@ -366,7 +378,7 @@ MOCK_API rt_cu_result cuGraphAddKernelNode_v2(rt_cu_graph_node *node, rt_cu_grap
     mg->nodes[mg->nnodes] = *p;
     copy_args(mg, mg->nnodes, p->func, p->kernel_params);
     *node = (rt_cu_graph_node)(uintptr_t)(++mg->nnodes); /* 1-based: never NULL */
-    st.graph_nodes++;
+    COUNT(st.graph_nodes, 1);
     OK;
 }
 MOCK_API rt_cu_result cuGraphInstantiateWithFlags(rt_cu_graph_exec *e, rt_cu_graph g,
@@ -376,7 +388,7 @@ MOCK_API rt_cu_result cuGraphInstantiateWithFlags(rt_cu_graph_exec *e, rt_cu_gra
     if (!copy) return 2;
     *copy = *(mock_graph *)g;
     *e = (rt_cu_graph_exec)copy;
-    st.instantiations++;
+    COUNT(st.instantiations, 1);
     OK;
 }
 MOCK_API rt_cu_result cuGraphExecKernelNodeSetParams_v2(rt_cu_graph_exec e, rt_cu_graph_node n,
@@ -387,15 +399,15 @@ MOCK_API rt_cu_result cuGraphExecKernelNodeSetParams_v2(rt_cu_graph_exec e, rt_c
     record(p->func, p->grid_x, p->block_x, p->kernel_params);
     mg->nodes[i - 1] = *p;
     copy_args(mg, (int)i - 1, p->func, p->kernel_params);
-    st.node_updates++;
+    COUNT(st.node_updates, 1);
     OK;
 }
 MOCK_API rt_cu_result cuGraphLaunch(rt_cu_graph_exec e, rt_cu_stream s) {
     (void)s;
     mock_graph *mg = (mock_graph *)e;
-    st.graph_launches++;
+    COUNT(st.graph_launches, 1);
     for (int i = 0; i < mg->nnodes; i++) {
-        st.launches++;
+        COUNT(st.launches, 1);
         void *args[MAX_ARGS];
         for (int a = 0; a < MAX_ARGS; a++)
             args[a] = &mg->args[i][a];
