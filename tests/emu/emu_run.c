@@ -61,8 +61,7 @@ typedef struct fiber {
     int state;
     unsigned seq;   /* shuffles done */
     unsigned syncs; /* __syncthreads passed */
-    int started;
-    void *tsan; /* its ThreadSanitizer fiber */
+    void *tsan;     /* its ThreadSanitizer fiber */
 } fiber;
 
 static struct {
@@ -75,8 +74,9 @@ static struct {
     void *sched_tsan;   /* the scheduler's ThreadSanitizer fiber */
     /* what TSan orders by: the arrivals at a barrier or a warp's shuffle before the
      * departures from it (two of each, by parity: a thread arriving at the next one must not
-     * order a slow one leaving this one), and a block's threads before what follows it */
-    char tsan_barrier[2], tsan_shfl[MAX_THREADS / 32][2], tsan_done;
+     * order a slow one leaving this one), what came before a block before its threads, and
+     * its threads before what follows it */
+    char tsan_barrier[2], tsan_shfl[MAX_THREADS / 32][2], tsan_start, tsan_done;
     fiber *cur;
     emu_coords *cur_coords;
     emu_kernel_fn fn;
@@ -152,6 +152,7 @@ static void thread_main(transfer_t from) {
     E.sched = from.fctx;
     if (__sanitizer_finish_switch_fiber)
         __sanitizer_finish_switch_fiber(NULL, &E.sched_stack, &E.sched_stack_size);
+    if (__tsan_acquire) __tsan_acquire(&E.tsan_start);
     E.fn(E.args);
     if (__tsan_release) __tsan_release(&E.tsan_done);
     E.cur->state = DONE;
@@ -173,7 +174,6 @@ static void init_fiber(unsigned i, unsigned b, unsigned gx) {
     f->c.gdim = (emu_dim3){gx, 1, 1};
     f->state = READY;
     f->seq = f->syncs = 0;
-    f->started = 0;
     if (__tsan_create_fiber && !f->tsan) { /* one per slot: blocks are in order anyway */
         f->tsan = __tsan_create_fiber(0);
         char name[32];
@@ -195,6 +195,17 @@ static unsigned pick(unsigned nwarps, const unsigned *order, int ahead) {
     unsigned j = next_random() % E.nready[w], i = E.ready[w][j];
     E.ready[w][j] = E.ready[w][--E.nready[w]];
     return i;
+}
+
+/* From the scheduler to thread i, back when it waits or ends */
+static void to_thread(unsigned i) {
+    fiber *f = &E.f[i];
+    void *fake = NULL;
+    if (__sanitizer_start_switch_fiber)
+        __sanitizer_start_switch_fiber(&fake, E.stacks + (size_t)i * STACK + GUARD, STACK - GUARD);
+    if (__tsan_switch_to_fiber) __tsan_switch_to_fiber(f->tsan, TSAN_NO_SYNC);
+    f->ctx = jump_fcontext(f->ctx, NULL).fctx;
+    if (__sanitizer_finish_switch_fiber) __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 }
 
 static void make_ready(unsigned i) {
@@ -221,6 +232,7 @@ static int run_block(unsigned b, unsigned gx) {
         init_fiber(i, b, gx);
         make_ready(i);
     }
+    if (__tsan_release) __tsan_release(&E.tsan_start);
     while (done < n) {
         if (waiting + done == n) {
             set_failure(at_sync ? "__syncthreads that not every thread of the block reaches"
@@ -231,15 +243,7 @@ static int run_block(unsigned b, unsigned gx) {
         fiber *f = &E.f[i];
         E.cur = f;
         E.cur_coords = &f->c;
-        void *fake = NULL;
-        if (__sanitizer_start_switch_fiber)
-            __sanitizer_start_switch_fiber(&fake, E.stacks + (size_t)i * STACK + GUARD,
-                                           STACK - GUARD);
-        /* a thread's start is ordered after what came before the launch, nothing else is */
-        if (__tsan_switch_to_fiber) __tsan_switch_to_fiber(f->tsan, f->started ? TSAN_NO_SYNC : 0);
-        f->started = 1;
-        f->ctx = jump_fcontext(f->ctx, NULL).fctx;
-        if (__sanitizer_finish_switch_fiber) __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+        to_thread(i);
         if (E.failed) return -1;
         if (f->state == DONE) {
             done++;
