@@ -3,9 +3,10 @@
  * into a shared object whose bytes stand for the cubin. Each kernel K gets the entry points
  * the emulating driver calls (K__emu, K__emu_nargs). The "PTX" is the source itself. The
  * compiler, its flags and the header come from the build (EMU_CXX, EMU_CXXFLAGS, EMU_SHIM):
- * where the compiler has AddressSanitizer, kernels are built with it and UndefinedBehavior-
- * Sanitizer, as compute-sanitizer's memcheck would run them, and whatever loads them must have
- * the ASan run-time library preloaded (tests/CMakeLists.txt). */
+ * one build of this library has kernels built with AddressSanitizer and some of UBSan, as
+ * compute-sanitizer's memcheck would run them, another with ThreadSanitizer (racecheck), and
+ * whatever loads such kernels must have that sanitizer's run-time library preloaded
+ * (tests/CMakeLists.txt). */
 #include <ctype.h>
 #include <errno.h>
 #include <spawn.h>
