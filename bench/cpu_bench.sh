@@ -20,7 +20,7 @@ gcc -O2 -std=gnu11 -I"$SRC/include" -I"$SRC" "$SRC/bench/cpu_bench.c" "$BUILD/ge
     -o "$BUILD/cpu_bench" "$BUILD/libfusec.a" -fopenmp -lxxhash -lpthread -lm -ldl
 
 echo "device: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores," \
-     "$(grep -m1 -o -w 'avx512f\|avx2' /proc/cpuinfo | head -1)"
+     "$(grep -m1 -o -w "avx512f\|avx2" /proc/cpuinfo | sort -r | head -1)"
 echo "date: $(date -u +%Y-%m-%d)   commit: $(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo uncommitted)"
 # OpenMP's threads must not spin while fusec's run
 OMP_WAIT_POLICY=passive "$BUILD/cpu_bench" "$BUILD/fusec" "$SRC" "$ROUNDS"

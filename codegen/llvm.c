@@ -65,10 +65,9 @@ typedef struct lg_fn {
     /* column reductions: per-result values of the unit's columns */
     LLVMValueRef *arr; /* by node: alloca [LLVM_COLUMN_WIDTH x T] */
     uint8_t *in_arr;   /* by node: its array holds the values */
-    /* row reductions: the next row's element offsets, to prefetch it block by block during
-     * a sweep of this one (NULL: no prefetching), and the current block's first index */
+    /* row reductions: the next row's element offsets, to prefetch it during a sweep of this
+     * one (NULL: no prefetching) */
     LLVMValueRef *pf_base;
-    LLVMValueRef blk0;
 } lg_fn;
 
 static LLVMValueRef ci64(lg_mod *m, int64_t v) {
@@ -556,7 +555,6 @@ static void walk_run(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0, 
     lg_loop B;
     LLVMValueRef b0 = loop_begin(g, &B, j0, j1, "blk");
     LLVMValueRef b1 = imin(g, LLVMBuildNSWAdd(m->b, b0, ci64(m, LG_BLOCK), ""), j1);
-    g->blk0 = b0;
     w->block_begin(g, w);
     LLVMValueRef j = loop_begin(g, &L, b0, b1, "j");
     g->base = base;
@@ -703,43 +701,33 @@ static void sweep_point(lg_fn *g, lg_sweep *sw, LLVMValueRef *acc_ptrs) {
 /* ---- scalar accumulators (row and full reductions) --------------------------------------------
  */
 
+/* Prefetches the next row's element at this point for the loads that run along the row: the
+ * next row comes from memory while this one is computed in cache, instead of after it. Once
+ * vectorized, one prefetch per vector of elements (see llvm_prefetch.c). */
+static void prefetch_next_row(lg_fn *g) {
+    lg_mod *m = g->m;
+    const llvm_kplan *p = g->p;
+    for (int32_t i = 0; i < p->nacc; i++) {
+        if (p->acc[i].store || !g->pf_base[i] || !((p->acc[i].present >> (p->naxes - 1)) & 1))
+            continue;
+        ir_dtype dt = p->fm->bufs[p->acc[i].buf].dtype;
+        /* a plain GEP: past the last row the address is outside the buffer, which a prefetch
+         * may touch (it never faults) but an inbounds GEP may not name */
+        LLVMValueRef off = LLVMBuildAdd(m->b, g->pf_base[i], g->j, "");
+        lg_prefetch_hint(
+            m, LLVMBuildGEP2(m->b, lg_storage_type(m, dt), g->bufp[p->acc[i].buf], &off, 1, ""));
+    }
+}
+
 static void scalar_point(lg_fn *g, lg_walk *w) {
     lg_sweep *sw = w->ctx;
+    if (g->pf_base && g->j) prefetch_next_row(g);
     LLVMValueRef *pp =
         ir_arena_calloc(g->m->arena, (size_t)(sw->nred + 1) * LG_RED_PARTS, sizeof(*pp));
     for (int32_t i = 0; i < sw->nred; i++)
         for (int k = 0; k < sw->red[i].nparts; k++)
             pp[i * LG_RED_PARTS + k] = w->blocked ? sw->red[i].blk[k] : sw->red[i].tot[k];
     sweep_point(g, sw, pp);
-}
-
-/* Prefetches the next row's elements of this block (all the cache lines they span) for the
- * loads that run along the row: the next row comes from memory while this one is computed
- * in cache, instead of after it. */
-static void prefetch_block(lg_fn *g) {
-    lg_mod *m = g->m;
-    LLVMBuilderRef b = m->b;
-    const llvm_kplan *p = g->p;
-    for (int32_t i = 0; i < p->nacc; i++) {
-        if (p->acc[i].store || !g->pf_base[i] || !((p->acc[i].present >> (p->naxes - 1)) & 1))
-            continue;
-        ir_dtype dt = p->fm->bufs[p->acc[i].buf].dtype;
-        int64_t es = ir_dtypes[dt].bytes;
-        /* plain GEPs: past the last row the addresses are outside the buffer, which a
-         * prefetch may touch (it never faults) but an inbounds GEP may not name */
-        LLVMValueRef off = LLVMBuildAdd(b, g->pf_base[i], g->blk0, "");
-        LLVMValueRef p0 = LLVMBuildBitCast(
-            b, LLVMBuildGEP2(b, lg_storage_type(m, dt), g->bufp[p->acc[i].buf], &off, 1, ""),
-            m->t_i8p, "");
-        lg_loop L;
-        LLVMValueRef k = loop_begin(g, &L, ci64(m, 0), ci64(m, LG_BLOCK * es), "prefetch");
-        LLVMValueRef args[4] = {LLVMBuildGEP2(b, m->t_i8, p0, &k, 1, ""),
-                                LLVMConstInt(m->t_i32, 0, 0), LLVMConstInt(m->t_i32, 2, 0),
-                                LLVMConstInt(m->t_i32, 1, 0)};
-        LLVMTypeRef pt = m->t_i8p;
-        lg_intrinsic(m, "llvm.prefetch", &pt, 1, args, 4);
-        loop_end(g, &L, ci64(m, 64), -1);
-    }
 }
 
 /* The identity of part k of reduction rd. */
@@ -759,7 +747,6 @@ static LLVMValueRef part_combine(lg_fn *g, const lg_red *rd, int k, LLVMValueRef
 
 static void scalar_block_begin(lg_fn *g, lg_walk *w) {
     lg_sweep *sw = w->ctx;
-    if (g->pf_base) prefetch_block(g);
     for (int32_t i = 0; i < sw->nred; i++)
         for (int k = 0; k < sw->red[i].nparts; k++)
             store(g, part_identity(g, &sw->red[i], k), sw->red[i].blk[k]);

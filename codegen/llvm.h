@@ -44,7 +44,7 @@
 #include "ir/ir.h"
 
 /* Changes whenever generated code changes for the same partition: part of cache keys. */
-#define LLVM_CODEGEN_VERSION "llvm-cpu-7"
+#define LLVM_CODEGEN_VERSION "llvm-cpu-8"
 
 /* Elements per chunk of a full reduction: a constant, so that the summation order depends on
  * the shape only (not on the number of threads). */
@@ -93,6 +93,7 @@ typedef struct llvm_kernel_meta {
     ir_kernel_kind kind;
     ir_shape domain;        /* the elements it touches (to decide whether threads pay off) */
     int32_t elem_out_bytes; /* bytes of per-element results per element of the domain */
+    int32_t expensive;      /* it evaluates a transcendental (IR_OPF_EXPENSIVE) per element */
     int32_t ntasks;         /* combined kernels: one per part; else 1 */
     llvm_task *tasks;
     /* row reductions that cache per-element values: the task to use when a thread's scratch

@@ -340,6 +340,8 @@ static int plan_func(ir_func *f, int fi, ir_arena *a, llvm_func_meta *fm, char *
                 const ir_node *n = &f->nodes[kn->body[i]];
                 if ((n->flags & IR_NODE_STORED) && ir_shape_equal(&n->shape, &p.dom))
                     km->elem_out_bytes += ir_dtypes[n->dtype].bytes;
+                if ((ir_ops[n->op].flags & IR_OPF_EXPENSIVE) && ir_shape_equal(&n->shape, &p.dom))
+                    km->expensive = 1;
             }
             t->symbol = symbol(a, fi, f, k, partno, "");
             memset(&t->extent, 0, sizeof t->extent);

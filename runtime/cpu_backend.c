@@ -62,6 +62,7 @@ typedef struct cpu_program {
     rt_jit *jit;            /* loaded by LLVM's JIT, or */
     rt_elf *elf;            /* by fusec's own loader */
     const llvm_module_meta *meta;
+    int vector_bytes;     /* the widest vector the kernels were built for */
     cpu_kernel **kernels; /* [func][kernel] */
     int nfuncs;
     /* blocks for the intermediates of launches, kept between them (concurrent launches
@@ -72,14 +73,20 @@ typedef struct cpu_program {
     size_t block_bytes[CPU_KEPT_BLOCKS];
 } cpu_program;
 
-/* Reductions write results of at least LLVM_STREAM_MIN_BYTES with streaming stores, which
- * let a row's epilogue overlap its writes with the next row's sweeps; element-wise kernels
- * use plain stores, which measured faster for them (bench/RESULTS.md: gelu over 2^26 floats
- * 1.03-1.36x the copy plain against 1.27-1.43x streamed, in five alternating runs; softmax
- * the other way round). FUSEC_CPU_STREAM_MIN_BYTES sets one threshold for every kind (tests
- * set 0 to stream everything). */
+/* Results of at least LLVM_STREAM_MIN_BYTES are written with streaming stores: through an L1
+ * staging block, without the read-for-ownership of each line (a third of the traffic of a
+ * kernel that reads and writes the same bytes), at the price of a second pass over each
+ * block in L1. A kernel bound by memory gains; one bound by its arithmetic loses. So
+ * reductions stream (a row's epilogue overlaps its writes with the next row's sweeps), and
+ * element-wise kernels stream unless they evaluate a transcendental on a target without
+ * AVX-512, where the arithmetic is the bound (bench/RESULTS.md, [16384, 4096] f32 and 2^26
+ * elements on a Zen 5 core, plain against streamed: gelu with 16-float vectors 7.3 against
+ * 6.8 ms, with 8-float vectors 10.9 against 11.8 ms (and 1.03-1.36x against 1.27-1.43x the
+ * copy on the Zen 3 host); bias + ReLU 7.1 against 6.4 ms with either, its f16 and bf16
+ * forms 5.7 against 4.6 ms). FUSEC_CPU_STREAM_MIN_BYTES sets one threshold for every kernel
+ * (tests set 0 to stream everything). */
 static pthread_once_t stream_once = PTHREAD_ONCE_INIT;
-static double stream_min_reduction, stream_min_elementwise;
+static double stream_min_override = -1;
 
 static void stream_init(void) {
     const char *e = getenv("FUSEC_CPU_STREAM_MIN_BYTES");
@@ -90,18 +97,15 @@ static void stream_init(void) {
     double d = e && *e ? strtod(e, &end) : -1;
     if (old) uselocale(old);
     if (c) freelocale(c);
-    if (e && *e && end && *end == 0 && d >= 0) {
-        stream_min_reduction = stream_min_elementwise = d;
-    } else {
-        stream_min_reduction = (double)LLVM_STREAM_MIN_BYTES;
-        stream_min_elementwise = HUGE_VAL;
-    }
+    if (e && *e && end && *end == 0 && d >= 0) stream_min_override = d;
 }
 
-static double stream_min_bytes(ir_kernel_kind kind) {
+static double stream_min_bytes(const llvm_kernel_meta *km, int vector_bytes) {
     pthread_once(&stream_once, stream_init);
-    return kind == IR_KERNEL_POINTWISE || kind == IR_KERNEL_COMBINED ? stream_min_elementwise
-                                                                     : stream_min_reduction;
+    if (stream_min_override >= 0) return stream_min_override;
+    int elementwise = km->kind == IR_KERNEL_POINTWISE || km->kind == IR_KERNEL_COMBINED;
+    if (elementwise && km->expensive && vector_bytes < 64) return HUGE_VAL;
+    return (double)LLVM_STREAM_MIN_BYTES;
 }
 
 static double now_ms(void) {
@@ -317,6 +321,7 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
         return FUSEC_ERR_OUT_OF_MEMORY;
     }
     p->meta = meta;
+    p->vector_bytes = o.vector_bytes;
     pthread_mutex_init(&p->blocks_mu, NULL);
     /* LLVM's JIT when LLVM is in the process anyway (it just built the object), else fusec's
      * own loader */
@@ -382,8 +387,8 @@ static void *aligned(size_t n) {
     return aligned_alloc(CPU_ALIGN, sz ? sz : CPU_ALIGN);
 }
 
-static fusec_status run_kernel(const llvm_kernel_meta *km, const cpu_kernel *ck, void *const *bufs,
-                               const int64_t *syms, char *err, size_t errlen) {
+static fusec_status run_kernel(const llvm_kernel_meta *km, const cpu_kernel *ck, int vector_bytes,
+                               void *const *bufs, const int64_t *syms, char *err, size_t errlen) {
     int64_t counts[64];
     llvm_task_fn fns[64];
     int n = km->ntasks;
@@ -400,7 +405,8 @@ static fusec_status run_kernel(const llvm_kernel_meta *km, const cpu_kernel *ck,
     }
     run_ctx r = {fns, counts, n, bufs, syms, NULL, 0, 0};
     /* results far larger than the caches are streamed to memory */
-    if (km->elem_out_bytes > 0 && (double)elems * km->elem_out_bytes >= stream_min_bytes(km->kind))
+    if (km->elem_out_bytes > 0 &&
+        (double)elems * km->elem_out_bytes >= stream_min_bytes(km, vector_bytes))
         r.flags |= LLVM_TASK_STREAM;
     int max_parts = elems < CPU_PARALLEL_MIN_ELEMS ? 1 : 0;
     int threads = max_parts == 1 ? 1 : rt_pool_size();
@@ -530,7 +536,8 @@ static fusec_status cpu_launch(void *program, int func, const ir_tensor *args, c
         }
     }
     for (int32_t k = 0; k < fm->nkernels && st == FUSEC_OK; k++)
-        st = run_kernel(&fm->kernels[k], &p->kernels[func][k], bufs, syms, err, errlen);
+        st = run_kernel(&fm->kernels[k], &p->kernels[func][k], p->vector_bytes, bufs, syms, err,
+                        errlen);
     if (block) block_give(p, block, block_bytes);
     free(offsets);
     free(bufs);
