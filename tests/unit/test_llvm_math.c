@@ -415,27 +415,37 @@ static int same_bits(float a, float b) {
     return (isnan(a) && isnan(b)) || f2u(a) == f2u(b);
 }
 
-/* expf_nonpos is expf, bit for bit, wherever its argument is <= 0 or NaN: every negative
- * float with the stride, every bit pattern in [-104, -80] (the subnormal results), specials. */
+/* expf_nonpos is expf, bit for bit, wherever its argument is <= 0 or NaN and expf's result is
+ * normal (x >= -0x1.5d589ep6), and +0 below (where expf's result is below 2^-126): every
+ * negative float with the stride, every bit pattern in [-104, -80] (the edge and the
+ * subnormal band), specials. */
+static int nonpos_ok(float x) {
+    float got = llvm_math_expf_nonpos(x), want = llvm_math_expf(x);
+    if (x < -0x1.5d589ep6f) return f2u(got) == 0 && want < 0x1p-126f;
+    return same_bits(got, want) && (isnan(want) || want >= 0x1p-126f);
+}
+
 static void test_expf_nonpos(void) {
     if (!selected("expf_nonpos")) return;
     long bad = 0, points = 0;
     for (uint64_t b = 0x80000000u + shard_lo / 2; b < 0x80000000u + shard_hi / 2; b += opt_stride) {
-        float x = u2f((uint32_t)b);
-        bad += !same_bits(llvm_math_expf_nonpos(x), llvm_math_expf(x));
+        bad += !nonpos_ok(u2f((uint32_t)b));
         points++;
     }
     for (uint32_t b = f2u(-80.0f); b <= f2u(-104.0f); b += opt_stride > 1 ? 7 : 1) {
-        float x = u2f(b);
-        bad += !same_bits(llvm_math_expf_nonpos(x), llvm_math_expf(x));
+        bad += !nonpos_ok(u2f(b));
         points++;
     }
-    const float specials[] = {0.0f, -0.0f,   -0x1p-149f, -FLT_MAX,  -INFINITY, NAN,
-                              -NAN, -104.0f, -103.97f,   -87.3365f, -0x1p-24f};
+    const float specials[] = {0.0f,      -0.0f,  -0x1p-149f,     -FLT_MAX,      -INFINITY,
+                              NAN,       -NAN,   -104.0f,        -103.97f,      -87.3365f,
+                              -0x1p-24f, -87.0f, -0x1.5d589ep6f, -0x1.5d58a0p6f};
     for (size_t i = 0; i < sizeof specials / sizeof *specials; i++) {
-        bad += !same_bits(llvm_math_expf_nonpos(specials[i]), llvm_math_expf(specials[i]));
+        bad += !nonpos_ok(specials[i]);
         points++;
     }
+    CHECK(llvm_math_expf_nonpos(-0x1.5d589ep6f) == llvm_math_expf(-0x1.5d589ep6f),
+          "expf_nonpos at the least normal result");
+    CHECK(f2u(llvm_math_expf_nonpos(-0x1.5d58a0p6f)) == 0, "expf_nonpos flushes below it");
     CHECK(bad == 0, "expf_nonpos differs from expf at %ld of %ld points", bad, points);
     printf("| %-10s | %7s | %-32s | %5s | %10ld |       |\n", "expf_np", "= expf", "", "", points);
 }
