@@ -714,8 +714,9 @@ static void prefetch_next_row(lg_fn *g) {
         /* a plain GEP: past the last row the address is outside the buffer, which a prefetch
          * may touch (it never faults) but an inbounds GEP may not name */
         LLVMValueRef off = LLVMBuildAdd(m->b, g->pf_base[i], g->j, "");
-        lg_prefetch_hint(
-            m, LLVMBuildGEP2(m->b, lg_storage_type(m, dt), g->bufp[p->acc[i].buf], &off, 1, ""));
+        LLVMValueRef ptr =
+            LLVMBuildGEP2(m->b, lg_storage_type(m, dt), g->bufp[p->acc[i].buf], &off, 1, "");
+        lg_prefetch_hint(m, ptr, (int)ir_dtypes[dt].bytes);
     }
 }
 

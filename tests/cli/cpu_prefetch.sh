@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # tests/cli/cpu_prefetch.sh: the CPU backend's row kernels prefetch the next row from inside
 # their vectorized loops (codegen/llvm_prefetch.c): the object code a softmax builds to holds
-# prefetch instructions in the loop that computes exp, none of the hint functions the
-# generator calls survive into it (they would be undefined symbols), and an element-wise
-# kernel has no prefetches. Skipped (77) without the CPU backend or objdump.
+# prefetch instructions in the loop that computes exp, at scalar addresses, none of the hint
+# functions the generator calls survive into it (they would be undefined symbols), and an
+# element-wise kernel has no prefetches. Skipped (77) without the CPU backend or objdump.
 set -u
 : "${FUSEC:?}" "${FUSEC_SRC:?}"
 # shellcheck source=tests/lib.sh
@@ -39,6 +39,13 @@ lines = open(sys.argv[1]).read().splitlines()
 hits = [i for i, l in enumerate(lines) if "prefetch" in l]
 near = lambda i: [l for l in lines[max(0, i - 40):i + 40] if re.search(r"v(fmadd|mul)\w*ps", l)]
 sys.exit(0 if hits and all(near(i) for i in hits) else 1)
+EOF
+# their addresses are scalars (addressing modes on the loop's index), not lane 0 of a vector
+# of addresses moved out of a vector register for each prefetch
+check "softmax's prefetch addresses are not extracted from vectors" python3 - "$tmp/softmax.s" <<'EOF'
+import sys
+lines = open(sys.argv[1]).read().splitlines()
+sys.exit(any("prefetch" in l and "vmovq" in p for p, l in zip(lines, lines[1:])))
 EOF
 
 disassemble "$FUSEC_SRC/examples/gelu.fuse" "$tmp/gelu" || exit 1
