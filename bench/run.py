@@ -297,6 +297,9 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "out"))
     ap.add_argument("--quick", action="store_true", help="one size each (for make demo)")
     ap.add_argument("--reps", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=0,
+                    help="turns each system takes at each workload, interleaved (default: 3 "
+                    "on the CPU, 1 on a GPU and with --quick)")
     ap.add_argument("--target", default=None, help="cpu, cuda or ref (default: every present)")
     ap.add_argument("--cpu-max-log2", type=int, default=26, metavar="K",
                     help="the CPU's largest element-wise size, 2^K (default 26; up to 28)")
@@ -355,28 +358,41 @@ def measure(a, targets, anchor):
             print("  " + run["note"])
         print(f"{'workload':<10} {'dtype':<5} {'shape':<16} {'system':<22} {'ms':>10} "
               f"{'GB/s':>8} {'% copy':>7} {'copy GB/s':>9}")
+        # a shared machine's memory bandwidth can change by 2x from one minute to the next
+        # (bench/RESULTS.md): the contenders take turns, `rounds` times, so that each meets
+        # the same conditions, and each reports its median over the rounds
+        rounds = a.rounds if a.rounds else (1 if target == "cuda" or a.quick else 3)
+        run["rounds"] = rounds
         for (wl, prog, fn, dims, n, kind, dt, shape) in wls:
-            rows = []
-            fused = fusec_bench(a.fusec, prog, fn, dims, target, a.reps)
+            times, fused, unf = {}, None, None
+            copies = {}
+            for _ in range(rounds):
+                f = fusec_bench(a.fusec, prog, fn, dims, target, a.reps)
+                if not f:
+                    break
+                fused = f
+                times.setdefault("fusec", []).append(f["median_ms"])
+                copies["fusec"] = max(copies.get("fusec", 0), f["copy_gbps"])
+                u = fusec_bench(a.fusec, prog, fn, dims, target, a.reps, no_fuse=True)
+                if u:
+                    unf = u
+                    times.setdefault("fusec --no-fuse", []).append(u["median_ms"])
+                    copies["fusec"] = max(copies["fusec"], u["copy_gbps"])
+                if target != "cuda" and anchor and dt == "f32" and kind in ("gelu", "bias_relu"):
+                    args = [kind] + ([shape[0], shape[1]] if kind == "bias_relu" else [n])
+                    r = anchor_run(anchor, args, a.reps)
+                    if r:
+                        times.setdefault("C (gcc -O3 -fopenmp)", []).append(r["median_ms"])
+                if target != "cuda" and dt in ("f32", "f16"):
+                    try:
+                        times.setdefault("numpy", []).append(
+                            numpy_time(kind, shape, dt, max(3, a.reps // 3)))
+                    except ImportError:
+                        pass
             if not fused:
                 continue
             nbytes = fused["bytes"]
-            copies = {"fusec": fused["copy_gbps"]}
-            rows.append(("fusec", fused["median_ms"]))
-            unf = fusec_bench(a.fusec, prog, fn, dims, target, a.reps, no_fuse=True)
-            if unf:
-                rows.append(("fusec --no-fuse", unf["median_ms"]))
-                copies["fusec"] = max(copies["fusec"], unf["copy_gbps"])
-            if target != "cuda" and anchor and dt == "f32" and kind in ("gelu", "bias_relu"):
-                args = [kind] + ([shape[0], shape[1]] if kind == "bias_relu" else [n])
-                r = anchor_run(anchor, args, a.reps)
-                if r:
-                    rows.append(("C (gcc -O3 -fopenmp)", r["median_ms"]))
-            if target != "cuda" and dt in ("f32", "f16"):
-                try:
-                    rows.append(("numpy", numpy_time(kind, shape, dt, max(3, a.reps // 3))))
-                except ImportError:
-                    pass
+            rows = [(system, statistics.median(ts)) for system, ts in times.items()]
             for system in ("torch eager", "torch fused op", "torch.compile", "torch copy_"):
                 p = peers.get((kind, dt, tuple(shape), system))
                 if not p:
