@@ -1,11 +1,16 @@
 /* runtime/threadpool.c: the persistent thread pool of the CPU backend (see threadpool.h).
  *
- * A run publishes its job and bumps a generation counter; every worker that sees the new
- * generation runs its part (if it has one) and counts down `pending`; the last one wakes
- * the caller, which only then may publish the next job. The
- * generation and the count are atomics so that a worker that is still spinning after the
- * previous run picks the job up without taking the lock; sleeping workers are woken through
- * the condition variable, under the mutex, so no wake-up is lost.
+ * A run publishes its job (function, context, size, parts: atomics, read by workers that may
+ * be late), opens one claim slot per part for its generation, and bumps the generation.
+ * Part i belongs to thread i, which claims it by moving its slot from open to taken for that
+ * generation; the caller, once its own part is done, claims and runs every part still open,
+ * so a worker the scheduler has not run yet (the other core busy with another process) costs
+ * nothing but its share of the work: a 65536-element kernel took 0.21 ms instead of 3 us
+ * when the caller waited for it. The caller returns when every part has run; a worker that
+ * wakes after that finds its slot taken or reopened for a later generation, and leaves the
+ * job alone (the job's fields may then be the next run's, which is why nothing is read from
+ * them but after a successful claim). Idle workers spin for a while, then sleep on a
+ * condition variable, woken under the mutex so that no wake-up is lost.
  */
 #include "runtime/threadpool.h"
 
@@ -17,13 +22,6 @@
 #include <string.h>
 #include <time.h>
 
-typedef struct pool_job {
-    rt_pool_fn fn;
-    void *ctx;
-    int64_t n;
-    int parts;
-} pool_job;
-
 static struct {
     pthread_once_t once;
     int size;                 /* threads, the caller included */
@@ -32,8 +30,14 @@ static struct {
     pthread_mutex_t mu;
     pthread_cond_t wake, done;
     atomic_uint_fast64_t gen;
-    atomic_int pending;
-    pool_job job;
+    /* the current job */
+    _Atomic(rt_pool_fn) fn;
+    _Atomic(void *) ctx;
+    _Atomic int64_t n;
+    atomic_int parts;
+    atomic_int finished; /* parts run */
+    /* by part: 2 * generation, + 1 once taken */
+    atomic_uint_fast64_t slot[RT_POOL_MAX_THREADS];
 } pool = {.once = PTHREAD_ONCE_INIT,
           .run_lock = PTHREAD_MUTEX_INITIALIZER,
           .mu = PTHREAD_MUTEX_INITIALIZER,
@@ -57,6 +61,27 @@ void rt_pool_part(int64_t n, int parts, int i, int64_t *begin, int64_t *end) {
     /* the first r parts get one more */
     *begin = (int64_t)i * q + (i < r ? i : r);
     *end = *begin + q + (i < r ? 1 : 0);
+}
+
+/* Claims part i of generation g and runs it on thread `worker`; 0 when it was not open. */
+static int run_claimed(uint_fast64_t g, int i, int worker) {
+    uint_fast64_t open = 2 * g;
+    if (!atomic_compare_exchange_strong_explicit(&pool.slot[i], &open, 2 * g + 1,
+                                                 memory_order_acq_rel, memory_order_relaxed))
+        return 0;
+    /* the job is g's until its last part has run, which cannot be before this one */
+    int parts = atomic_load_explicit(&pool.parts, memory_order_relaxed);
+    int64_t b, e;
+    rt_pool_part(atomic_load_explicit(&pool.n, memory_order_relaxed), parts, i, &b, &e);
+    if (b < e)
+        atomic_load_explicit(&pool.fn, memory_order_relaxed)(
+            atomic_load_explicit(&pool.ctx, memory_order_relaxed), b, e, worker);
+    if (atomic_fetch_add_explicit(&pool.finished, 1, memory_order_acq_rel) + 1 == parts) {
+        pthread_mutex_lock(&pool.mu);
+        pthread_cond_broadcast(&pool.done);
+        pthread_mutex_unlock(&pool.mu);
+    }
+    return 1;
 }
 
 static void *worker_main(void *arg) {
@@ -83,18 +108,7 @@ static void *worker_main(void *arg) {
             pthread_mutex_unlock(&pool.mu);
         }
         seen = g;
-        pool_job job = pool.job; /* published before the generation moved (release) */
-        if (id < job.parts) {
-            int64_t b, e;
-            rt_pool_part(job.n, job.parts, id, &b, &e);
-            if (b < e) job.fn(job.ctx, b, e, id);
-        }
-        /* every worker reports, part or not: the next run may then reuse pool.job */
-        if (atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_acq_rel) == 1) {
-            pthread_mutex_lock(&pool.mu);
-            pthread_cond_broadcast(&pool.done);
-            pthread_mutex_unlock(&pool.mu);
-        }
+        run_claimed(g, id, id); /* a slot past the job's parts is never open for g */
     }
     return NULL;
 }
@@ -117,7 +131,6 @@ static int threads_wanted(void) {
 static void pool_init(void) {
     int want = threads_wanted();
     atomic_init(&pool.gen, 0);
-    atomic_init(&pool.pending, 0);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -154,27 +167,31 @@ void rt_pool_run(int64_t n, int max_parts, rt_pool_fn fn, void *ctx) {
         return;
     }
     pthread_mutex_lock(&pool.run_lock);
-    pool.job.fn = fn;
-    pool.job.ctx = ctx;
-    pool.job.n = n;
-    pool.job.parts = parts;
-    atomic_store_explicit(&pool.pending, pool.started, memory_order_relaxed);
+    uint_fast64_t g = atomic_load_explicit(&pool.gen, memory_order_relaxed) + 1;
+    atomic_store_explicit(&pool.fn, fn, memory_order_relaxed);
+    atomic_store_explicit(&pool.ctx, ctx, memory_order_relaxed);
+    atomic_store_explicit(&pool.n, n, memory_order_relaxed);
+    atomic_store_explicit(&pool.parts, parts, memory_order_relaxed);
+    atomic_store_explicit(&pool.finished, 0, memory_order_relaxed);
+    for (int i = 0; i < parts; i++)
+        atomic_store_explicit(&pool.slot[i], 2 * g, memory_order_relaxed);
     pthread_mutex_lock(&pool.mu);
-    atomic_fetch_add_explicit(&pool.gen, 1, memory_order_release);
+    atomic_store_explicit(&pool.gen, g, memory_order_release);
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.mu);
 
-    int64_t b, e;
-    rt_pool_part(n, parts, 0, &b, &e);
-    if (b < e) fn(ctx, b, e, 0);
+    /* part 0, then whatever part no worker has taken yet */
+    for (int i = 0; i < parts; i++)
+        run_claimed(g, i, 0);
 
     double t0 = now_us();
-    for (int spin = 1; atomic_load_explicit(&pool.pending, memory_order_acquire) != 0; spin++) {
+    for (int spin = 1; atomic_load_explicit(&pool.finished, memory_order_acquire) != parts;
+         spin++) {
         cpu_relax();
         if ((spin & 255) == 0 && now_us() - t0 > RT_POOL_SPIN_US) break;
     }
     pthread_mutex_lock(&pool.mu);
-    while (atomic_load_explicit(&pool.pending, memory_order_acquire) != 0)
+    while (atomic_load_explicit(&pool.finished, memory_order_acquire) != parts)
         pthread_cond_wait(&pool.done, &pool.mu);
     pthread_mutex_unlock(&pool.mu);
     pthread_mutex_unlock(&pool.run_lock);

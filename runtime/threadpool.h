@@ -3,10 +3,11 @@
  * One pool per process, created on first use: as many threads as the process may run on
  * (sched_getaffinity), or FUSEC_NUM_THREADS when set, the calling thread counting as one.
  * Work is a range [0, n) cut into contiguous, nearly equal parts, one per thread; the caller
- * runs part 0 and returns when every part is done. Idle threads sleep on a condition
- * variable (after spinning at most RT_POOL_SPIN_US, so that back-to-back kernels do not pay
- * a wake-up each). Thread safety: any thread may call rt_pool_run; runs from several threads
- * take turns. A process that forks keeps no pool in the child (do not run kernels there).
+ * runs part 0, then every part whose thread has not started it yet (a thread the scheduler
+ * has not run costs no waiting), and returns when every part is done. Idle threads sleep on a
+ * condition variable (after spinning at most RT_POOL_SPIN_US, so that back-to-back kernels do
+ * not pay a wake-up each). Thread safety: any thread may call rt_pool_run; runs from several
+ * threads take turns. A process that forks keeps no pool in the child (do not run kernels there).
  */
 #ifndef FUSEC_RUNTIME_THREADPOOL_H
 #define FUSEC_RUNTIME_THREADPOOL_H
@@ -16,7 +17,8 @@
 #define RT_POOL_MAX_THREADS 256
 #define RT_POOL_SPIN_US     100
 
-/* Runs part [begin, end) of the work on thread `worker` (0 .. parts-1; 0 is the caller). */
+/* Runs part [begin, end) of the work on thread `worker` (0 .. rt_pool_size()-1; 0 is the
+ * caller, which may run other threads' parts too). A thread runs one part at a time. */
 typedef void (*rt_pool_fn)(void *ctx, int64_t begin, int64_t end, int worker);
 
 /* The number of threads the pool runs work on (the caller included); creates the pool. */

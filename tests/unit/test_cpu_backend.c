@@ -3,7 +3,8 @@
  * (LLVM's ORC JIT and fusec's own, FUSEC_CPU_LOADER), run-to-run bit identity, concurrent
  * launches from several threads, integer division by zero, max over an empty axis, rounding to
  * bf16 at its edges (ties, overflow, every kind of NaN); and the
- * pieces under it: the thread pool's parts, the ELF loader's refusals, the copy roofline.
+ * pieces under it: the thread pool's parts (also from several threads at once, with more
+ * threads than cores), the ELF loader's refusals, the copy roofline.
  * Skipped (77) when the build has no CPU backend. */
 #include "fusec.h"
 
@@ -291,6 +292,38 @@ static void test_pool(void) {
     }
 }
 
+/* Many small runs from several threads at once, more threads than cores: the pool's workers
+ * are often not running when a run starts, so callers take their parts, and workers wake to
+ * parts taken, or to a later run's. Every item of every run is still run exactly once, and
+ * only inside its run. */
+static void *pool_stress(void *arg) {
+    int *bad = arg;
+    for (int r = 0; r < 3000; r++) {
+        int64_t n = 2 + r % 37;
+        unsigned char seen[40] = {0};
+        pool_ctx c = {n, seen, 0};
+        rt_pool_run(n, 0, mark, &c);
+        for (int64_t i = 0; i < n; i++)
+            c.bad |= seen[i] != 1;
+        if (c.bad) {
+            *bad = r + 1;
+            break;
+        }
+    }
+    return NULL;
+}
+
+static void test_pool_stress(void) {
+    pthread_t t[3];
+    int bad[3] = {0, 0, 0};
+    for (int i = 0; i < 3; i++)
+        CHECK(pthread_create(&t[i], NULL, pool_stress, &bad[i]) == 0);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(t[i], NULL);
+        CHECK_MSG(bad[i] == 0, "thread %d: run %d ran an item other than once", i, bad[i] - 1);
+    }
+}
+
 static void test_elf_refusals(void) {
     char err[256] = "";
     unsigned char junk[256];
@@ -315,6 +348,7 @@ int main(void) {
         return 77;
     }
     test_pool();
+    test_pool_stress();
     test_elf_refusals();
     test_copy_time();
     fusec_module *mr = compile(FUSEC_TARGET_REF);
