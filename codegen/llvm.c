@@ -707,8 +707,12 @@ static void sweep_point(lg_fn *g, lg_sweep *sw, LLVMValueRef *acc_ptrs) {
 static void prefetch_next_row(lg_fn *g) {
     lg_mod *m = g->m;
     const llvm_kplan *p = g->p;
+    uint32_t kept = ~p->reduced & ((1u << p->naxes) - 1);
     for (int32_t i = 0; i < p->nacc; i++) {
-        if (p->acc[i].store || !g->pf_base[i] || !((p->acc[i].present >> (p->naxes - 1)) & 1))
+        /* loads along the row, of a buffer whose next row is elsewhere (not a weight that
+         * every row reads: layernorm's w and b are in cache already) */
+        if (p->acc[i].store || !g->pf_base[i] || !((p->acc[i].present >> (p->naxes - 1)) & 1) ||
+            !(p->acc[i].present & kept))
             continue;
         ir_dtype dt = p->fm->bufs[p->acc[i].buf].dtype;
         /* a plain GEP: past the last row the address is outside the buffer, which a prefetch
