@@ -80,13 +80,17 @@ LLVMValueRef lg_red_parts_key(lg_mod *m, const ir_func *f, const ir_node *n,
 /* A call of intrinsic `name` overloaded on the types tys[0 .. ntys). */
 LLVMValueRef lg_intrinsic(lg_mod *m, const char *name, LLVMTypeRef *tys, int ntys,
                           LLVMValueRef *args, int nargs);
+/* The same by intrinsic id, in module mod at builder b's position (outside generation). */
+LLVMValueRef lg_intrinsic_in(LLVMModuleRef mod, LLVMBuilderRef b, unsigned id, LLVMTypeRef *tys,
+                             int ntys, LLVMValueRef *args, int nargs);
 
 /* A prefetch (for reading, into L2) of the cache line at ptr, whose elements have elem_bytes
  * bytes, in a loop that is to be vectorized: once lowered, one prefetch per cache line of the
  * loop's elements (llvm_prefetch.c). */
 void lg_prefetch_hint(lg_mod *m, LLVMValueRef ptr, int elem_bytes);
 /* After the O3 pipeline: the hints made into prefetches of their vectors' first lanes (in
- * scalar loops, removed). 0, or -1 with err. */
-int llvm_lower_prefetch_hints(LLVMModuleRef mod, char *err, size_t errlen);
+ * scalar loops, removed). The hint's declarations are left unused; the caller's globaldce pass
+ * deletes them. */
+void llvm_lower_prefetch_hints(LLVMModuleRef mod);
 
 #endif

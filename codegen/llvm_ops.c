@@ -64,6 +64,13 @@ LLVMValueRef lg_const(lg_mod *m, const ir_node *n) {
     return cint(t, ir_wrap_int(n->value.i, n->dtype));
 }
 
+LLVMValueRef lg_intrinsic_in(LLVMModuleRef mod, LLVMBuilderRef b, unsigned id, LLVMTypeRef *tys,
+                             int ntys, LLVMValueRef *args, int nargs) {
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(mod, id, tys, (size_t)ntys);
+    LLVMTypeRef fty = LLVMIntrinsicGetType(LLVMGetModuleContext(mod), id, tys, (size_t)ntys);
+    return LLVMBuildCall2(b, fty, fn, args, (unsigned)nargs, "");
+}
+
 LLVMValueRef lg_intrinsic(lg_mod *m, const char *name, LLVMTypeRef *tys, int ntys,
                           LLVMValueRef *args, int nargs) {
     unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
@@ -71,9 +78,7 @@ LLVMValueRef lg_intrinsic(lg_mod *m, const char *name, LLVMTypeRef *tys, int nty
         lg_fail(m, "internal error: no intrinsic %s", name);
         return LLVMGetUndef(LLVMTypeOf(args[0]));
     }
-    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(m->mod, id, tys, (size_t)ntys);
-    LLVMTypeRef fty = LLVMIntrinsicGetType(m->ctx, id, tys, (size_t)ntys);
-    return LLVMBuildCall2(m->b, fty, fn, args, (unsigned)nargs, "");
+    return lg_intrinsic_in(m->mod, m->b, id, tys, ntys, args, nargs);
 }
 
 static LLVMValueRef intr1(lg_mod *m, const char *name, LLVMValueRef x) {

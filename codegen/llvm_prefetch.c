@@ -16,14 +16,11 @@
  * llvm_lower_prefetch_hints turns the variants' calls into prefetches of their first lanes'
  * addresses (one per cache line: a vector of 16 bf16 spans half a line), drops the scalar
  * calls that remain (loops left scalar, and vector loops' remainders: a prefetch per element
- * would cost more than it saves), and has globaldce delete the declarations, so that the
- * object code refers to none. */
+ * would cost more than it saves), and leaves the declarations to a globaldce pass, so that
+ * the object code refers to none. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include <llvm-c/Error.h>
-#include <llvm-c/Transforms/PassBuilder.h>
 
 #include "codegen/llvm_gen.h"
 
@@ -105,11 +102,9 @@ static void build_prefetch(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef p) 
     LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx);
     LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(ctx), 0);
     static const char name[] = "llvm.prefetch";
-    unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
-    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(mod, id, &i8p, 1);
     LLVMValueRef args[4] = {p, LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, 2, 0),
                             LLVMConstInt(i32, 1, 0)};
-    LLVMBuildCall2(b, LLVMIntrinsicGetType(ctx, id, &i8p, 1), fn, args, 4, "");
+    lg_intrinsic_in(mod, b, LLVMLookupIntrinsicID(name, strlen(name)), &i8p, 1, args, 4);
 }
 
 /* Which hint site a vector call belongs to: the buffer its addresses are in (the vectorizer's
@@ -247,8 +242,9 @@ static void lower_block(LLVMModuleRef mod, lane_memo *z, LLVMBasicBlockRef bb,
         if (callee != scalar && !lanes) continue;
         if (lanes) {
             LLVMValueRef bytes_v = LLVMGetOperand(in, 1);
+            LLVMValueRef bytes_c = LLVMIsAConstant(bytes_v) ? const_lane0(bytes_v) : NULL;
             unsigned long long bytes =
-                LLVMIsAConstant(bytes_v) ? LLVMConstIntGetZExtValue(const_lane0(bytes_v)) : LINE;
+                bytes_c && LLVMIsAConstantInt(bytes_c) ? LLVMConstIntGetZExtValue(bytes_c) : LINE;
             unsigned span = lanes * (unsigned)(bytes ? bytes : 1);
             unsigned every = span >= LINE ? 1 : LINE / span;
             LLVMValueRef s = site_of(in);
@@ -276,9 +272,9 @@ static void lower_block(LLVMModuleRef mod, lane_memo *z, LLVMBasicBlockRef bb,
     }
 }
 
-int llvm_lower_prefetch_hints(LLVMModuleRef mod, char *err, size_t errlen) {
+void llvm_lower_prefetch_hints(LLVMModuleRef mod) {
     LLVMValueRef scalar = LLVMGetNamedFunction(mod, HINT_NAME);
-    if (!scalar) return 0;
+    if (!scalar) return;
     lane_memo z;
     z.b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
     for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
@@ -288,18 +284,8 @@ int llvm_lower_prefetch_hints(LLVMModuleRef mod, char *err, size_t errlen) {
     }
     LLVMDisposeBuilder(z.b);
     /* the declarations are unused now but for llvm.compiler.used's constant bitcasts: with
-     * the global gone, globaldce deletes them together with those constants (deleting a
-     * function here would leave the constants pointing at freed memory) */
+     * the global gone, the caller's globaldce deletes them together with those constants
+     * (deleting a function here would leave the constants pointing at freed memory) */
     LLVMValueRef used = LLVMGetNamedGlobal(mod, "llvm.compiler.used");
     if (used) LLVMDeleteGlobal(used);
-    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-    LLVMErrorRef e = LLVMRunPasses(mod, "globaldce", NULL, po);
-    LLVMDisposePassBuilderOptions(po);
-    if (e) {
-        char *msg = LLVMGetErrorMessage(e);
-        snprintf(err, errlen, "LLVM globaldce after lowering prefetches: %s", msg);
-        LLVMDisposeErrorMessage(msg);
-        return -1;
-    }
-    return 0;
 }

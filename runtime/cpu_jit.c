@@ -235,7 +235,9 @@ static int jit_build(const llvm_module_meta *meta, const llvm_gen_options *o, ir
     LLVMPassBuilderOptionsSetLoopUnrolling(po, 0);
     if (take_error(LLVMRunPasses(mod, "default<O3>", tm, po), "LLVM O3 pipeline", err, errlen))
         goto done;
-    if (llvm_lower_prefetch_hints(mod, err, errlen)) goto done;
+    llvm_lower_prefetch_hints(mod);
+    if (take_error(LLVMRunPasses(mod, "globaldce", tm, po), "LLVM globaldce", err, errlen))
+        goto done;
     double t3 = now_ms();
     char *msg = NULL;
     if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &out)) {
