@@ -42,7 +42,8 @@ static void bias_relu(const float *restrict x, const float *restrict b, float *r
 
 static void copy(const float *restrict x, float *restrict y, long n) {
 #pragma omp parallel for simd schedule(static)
-    for (long i = 0; i < n; i++) y[i] = x[i];
+    for (long i = 0; i < n; i++)
+        y[i] = x[i];
 }
 
 int main(int argc, char **argv) {
@@ -65,19 +66,24 @@ int main(int argc, char **argv) {
         x[i] = (float)((i * 2654435761u) % 4001) / 1000.0f - 2.0f;
         y[i] = 0.0f;
     }
-    for (long c = 0; c < cols; c++) b[c] = (float)(c % 7) - 3.0f;
+    for (long c = 0; c < cols; c++)
+        b[c] = (float)(c % 7) - 3.0f;
     for (int r = -1; r < reps; r++) {
         double t0 = now_ms();
-        if (bias) bias_relu(x, b, y, rows, cols);
-        else if (!strcmp(what, "gelu")) gelu_anchor(y, x, n);
-        else copy(x, y, n);
+        if (bias)
+            bias_relu(x, b, y, rows, cols);
+        else if (!strcmp(what, "gelu"))
+            gelu_anchor(y, x, n);
+        else
+            copy(x, y, n);
         if (r >= 0) t[r] = now_ms() - t0;
     }
     qsort(t, (size_t)reps, sizeof *t, cmp);
     double med = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
     double bytes = 2.0 * (double)n * sizeof(float) + (bias ? (double)cols * sizeof(float) : 0.0);
     double check = 0;
-    for (long i = 0; i < n; i += n / 64 + 1) check += y[i];
+    for (long i = 0; i < n; i += n / 64 + 1)
+        check += y[i];
     printf("{\"what\": \"%s\", \"n\": %ld, \"median_ms\": %.6f, \"bytes\": %.0f, "
            "\"gbps\": %.3f, \"threads\": %d, \"check\": %.6g}\n",
            what, n, med, bytes, bytes / (med * 1e6), omp_get_max_threads(), check);

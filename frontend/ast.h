@@ -29,8 +29,8 @@ typedef struct ast_arg {
     int is_axis;
     int axis_is_tuple; /* axis=(...) rather than axis=N */
     int32_t naxes;
-    int64_t *axes;       /* as written, negative allowed */
-    src_loc *axes_locs;  /* where each axis number starts (its '-' if negative) */
+    int64_t *axes;      /* as written, negative allowed */
+    src_loc *axes_locs; /* where each axis number starts (its '-' if negative) */
 } ast_arg;
 
 struct ast_expr {

@@ -7,9 +7,9 @@
 #include "../ir/ir.h"
 
 /* Limits that keep absurd input from exhausting the stack or the machine. */
-#define PARSE_MAX_DEPTH 200          /* nesting of expressions */
-#define CHECK_MAX_INLINE_DEPTH 64    /* nested calls */
-#define CHECK_MAX_NODES (1 << 16)    /* IR nodes in one function after inlining */
+#define PARSE_MAX_DEPTH        200       /* nesting of expressions */
+#define CHECK_MAX_INLINE_DEPTH 64        /* nested calls */
+#define CHECK_MAX_NODES        (1 << 16) /* IR nodes in one function after inlining */
 
 /* Parses d->src (d->src[d->len] must be NUL) into *out. Syntax errors go to d, with
  * recovery at statement level so one run reports several. Returns the number of errors. */

@@ -10,44 +10,44 @@
 #include "../ir/ir.h"
 
 /* ORDER LEX_TOKEN: lex_token_names in lexer.re follows this list. */
-#define LEX_TOKENS(X)                                                                          \
-    X(EOF, "end of file")                                                                      \
-    X(ERROR, "invalid token")                                                                  \
-    X(IDENT, "identifier")                                                                     \
-    X(INT, "integer literal")                                                                  \
-    X(FLOAT, "float literal")                                                                  \
-    X(DTYPE, "dtype name")                                                                     \
-    X(FN, "'fn'")                                                                              \
-    X(LET, "'let'")                                                                            \
-    X(RETURN, "'return'")                                                                      \
-    X(TRUE, "'true'")                                                                          \
-    X(FALSE, "'false'")                                                                        \
-    X(AXIS, "'axis'")                                                                          \
-    X(PLUS, "'+'")                                                                             \
-    X(MINUS, "'-'")                                                                            \
-    X(STAR, "'*'")                                                                             \
-    X(SLASH, "'/'")                                                                            \
-    X(PERCENT, "'%'")                                                                          \
-    X(EQEQ, "'=='")                                                                            \
-    X(NE, "'!='")                                                                              \
-    X(LT, "'<'")                                                                               \
-    X(LE, "'<='")                                                                              \
-    X(GT, "'>'")                                                                               \
-    X(GE, "'>='")                                                                              \
-    X(ANDAND, "'&&'")                                                                          \
-    X(OROR, "'||'")                                                                            \
-    X(BANG, "'!'")                                                                             \
-    X(QUESTION, "'?'")                                                                         \
-    X(COLON, "':'")                                                                            \
-    X(ASSIGN, "'='")                                                                           \
-    X(ARROW, "'->'")                                                                           \
-    X(COMMA, "','")                                                                            \
-    X(SEMI, "';'")                                                                             \
-    X(LPAREN, "'('")                                                                           \
-    X(RPAREN, "')'")                                                                           \
-    X(LBRACKET, "'['")                                                                         \
-    X(RBRACKET, "']'")                                                                         \
-    X(LBRACE, "'{'")                                                                           \
+#define LEX_TOKENS(X)                                                                              \
+    X(EOF, "end of file")                                                                          \
+    X(ERROR, "invalid token")                                                                      \
+    X(IDENT, "identifier")                                                                         \
+    X(INT, "integer literal")                                                                      \
+    X(FLOAT, "float literal")                                                                      \
+    X(DTYPE, "dtype name")                                                                         \
+    X(FN, "'fn'")                                                                                  \
+    X(LET, "'let'")                                                                                \
+    X(RETURN, "'return'")                                                                          \
+    X(TRUE, "'true'")                                                                              \
+    X(FALSE, "'false'")                                                                            \
+    X(AXIS, "'axis'")                                                                              \
+    X(PLUS, "'+'")                                                                                 \
+    X(MINUS, "'-'")                                                                                \
+    X(STAR, "'*'")                                                                                 \
+    X(SLASH, "'/'")                                                                                \
+    X(PERCENT, "'%'")                                                                              \
+    X(EQEQ, "'=='")                                                                                \
+    X(NE, "'!='")                                                                                  \
+    X(LT, "'<'")                                                                                   \
+    X(LE, "'<='")                                                                                  \
+    X(GT, "'>'")                                                                                   \
+    X(GE, "'>='")                                                                                  \
+    X(ANDAND, "'&&'")                                                                              \
+    X(OROR, "'||'")                                                                                \
+    X(BANG, "'!'")                                                                                 \
+    X(QUESTION, "'?'")                                                                             \
+    X(COLON, "':'")                                                                                \
+    X(ASSIGN, "'='")                                                                               \
+    X(ARROW, "'->'")                                                                               \
+    X(COMMA, "','")                                                                                \
+    X(SEMI, "';'")                                                                                 \
+    X(LPAREN, "'('")                                                                               \
+    X(RPAREN, "')'")                                                                               \
+    X(LBRACKET, "'['")                                                                             \
+    X(RBRACKET, "']'")                                                                             \
+    X(LBRACE, "'{'")                                                                               \
     X(RBRACE, "'}'")
 
 typedef enum lex_kind {

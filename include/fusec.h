@@ -43,7 +43,7 @@ extern "C" {
 #define FUSEC_VERSION_MAJOR 0
 #define FUSEC_VERSION_MINOR 1
 #define FUSEC_VERSION_PATCH 0
-#define FUSEC_VERSION_NUMBER                                                                   \
+#define FUSEC_VERSION_NUMBER                                                                       \
     (FUSEC_VERSION_MAJOR * 10000 + FUSEC_VERSION_MINOR * 100 + FUSEC_VERSION_PATCH)
 #define FUSEC_VERSION_STRING "0.1.0"
 
@@ -62,7 +62,7 @@ typedef enum fusec_status {
     FUSEC_ERR_NOT_FOUND = 4,        /* no function of that name */
     FUSEC_ERR_SHAPE = 5,            /* a tensor's rank or dims do not fit the signature */
     FUSEC_ERR_DTYPE = 6,            /* a tensor's dtype is not the parameter's */
-    FUSEC_ERR_OUT_OF_MEMORY = 7,
+    FUSEC_ERR_OUT_OF_MEMORY = 7,    /* an allocation failed, on the host or the device */
     FUSEC_ERR_UNSUPPORTED = 8,      /* the target is not built in, or cannot do this */
     FUSEC_ERR_NO_DEVICE = 9,        /* no CUDA driver or device was found */
     FUSEC_ERR_COMPILER = 10,        /* the backend compiler (NVRTC, LLVM) failed */
@@ -94,8 +94,8 @@ FUSEC_API size_t fusec_dtype_size(fusec_dtype t);      /* bytes; 0 when out of r
  * to f16/bf16 rounds to nearest even (integers beyond 2^53 go through double first); float
  * to integer truncates toward zero and saturates (NaN gives 0); integer to integer wraps;
  * anything to bool is `!= 0`. */
-FUSEC_API fusec_status fusec_convert(fusec_dtype from, const void *src, fusec_dtype to,
-                                     void *dst, size_t count);
+FUSEC_API fusec_status fusec_convert(fusec_dtype from, const void *src, fusec_dtype to, void *dst,
+                                     size_t count);
 
 /* ---- options -------------------------------------------------------------------------- */
 
@@ -108,7 +108,7 @@ typedef enum fusec_target {
 
 typedef struct fusec_options {
     size_t struct_size;     /* sizeof(fusec_options): set by fusec_options_init */
-    fusec_target target;
+    fusec_target target;    /* where kernels run (default FUSEC_TARGET_AUTO) */
     const char *arch;       /* "sm_90": CUDA code for that architecture; NULL: the GPU's own */
     int no_fuse;            /* every operation its own kernel (the unfused baseline) */
     int fast_math;          /* approximate transcendentals */
@@ -134,9 +134,8 @@ typedef struct fusec_function fusec_function;
  * path shown in diagnostics for a string. `opt` may be NULL (defaults). */
 FUSEC_API fusec_status fusec_module_compile_file(const char *path, const fusec_options *opt,
                                                  fusec_module **out);
-FUSEC_API fusec_status fusec_module_compile_string(const char *name, const char *src,
-                                                   size_t len, const fusec_options *opt,
-                                                   fusec_module **out);
+FUSEC_API fusec_status fusec_module_compile_string(const char *name, const char *src, size_t len,
+                                                   const fusec_options *opt, fusec_module **out);
 /* Generates, compiles (through the disk cache) and loads the module's kernels for its
  * target. The first launch does it when it was not done before; call it to pay the cost up
  * front or to fill the cache (`fusec FILE.fuse` does). With target CUDA and an explicit
@@ -196,10 +195,8 @@ typedef struct fusec_param_info {
 FUSEC_API const char *fusec_function_name(const fusec_function *f);
 FUSEC_API int fusec_function_num_params(const fusec_function *f);
 FUSEC_API int fusec_function_num_results(const fusec_function *f);
-FUSEC_API fusec_status fusec_function_param(const fusec_function *f, int i,
-                                            fusec_param_info *out);
-FUSEC_API fusec_status fusec_function_result(const fusec_function *f, int i,
-                                             fusec_param_info *out);
+FUSEC_API fusec_status fusec_function_param(const fusec_function *f, int i, fusec_param_info *out);
+FUSEC_API fusec_status fusec_function_result(const fusec_function *f, int i, fusec_param_info *out);
 
 /* ---- launching ------------------------------------------------------------------------ */
 
@@ -214,9 +211,9 @@ typedef struct fusec_tensor {
 
 /* Computes the shapes of the results for inputs of the given shapes (only rank and shape of
  * `inputs` are read): results[i].rank and .shape and .dtype are set, .data is untouched. */
-FUSEC_API fusec_status fusec_function_result_shapes(fusec_function *f,
-                                                    const fusec_tensor *inputs, int ninputs,
-                                                    fusec_tensor *results, int nresults);
+FUSEC_API fusec_status fusec_function_result_shapes(fusec_function *f, const fusec_tensor *inputs,
+                                                    int ninputs, fusec_tensor *results,
+                                                    int nresults);
 
 /* Runs f: inputs one per parameter in order, results one per result, each already
  * allocated with its shape and dtype. Descriptors are checked against the signature before
@@ -238,17 +235,16 @@ typedef struct fusec_plan fusec_plan;
 
 /* Makes a plan of f for these tensors (checked as fusec_launch checks them). On CUDA, its
  * scratch memory is taken on `stream` and ready when this returns. */
-FUSEC_API fusec_status fusec_plan_create(fusec_function *f, const fusec_tensor *inputs,
-                                         int ninputs, const fusec_tensor *results,
-                                         int nresults, void *stream, fusec_plan **out);
+FUSEC_API fusec_status fusec_plan_create(fusec_function *f, const fusec_tensor *inputs, int ninputs,
+                                         const fusec_tensor *results, int nresults, void *stream,
+                                         fusec_plan **out);
 /* Runs the plan on `stream` (CUDA: asynchronous, one graph launch; NULL: the default
  * stream). */
 FUSEC_API fusec_status fusec_plan_launch(fusec_plan *p, void *stream);
 /* Points the plan at other tensors of the same shapes and dtypes (FUSEC_ERR_SHAPE when the
  * shapes differ: make a new plan for new shapes). Launches already made are not affected. */
-FUSEC_API fusec_status fusec_plan_rebind(fusec_plan *p, const fusec_tensor *inputs,
-                                         int ninputs, const fusec_tensor *results,
-                                         int nresults);
+FUSEC_API fusec_status fusec_plan_rebind(fusec_plan *p, const fusec_tensor *inputs, int ninputs,
+                                         const fusec_tensor *results, int nresults);
 /* Frees the plan. On CUDA its scratch memory returns to the pool ordered after the last
  * launch's stream; a launch still running completes. NULL is accepted. */
 FUSEC_API void fusec_plan_free(fusec_plan *p);
@@ -278,8 +274,8 @@ FUSEC_API int fusec_function_num_kernels(const fusec_function *f);
  * milliseconds, measured with the target's own clock (CUDA events on a GPU, the monotonic
  * wall clock elsewhere). Arguments as for fusec_launch. */
 FUSEC_API fusec_status fusec_bench_launch(fusec_function *f, const fusec_tensor *inputs,
-                                          int ninputs, const fusec_tensor *results,
-                                          int nresults, int reps, double *median_ms);
+                                          int ninputs, const fusec_tensor *results, int nresults,
+                                          int reps, double *median_ms);
 
 /* What fusec_bench_run measures. */
 typedef struct fusec_bench_result {
@@ -292,15 +288,14 @@ typedef struct fusec_bench_result {
 
 /* As fusec_bench_launch, launching through a plan of f when use_plan is set (one graph
  * launch per run) and through fusec_launch otherwise. */
-FUSEC_API fusec_status fusec_bench_run(fusec_function *f, const fusec_tensor *inputs,
-                                       int ninputs, const fusec_tensor *results, int nresults,
-                                       int reps, int use_plan, fusec_bench_result *out);
+FUSEC_API fusec_status fusec_bench_run(fusec_function *f, const fusec_tensor *inputs, int ninputs,
+                                       const fusec_tensor *results, int nresults, int reps,
+                                       int use_plan, fusec_bench_result *out);
 
 /* The roofline: the median time the module's target takes to move `bytes` bytes as a plain
  * copy (bytes / 2 read from one buffer and written to another) with all its parallelism
  * (every core on the CPU; a device-to-device copy on a GPU). */
-FUSEC_API fusec_status fusec_bench_copy(fusec_module *m, size_t bytes, int reps,
-                                        double *median_ms);
+FUSEC_API fusec_status fusec_bench_copy(fusec_module *m, size_t bytes, int reps, double *median_ms);
 
 /* ---- the kernel cache ------------------------------------------------------------------ */
 

@@ -18,6 +18,8 @@ have_cmd make || need+=(make)
 have_cmd pkg-config || need+=(pkg-config)
 have_cmd clang || need+=(clang)
 have_pkg libclang-rt-14-dev || need+=(libclang-rt-14-dev)
+# tests/cli/format.sh holds the sources to `make format`'s clang-format
+have_cmd clang-format || need+=(clang-format)
 have_pkg llvm-14-dev || need+=(llvm-14-dev)
 have_pkg libxxhash-dev || need+=(libxxhash-dev)
 have_cmd python3 || need+=(python3)
