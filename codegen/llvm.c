@@ -1340,6 +1340,7 @@ static void gen_column(lg_fn *g) {
 /* ---- the module -------------------------------------------------------------------------------
  */
 
+/* Task `name` of plan p: variant 0 the kernel's task, 2 a full reduction's finalize. */
 static int gen_task(lg_mod *m, const llvm_kplan *p, const char *name, int variant) {
     lg_fn g;
     memset(&g, 0, sizeof g);
@@ -1402,7 +1403,6 @@ int llvm_gen_module(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_module_met
                     break;
                 }
                 rc = gen_task(&m, &p, km->tasks[t].symbol, 0);
-                if (!rc && km->uncached_symbol) rc = gen_task(&m, &p, km->uncached_symbol, 1);
                 if (!rc && km->finalize) rc = gen_task(&m, &p, km->finalize, 2);
             }
         }

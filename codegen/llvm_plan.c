@@ -354,7 +354,6 @@ static int plan_func(ir_func *f, int fi, ir_arena *a, llvm_func_meta *fm, char *
             case LLVM_LOOP_ROW:
                 t->extent.outer = p.outer;
                 if (p.ncached) {
-                    km->uncached_symbol = symbol(a, fi, f, k, partno, "_nc");
                     km->scratch_shape = sub_shape(&p.dom, p.red);
                     km->scratch_bytes = p.cache_bytes;
                 }

@@ -29,6 +29,7 @@
 #include <locale.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -56,7 +57,6 @@
 
 typedef struct cpu_kernel {
     llvm_task_fn *tasks; /* one per task */
-    llvm_task_fn uncached;
     llvm_task_fn finalize;
 } cpu_kernel;
 
@@ -259,9 +259,6 @@ static int resolve(cpu_program *p, char *err, size_t errlen) {
             if (!ck->tasks) goto oom;
             for (int32_t t = 0; t < km->ntasks; t++)
                 if (!(ck->tasks[t] = lookup(p, km->tasks[t].symbol, err, errlen))) return -1;
-            if (km->uncached_symbol &&
-                !(ck->uncached = lookup(p, km->uncached_symbol, err, errlen)))
-                return -1;
             if (km->finalize && !(ck->finalize = lookup(p, km->finalize, err, errlen))) return -1;
         }
     }
@@ -418,16 +415,17 @@ static fusec_status run_kernel(const llvm_kernel_meta *km, const cpu_kernel *ck,
     int threads = max_parts == 1 ? 1 : rt_pool_size();
     void *scratch = NULL;
     if (km->scratch_bytes > 0) {
+        /* a row's cached values for each part: workers' indexes are below the parts' count,
+         * which is at most the rows', so rows far longer than the caches, which are few, take
+         * scratch for few threads (the whole is at most the input's size or twice it) */
+        size_t slots = (size_t)(total < threads ? total : threads);
         size_t per = (size_t)llvm_shape_count(&km->scratch_shape, syms) * (size_t)km->scratch_bytes;
-        if (per > LLVM_ROW_CACHE_MAX_BYTES) {
-            fns[0] = ck->uncached;
-        } else {
-            r.scratch_stride =
-                (per + CPU_SCRATCH_GAP - 1) / CPU_SCRATCH_GAP * CPU_SCRATCH_GAP + CPU_SCRATCH_GAP;
-            scratch = aligned(r.scratch_stride * (size_t)threads);
-            if (!scratch) goto oom;
-            r.scratch = scratch;
-        }
+        r.scratch_stride =
+            (per + CPU_SCRATCH_GAP - 1) / CPU_SCRATCH_GAP * CPU_SCRATCH_GAP + CPU_SCRATCH_GAP;
+        if (slots > 0 && r.scratch_stride > SIZE_MAX / slots) goto oom;
+        scratch = aligned(r.scratch_stride * slots);
+        if (!scratch) goto oom;
+        r.scratch = scratch;
     }
     if (ck->finalize) {
         size_t bytes = (size_t)total * (size_t)km->npartials * 8;
