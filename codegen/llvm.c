@@ -701,18 +701,18 @@ static void sweep_point(lg_fn *g, lg_sweep *sw, LLVMValueRef *acc_ptrs) {
 /* ---- scalar accumulators (row and full reductions) --------------------------------------------
  */
 
-/* Prefetches the next row's element at this point for the loads that run along the row: the
- * next row comes from memory while this one is computed in cache, instead of after it. Once
- * vectorized, one prefetch per vector of elements (see llvm_prefetch.c). */
-static void prefetch_next_row(lg_fn *g) {
+/* Prefetches the element at this point of the row g->pf_base gives, for the loads that run
+ * along the row and vary along the axes `along`: row kernels fetch their next row while this
+ * one is computed in cache, column kernels rows ahead (rows_ahead). Once vectorized, one
+ * prefetch per vector of elements (see llvm_prefetch.c). */
+static void prefetch_ahead(lg_fn *g, uint32_t along) {
     lg_mod *m = g->m;
     const llvm_kplan *p = g->p;
-    uint32_t kept = ~p->reduced & ((1u << p->naxes) - 1);
     for (int32_t i = 0; i < p->nacc; i++) {
-        /* loads along the row, of a buffer whose next row is elsewhere (not a weight that
+        /* loads along the run, of a buffer whose next row is elsewhere (not a weight that
          * every row reads: layernorm's w and b are in cache already) */
         if (p->acc[i].store || !g->pf_base[i] || !((p->acc[i].present >> (p->naxes - 1)) & 1) ||
-            !(p->acc[i].present & kept))
+            !(p->acc[i].present & along))
             continue;
         ir_dtype dt = p->fm->bufs[p->acc[i].buf].dtype;
         /* a plain GEP: past the last row the address is outside the buffer, which a prefetch
@@ -726,7 +726,7 @@ static void prefetch_next_row(lg_fn *g) {
 
 static void scalar_point(lg_fn *g, lg_walk *w) {
     lg_sweep *sw = w->ctx;
-    if (g->pf_base && g->j) prefetch_next_row(g);
+    if (g->pf_base && g->j) prefetch_ahead(g, ~g->p->reduced & ((1u << g->p->naxes) - 1));
     LLVMValueRef *pp =
         ir_arena_calloc(g->m->arena, (size_t)(sw->nred + 1) * LG_RED_PARTS, sizeof(*pp));
     for (int32_t i = 0; i < sw->nred; i++)
@@ -1153,6 +1153,42 @@ static LLVMValueRef col_acc(lg_fn *g, LLVMValueRef arr, LLVMTypeRef t, LLVMValue
     return LLVMBuildInBoundsGEP2(g->m->b, LLVMArrayType(t, LLVM_COLUMN_WIDTH), arr, idx, 2, "");
 }
 
+/* Column reductions walk their rows a unit of columns (at most LLVM_COLUMN_WIDTH) at a time:
+ * a few lines per row, a row's length apart, which the hardware prefetchers do not follow
+ * across pages. So the unit prefetches its columns of the row this many bytes ahead (at least
+ * 4 rows; the last row past the end). On two Zen 5 cores, medians of 5 interleaved runs:
+ * sum(x, axis=0) over [16384, 4096] f32 from 10.6 to 7.0 ms (a copy of the same bytes: 5.8),
+ * over [4096, 16384] from 9.8 to 6.3, over bf16 [16384, 4096] from 8.5 to 3.9; softmax over
+ * axis 0 of [16384, 4096] from 41.9 to 29.0; mean(x, axis=1) over [16, 1024, 4096] from 9.6
+ * to 7.2. Distances of 4 to 32 KB were within 5% of each other; in L2, one thread, [256, 1024]
+ * pays 9% and [4096, 256] gains 11%. */
+#define LG_COLUMN_AHEAD_BYTES 16384
+
+/* The offsets of the row LG_COLUMN_AHEAD_BYTES past row rr (of nred) for a unit of cw columns,
+ * or NULL when no load runs along the reduced axes. */
+static LLVMValueRef *rows_ahead(lg_fn *g, LLVMValueRef *kbase, LLVMValueRef rr, LLVMValueRef nred,
+                                LLVMValueRef cw, const int *red_axes, int nr) {
+    const llvm_kplan *p = g->p;
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    int64_t es = 0; /* the widest element among those loads */
+    for (int32_t i = 0; i < p->nacc; i++) {
+        int64_t e = (int64_t)ir_dtypes[p->fm->bufs[p->acc[i].buf].dtype].bytes;
+        if (!p->acc[i].store && (p->acc[i].present & p->reduced) && e > es) es = e;
+    }
+    if (es == 0 || nr == 0) return NULL;
+    LLVMValueRef d = LLVMBuildUDiv(b, ci64(m, LG_COLUMN_AHEAD_BYTES),
+                                   LLVMBuildNSWMul(b, cw, ci64(m, es), ""), "");
+    d = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntULT, d, ci64(m, 4), ""), ci64(m, 4), d, "");
+    LLVMValueRef ahead = LLVMBuildNSWAdd(b, rr, d, "");
+    /* past the end a prefetch may walk the page tables of memory that is not there */
+    LLVMValueRef last = LLVMBuildNSWSub(b, nred, ci64(m, 1), "");
+    ahead = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, ahead, last, ""), last, ahead, "");
+    LLVMValueRef *base = new_bases(g, kbase);
+    add_offsets(g, base, ahead, red_axes, nr);
+    return base;
+}
+
 static void gen_column(lg_fn *g) {
     const llvm_kplan *p = g->p;
     lg_mod *m = g->m;
@@ -1266,10 +1302,16 @@ static void gen_column(lg_fn *g) {
         LLVMValueRef rr = loop_begin(g, &R, ci64(m, 0), nred, "r");
         LLVMValueRef *base = new_bases(g, kbase);
         add_offsets(g, base, rr, red_axes, nr); /* the reduced axes' offsets, from rr */
+        LLVMValueRef *ahead = rows_ahead(g, kbase, rr, nred, cw, red_axes, nr);
         c = loop_begin(g, &C, ci64(m, 0), cw, "c");
         g->base = base;
         g->j = c;
         g->flat = c;
+        if (ahead) {
+            g->pf_base = ahead;
+            prefetch_ahead(g, p->reduced);
+            g->pf_base = NULL;
+        }
         {
             LLVMValueRef *ptrs =
                 ir_arena_calloc(m->arena, (size_t)(sw.nred + 1) * LG_RED_PARTS, sizeof(*ptrs));
