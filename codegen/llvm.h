@@ -93,6 +93,10 @@ typedef struct llvm_kernel_meta {
     int32_t expensive;      /* it evaluates a transcendental (IR_OPF_EXPENSIVE) per element */
     int32_t ntasks;         /* combined kernels: one per part; else 1 */
     llvm_task *tasks;
+    /* the elements its loops write results along without a break: pointwise kernels, the
+     * last collapsed axis (all of the domain when no operand is broadcast); row kernels, a
+     * row; others, the domain; a combined kernel, its first part's */
+    ir_shape run_shape;
     /* row reductions that cache per-element values: each thread's scratch holds
      * |scratch_shape| * scratch_bytes bytes (a row's), whatever the row's size. Rows whose
      * cache spills from L3 pay for it: on two Zen 5 cores softmax [8, 4194304] f32 took 24 ms

@@ -343,6 +343,12 @@ static int plan_func(ir_func *f, int fi, ir_arena *a, llvm_func_meta *fm, char *
                 if ((ir_ops[n->op].flags & IR_OPF_EXPENSIVE) && ir_shape_equal(&n->shape, &p.dom))
                     km->expensive = 1;
             }
+            ir_shape run = p.dom;
+            if (p.loop == LLVM_LOOP_POINTWISE && p.naxes > 0)
+                run = sub_shape(&p.dom, p.axis_dims[p.naxes - 1]);
+            else if (p.loop == LLVM_LOOP_ROW)
+                run = sub_shape(&p.dom, p.red);
+            if (pi == 0) km->run_shape = run;
             t->symbol = symbol(a, fi, f, k, partno, "");
             memset(&t->extent, 0, sizeof t->extent);
             t->extent.block = 1;

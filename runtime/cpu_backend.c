@@ -89,8 +89,8 @@ typedef struct cpu_program {
  * elements on a Zen 5 core, plain against streamed: gelu with 16-float vectors 7.3 against
  * 6.8 ms, with 8-float vectors 10.9 against 11.8 ms (and 1.03-1.36x against 1.27-1.43x the
  * copy on the Zen 3 host); bias + ReLU 7.1 against 6.4 ms with either, its f16 and bf16
- * forms 5.7 against 4.6 ms). FUSEC_CPU_STREAM_MIN_BYTES sets one threshold for every kernel
- * (tests set 0 to stream everything). */
+ * forms 5.7 against 4.6 ms). FUSEC_CPU_STREAM_MIN_BYTES sets one threshold for every kernel,
+ * runs of any length included (tests set 0 to stream everything). */
 static pthread_once_t stream_once = PTHREAD_ONCE_INIT;
 static double stream_min_override = -1;
 
@@ -106,12 +106,25 @@ static void stream_init(void) {
     if (e && *e && end && *end == 0 && d >= 0) stream_min_override = d;
 }
 
-static double stream_min_bytes(const llvm_kernel_meta *km, int vector_bytes) {
+/* Runs of results shorter than this are not streamed, whatever the total: each run is staged
+ * and copied out on its own, partial lines at both ends, which costs more than the reads for
+ * ownership it saves. x * rsqrt(sum(x * x, axis=1)) over [R, C] f32, 2^26 elements, streamed
+ * against not: C = 3 84 against 50 ms, 16 27 against 22, 64 12.9 against 12.3, 256 11.0
+ * against 12.4 (a copy: 12.5); relu(x + b[C]) likewise: C = 3 73 against 56, 16 23 against
+ * 21, 64 10.1 against 12.6. */
+#define CPU_STREAM_MIN_RUN_BYTES 256
+
+/* Whether a launch of km over `elems` elements streams its results. */
+static int streams(const llvm_kernel_meta *km, int vector_bytes, int64_t elems,
+                   const int64_t *syms) {
     pthread_once(&stream_once, stream_init);
-    if (stream_min_override >= 0) return stream_min_override;
+    if (km->elem_out_bytes <= 0) return 0;
+    double bytes = (double)elems * km->elem_out_bytes;
+    if (stream_min_override >= 0) return bytes >= stream_min_override;
     int elementwise = km->kind == IR_KERNEL_POINTWISE || km->kind == IR_KERNEL_COMBINED;
-    if (elementwise && km->expensive && vector_bytes < 64) return HUGE_VAL;
-    return (double)LLVM_STREAM_MIN_BYTES;
+    if (elementwise && km->expensive && vector_bytes < 64) return 0;
+    double run = (double)llvm_shape_count(&km->run_shape, syms) * km->elem_out_bytes;
+    return bytes >= (double)LLVM_STREAM_MIN_BYTES && run >= CPU_STREAM_MIN_RUN_BYTES;
 }
 
 static double now_ms(void) {
@@ -408,9 +421,7 @@ static fusec_status run_kernel(const llvm_kernel_meta *km, const cpu_kernel *ck,
     }
     run_ctx r = {fns, counts, n, bufs, syms, NULL, 0, 0};
     /* results far larger than the caches are streamed to memory */
-    if (km->elem_out_bytes > 0 &&
-        (double)elems * km->elem_out_bytes >= stream_min_bytes(km, vector_bytes))
-        r.flags |= LLVM_TASK_STREAM;
+    if (streams(km, vector_bytes, elems, syms)) r.flags |= LLVM_TASK_STREAM;
     int max_parts = elems < CPU_PARALLEL_MIN_ELEMS ? 1 : 0;
     int threads = max_parts == 1 ? 1 : rt_pool_size();
     void *scratch = NULL;
