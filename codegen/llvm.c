@@ -594,14 +594,23 @@ static void walk_range(lg_fn *g, lg_walk *w, const int *axes, int n, LLVMValueRe
         return;
     }
     LLVMValueRef len = g->dim[axes[n - 1]];
+    /* the first run starts at lo's column, every later one at column 0 of the next outer
+     * index: divided once, not once a run (short runs paid for a division each) */
+    LLVMValueRef outer_at = alloca_at_entry(g, g->m->t_i64, "outer");
+    LLVMValueRef col_at = alloca_at_entry(g, g->m->t_i64, "col");
+    LLVMValueRef outer0 = LLVMBuildUDiv(b, lo, len, "");
+    store(g, outer0, outer_at);
+    store(g, LLVMBuildSub(b, lo, LLVMBuildMul(b, outer0, len, ""), ""), col_at);
     lg_loop L;
     LLVMValueRef pos = loop_begin(g, &L, lo, hi, "run");
-    LLVMValueRef outer = LLVMBuildUDiv(b, pos, len, "");
-    LLVMValueRef col = LLVMBuildSub(b, pos, LLVMBuildMul(b, outer, len, ""), "");
+    LLVMValueRef outer = load(g, g->m->t_i64, outer_at);
+    LLVMValueRef col = load(g, g->m->t_i64, col_at);
     LLVMValueRef cnt = imin(g, LLVMBuildSub(b, len, col, ""), LLVMBuildSub(b, hi, pos, ""));
     LLVMValueRef *base = new_bases(g, base0);
     add_offsets(g, base, outer, axes, n - 1);
     walk_run(g, w, base, col, LLVMBuildNSWAdd(b, col, cnt, ""), LLVMBuildSub(b, pos, col, ""));
+    store(g, LLVMBuildNSWAdd(b, outer, ci64(g->m, 1), ""), outer_at);
+    store(g, ci64(g->m, 0), col_at);
     loop_end(g, &L, cnt, 0);
 }
 
