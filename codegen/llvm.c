@@ -1391,22 +1391,22 @@ static void gen_column(lg_fn *g) {
 /* ---- the module -------------------------------------------------------------------------------
  */
 
-/* Task `name` of plan p: variant 0 the kernel's task, 2 a full reduction's finalize. */
-static int gen_task(lg_mod *m, const llvm_kplan *p, const char *name, int variant) {
+/* Task `name` of plan p: the kernel's task, or with `finalize` a full reduction's finalize. */
+static int gen_task(lg_mod *m, const llvm_kplan *p, const char *name, int finalize) {
     lg_fn g;
     memset(&g, 0, sizeof g);
     g.m = m;
     g.p = p;
     g.f = p->f;
     g.k = &p->f->partition->kernels[p->kernel];
-    g.use_cache = variant == 0 && p->ncached > 0;
+    g.use_cache = !finalize && p->ncached > 0;
     fn_begin(&g, name);
     switch (p->loop) {
     case LLVM_LOOP_POINTWISE: gen_pointwise(&g); break;
     case LLVM_LOOP_ROW: gen_row(&g); break;
     case LLVM_LOOP_COLUMN: gen_column(&g); break;
     case LLVM_LOOP_FULL:
-        if (variant == 2)
+        if (finalize)
             gen_full_finalize(&g);
         else
             gen_full(&g);
@@ -1454,7 +1454,7 @@ int llvm_gen_module(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_module_met
                     break;
                 }
                 rc = gen_task(&m, &p, km->tasks[t].symbol, 0);
-                if (!rc && km->finalize) rc = gen_task(&m, &p, km->finalize, 2);
+                if (!rc && km->finalize) rc = gen_task(&m, &p, km->finalize, 1);
             }
         }
     }

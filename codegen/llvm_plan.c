@@ -343,24 +343,23 @@ static int plan_func(ir_func *f, int fi, ir_arena *a, llvm_func_meta *fm, char *
                 if ((ir_ops[n->op].flags & IR_OPF_EXPENSIVE) && ir_shape_equal(&n->shape, &p.dom))
                     km->expensive = 1;
             }
-            ir_shape run = p.dom;
-            if (p.loop == LLVM_LOOP_POINTWISE && p.naxes > 0)
-                run = sub_shape(&p.dom, p.axis_dims[p.naxes - 1]);
-            else if (p.loop == LLVM_LOOP_ROW)
-                run = sub_shape(&p.dom, p.red);
-            if (pi == 0) km->run_shape = run;
+            if (pi == 0) km->run_shape = p.dom; /* column and full reductions */
             t->symbol = symbol(a, fi, f, k, partno, "");
             memset(&t->extent, 0, sizeof t->extent);
             t->extent.block = 1;
             switch (p.loop) {
             case LLVM_LOOP_POINTWISE:
                 t->extent.outer = p.dom;
-                if (pi == 0) km->domain = p.dom;
+                if (pi == 0) {
+                    km->domain = p.dom;
+                    if (p.naxes > 0) km->run_shape = sub_shape(&p.dom, p.axis_dims[p.naxes - 1]);
+                }
                 break;
             case LLVM_LOOP_ROW:
                 t->extent.outer = p.outer;
+                km->run_shape = sub_shape(&p.dom, p.red); /* a row */
                 if (p.ncached) {
-                    km->scratch_shape = sub_shape(&p.dom, p.red);
+                    km->scratch_shape = km->run_shape;
                     km->scratch_bytes = p.cache_bytes;
                 }
                 break;
