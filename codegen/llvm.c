@@ -6,8 +6,8 @@
  *
  * Each task is two functions: the exported one with the C ABI of codegen/llvm.h, which loads
  * the buffer pointers from the table and calls the second, internal one, whose pointer
- * parameters are noalias (so that loops vectorize without run-time alias checks; it is
- * inlined back, the noalias becoming alias scopes).
+ * parameters are noalias (so that loops vectorize without run-time alias checks). The second
+ * is never inlined into the first: see fn_begin.
  *
  * Values are computed at the "current point": g->base[i] is the element offset of access i
  * at the start of the current run and g->j the index along the last axis, so access i reads
@@ -460,6 +460,73 @@ static void stream_copy(lg_fn *g, ir_dtype dt, LLVMValueRef dst, LLVMValueRef sr
     loop_end(g, &L, ci64(m, 1), -1);
 }
 
+/* The staged results of a walk that have one dtype. Their copy out of the staging blocks is
+ * one loop over them, reading each one's staging block and destination from a table, not a
+ * copy a result: a kernel with K results would otherwise hold 3K loops, each with K pointers
+ * live across it, and LLVM's loop passes and register allocator take time in loops x size
+ * (400 f32 results took 25 s to build; 0.8 s so). */
+typedef struct lg_stage_set {
+    int32_t n;             /* results */
+    LLVMValueRef src, dst; /* alloca [n x T*]: their staging blocks; the block's destinations */
+} lg_stage_set;
+
+/* Where entry i of a table (src or dst) of a set is, built with b. */
+static LLVMValueRef stage_entry(lg_mod *m, LLVMBuilderRef b, LLVMValueRef table, LLVMValueRef i) {
+    LLVMValueRef idx[2] = {ci64(m, 0), i};
+    return LLVMBuildInBoundsGEP2(b, LLVMGetAllocatedType(table), table, idx, 2, "");
+}
+
+/* Allocates the staging block of each result that a walk's points store along the run
+ * (tmp[i], by access), sorts them into sets by dtype (set[dtype]), each at its place in its
+ * set's tables (slot[i]), and fills the src tables. The staging blocks are separate allocas:
+ * alias analysis then tells the selected store pointers apart (two slices of one alloca it
+ * does not, and the vectorizer adds run-time checks). */
+static void stage_alloc(lg_fn *g, lg_walk *w, LLVMValueRef *tmp, int32_t *slot, lg_stage_set *set) {
+    lg_mod *m = g->m;
+    const llvm_kplan *p = g->p;
+    for (int32_t i = 0; i < p->nacc; i++) {
+        /* the stores of this walk's points, along the run */
+        int mine = 0;
+        for (int32_t k = 0; k < w->nstores; k++)
+            mine |= w->stores[k] == p->acc[i].node;
+        if (!p->acc[i].store || !mine || !((p->acc[i].present >> (p->naxes - 1)) & 1)) continue;
+        ir_dtype dt = p->fm->bufs[p->acc[i].buf].dtype;
+        LLVMTypeRef t = lg_storage_type(m, dt);
+        LLVMValueRef arr = alloca_at_entry(g, LLVMArrayType(t, LG_STAGE), "stage");
+        LLVMSetAlignment(arr, 64);
+        tmp[i] = LLVMBuildBitCast(g->ab, arr, LLVMPointerType(t, 0), "");
+        slot[i] = set[dt].n++;
+    }
+    for (int d = 0; d < IR_DTYPE_COUNT; d++) {
+        if (!set[d].n) continue;
+        LLVMTypeRef tt =
+            LLVMArrayType(LLVMPointerType(lg_storage_type(m, (ir_dtype)d), 0), (unsigned)set[d].n);
+        set[d].src = alloca_at_entry(g, tt, "stage_src");
+        set[d].dst = alloca_at_entry(g, tt, "stage_dst");
+    }
+    for (int32_t i = 0; i < p->nacc; i++)
+        if (tmp[i]) {
+            LLVMValueRef table = set[p->fm->bufs[p->acc[i].buf].dtype].src;
+            LLVMBuildStore(g->ab, tmp[i], stage_entry(m, g->ab, table, ci64(m, slot[i])));
+        }
+}
+
+/* Streams the current block of len elements of every staged result out: a loop a dtype. */
+static void stage_flush(lg_fn *g, const lg_stage_set *set, LLVMValueRef len) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    for (int d = 0; d < IR_DTYPE_COUNT; d++) {
+        if (!set[d].n) continue;
+        LLVMTypeRef pt = LLVMGetElementType(LLVMGetAllocatedType(set[d].src));
+        lg_loop L;
+        LLVMValueRef r = loop_begin(g, &L, ci64(m, 0), ci64(m, set[d].n), "staged");
+        LLVMValueRef src = load(g, pt, stage_entry(m, b, set[d].src, r));
+        LLVMValueRef dst = load(g, pt, stage_entry(m, b, set[d].dst, r));
+        stream_copy(g, (ir_dtype)d, dst, src, len);
+        loop_end(g, &L, ci64(m, 1), 0);
+    }
+}
+
 /* A run whose points store per-element results, in blocks of LG_STAGE: without streaming the
  * stores go straight to memory; with it, to a staging block in the stack (L1), which is then
  * streamed out. The choice is a select of the block's store pointers, so the computing loop
@@ -471,19 +538,11 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
     const llvm_kplan *p = g->p;
     g->streams = 1;
     LLVMValueRef *tmp = ir_arena_calloc(m->arena, (size_t)p->nacc + 1, sizeof(*tmp));
-    LLVMValueRef *dst = ir_arena_calloc(m->arena, (size_t)p->nacc + 1, sizeof(*dst));
     LLVMValueRef *sel = ir_arena_calloc(m->arena, (size_t)p->nacc + 1, sizeof(*sel));
-    for (int32_t i = 0; i < p->nacc; i++) {
-        /* the stores of this walk's points, along the run */
-        int mine = 0;
-        for (int32_t k = 0; k < w->nstores; k++)
-            mine |= w->stores[k] == p->acc[i].node;
-        if (!p->acc[i].store || !mine || !((p->acc[i].present >> (p->naxes - 1)) & 1)) continue;
-        LLVMTypeRef t = lg_storage_type(m, p->fm->bufs[p->acc[i].buf].dtype);
-        LLVMValueRef arr = alloca_at_entry(g, LLVMArrayType(t, LG_STAGE), "stage");
-        LLVMSetAlignment(arr, 64);
-        tmp[i] = LLVMBuildBitCast(g->ab, arr, LLVMPointerType(t, 0), "");
-    }
+    int32_t *slot = ir_arena_calloc(m->arena, (size_t)p->nacc + 1, sizeof(*slot));
+    lg_stage_set set[IR_DTYPE_COUNT];
+    memset(set, 0, sizeof set);
+    stage_alloc(g, w, tmp, slot, set);
     /* the first block ends where the first streamed result's line does, so that later
      * blocks start on a line and only the run's ends have partial lines */
     LLVMValueRef skew = ci64(m, 0);
@@ -507,10 +566,12 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
     LLVMValueRef len = imin(g, cap, LLVMBuildSub(b, j1, b0, ""));
     for (int32_t i = 0; i < p->nacc; i++) {
         if (!tmp[i]) continue;
-        LLVMTypeRef t = lg_storage_type(m, p->fm->bufs[p->acc[i].buf].dtype);
+        ir_dtype dt = p->fm->bufs[p->acc[i].buf].dtype;
         LLVMValueRef off = LLVMBuildNSWAdd(b, base[i], b0, "");
-        dst[i] = LLVMBuildInBoundsGEP2(b, t, g->bufp[p->acc[i].buf], &off, 1, "");
-        sel[i] = LLVMBuildSelect(b, g->stream, tmp[i], dst[i], "");
+        LLVMValueRef dst =
+            LLVMBuildInBoundsGEP2(b, lg_storage_type(m, dt), g->bufp[p->acc[i].buf], &off, 1, "");
+        store(g, dst, stage_entry(m, b, set[dt].dst, ci64(m, slot[i])));
+        sel[i] = LLVMBuildSelect(b, g->stream, tmp[i], dst, "");
     }
     LLVMValueRef k = loop_begin(g, &L, ci64(m, 0), len, "j");
     g->base = base;
@@ -527,8 +588,7 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
      * a fifth more compile time, which cheap bodies are not charged) */
     loop_end(g, &L, ci64(m, 1), m->math_calls > calls ? 2 * LG_INTERLEAVE : LG_INTERLEAVE);
     LLVMBasicBlockRef after = if_begin(g, g->stream);
-    for (int32_t i = 0; i < p->nacc; i++)
-        if (tmp[i]) stream_copy(g, p->fm->bufs[p->acc[i].buf].dtype, dst[i], tmp[i], len);
+    stage_flush(g, set, len);
     if_end(g, after);
     loop_end(g, &B, len, 0);
 }
@@ -870,6 +930,11 @@ static void fn_begin(lg_fn *g, const char *name) {
     LLVMValueRef body = LLVMAddFunction(m->mod, bname, bty);
     LLVMSetLinkage(body, LLVMInternalLinkage);
     add_attr(m, body, LLVMAttributeFunctionIndex, "nounwind");
+    /* Inlined, its noalias parameters would become alias scopes, but none for a store through
+     * the select of a staging block or a parameter (walk_staged): the vectorizer then checked
+     * every pair of results at run time (K results: K^2/2 checks a block) and, past about 20
+     * results, left the loop scalar. A call a task costs nothing measurable. */
+    add_attr(m, body, LLVMAttributeFunctionIndex, "noinline");
     for (int32_t i = 0; i < nb; i++)
         add_attr(m, body, (unsigned)i + 1, "noalias");
     add_attr(m, body, (unsigned)nb + 4, "noalias");

@@ -35,6 +35,7 @@
  *   function 'f' is too large after inlining
  *   function 'f' nests calls more than 64 deep
  *   function 'f' nests expressions too deeply after inlining
+ *   function 'f' has 130 parameters and results; a launch takes at most 128
  *   argument 1 of 'g' has type f64, parameter 'x' is f32
  *   argument 1 of 'g' has shape [N], too few axes for parameter 'x' of shape [R, C]
  *   argument 1 of 'g' has shape [4], which does not fit parameter 'x' of shape [3]: dim 4 is not 3
@@ -784,6 +785,10 @@ static void check_entry(check_ctx *c, int32_t index) {
                 check_error(c, d->loc, "dim '%s' of the result is not bound by any parameter",
                             d->name);
         }
+    if (fn->nparams + fn->nrets > IR_MAX_ARGS)
+        check_error(c, fn->loc,
+                    "function '%s' has %d parameters and results; a launch takes at most %d",
+                    fn->name, (int)(fn->nparams + fn->nrets), IR_MAX_ARGS);
     int large = !within_limits(c, fn, fi);
     c->no_inline = large;
     check_lower_body(c, &top, results, decl);
