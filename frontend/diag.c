@@ -104,6 +104,7 @@ static int diag_index_lines(diag_ctx *d) {
         if (d->src[i] == '\n' && n < INT32_MAX) n++;
     size_t *starts = ir_arena_calloc(d->arena, (size_t)n, sizeof *starts);
     if (!starts) return 0;
+    starts[0] = src_bom_len(d->src, d->len); /* columns count from after it, as the lexer's */
     int32_t k = 1;
     for (size_t i = 0; i < d->len && k < n; i++)
         if (d->src[i] == '\n') starts[k++] = i + 1;

@@ -12,8 +12,16 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../ir/arena.h"
+
+/* The length of the UTF-8 byte-order mark src[0, len) starts with (3), or 0. Editors on some
+ * systems write one; it is no part of the text, so the lexer skips it and line 1's columns
+ * (and its echo under a diagnostic) start after it. Anywhere else it is an error. */
+static inline size_t src_bom_len(const char *src, size_t len) {
+    return len >= 3 && !memcmp(src, "\xEF\xBB\xBF", 3) ? 3 : 0;
+}
 
 /* A position in the source: LINE and COL count from 1, COL in bytes. */
 typedef struct src_loc {

@@ -26,10 +26,11 @@ const char *lex_kind_name(lex_kind k) {
 }
 
 void lex_init(lex_state *s, const char *src, size_t len) {
+    size_t bom = src_bom_len(src, len); /* only at the very start; elsewhere a bad token */
     s->src = src;
-    s->cur = src;
+    s->cur = src + bom;
     s->end = src + len;
-    s->line_start = src;
+    s->line_start = src + bom;
     s->line = 1;
 }
 

@@ -154,6 +154,10 @@ static void report_bad_token(parser *p, const lex_token *t) {
         error_at(p, t->loc, "invalid character \"'\"");
     } else if (c > 0x20 && c < 0x7f) {
         error_at(p, t->loc, "invalid character '%c'", c);
+    } else if (utf8_char(s, t->len) == 0xFEFF) {
+        error_at(p, t->loc,
+                 "invalid character: a byte-order mark (U+FEFF), allowed only at the "
+                 "start of the file");
     } else if (c >= 0x80 && utf8_char(s, t->len) >= 0) {
         int32_t len = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
         error_at(p, t->loc, "invalid character '%.*s' (U+%04" PRIX32 ")", (int)len, t->start,

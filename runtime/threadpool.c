@@ -113,13 +113,22 @@ static void *worker_main(void *arg) {
     return NULL;
 }
 
+/* FUSEC_NUM_THREADS: decimal digits only, 1 to RT_POOL_MAX_THREADS; 0 for anything else
+ * (unset, empty, signs, spaces, trailing letters, out of range). A library must not exit
+ * over its environment, so a bad value falls back to the default; `fusec` refuses it. */
+static int threads_from_env(void) {
+    const char *v = getenv("FUSEC_NUM_THREADS");
+    if (!v) return 0;
+    int n = 0;
+    const char *p = v;
+    for (; *p >= '0' && *p <= '9' && n <= RT_POOL_MAX_THREADS; p++)
+        n = n * 10 + (*p - '0');
+    return p != v && *p == 0 && n >= 1 && n <= RT_POOL_MAX_THREADS ? n : 0;
+}
+
 static int threads_wanted(void) {
-    const char *env = getenv("FUSEC_NUM_THREADS");
-    if (env && *env) {
-        char *end;
-        long v = strtol(env, &end, 10);
-        if (*end == 0 && v > 0) return v > RT_POOL_MAX_THREADS ? RT_POOL_MAX_THREADS : (int)v;
-    }
+    int env = threads_from_env();
+    if (env) return env;
     cpu_set_t set;
     CPU_ZERO(&set);
     int n = 1;

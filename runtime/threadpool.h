@@ -1,7 +1,8 @@
 /* runtime/threadpool.h: the CPU backend's persistent thread pool.
  *
  * One pool per process, created on first use: as many threads as the process may run on
- * (sched_getaffinity), or FUSEC_NUM_THREADS when set, the calling thread counting as one.
+ * (sched_getaffinity), or FUSEC_NUM_THREADS when it holds a count from 1 to
+ * RT_POOL_MAX_THREADS (any other value is ignored), the calling thread counting as one.
  * Work is a range [0, n) cut into contiguous, nearly equal parts, one per thread; the caller
  * runs part 0, then every part whose thread has not started it yet (a thread the scheduler
  * has not run costs no waiting), and returns when every part is done. Idle threads sleep on a

@@ -1,6 +1,7 @@
 /* tools/bench.c: `fusec bench`: draws random inputs (fixed seed) for the given dims, times
  * the function, and sets it against the target's own copy bandwidth measured in the same
  * run, with the compile times (cold, and again from the cache). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,8 +81,63 @@ static const char *target_name(fusec_target t) {
 /* Host buffers start on a cache line, like the copy they are measured against and like
  * PyTorch's tensors; malloc's 16-byte alignment would also measure split vector loads. */
 static void *bench_alloc(size_t bytes) {
+    if (bytes > SIZE_MAX - 63) return NULL; /* rounding up would wrap to a tiny buffer */
     size_t rounded = bytes ? (bytes + 63) / 64 * 64 : 64;
     return aligned_alloc(64, rounded);
+}
+
+/* Whether a parameter of f has a symbolic dim called name. */
+static int has_symbolic_dim(fusec_function *f, int np, const char *name) {
+    for (int i = 0; i < np; i++) {
+        fusec_param_info p;
+        fusec_function_param(f, i, &p);
+        for (int d = 0; d < p.rank; d++)
+            if (p.dims[d] < 0 && !strcmp(p.dim_names[d], name)) return 1;
+    }
+    return 0;
+}
+
+/* A --dim naming no symbolic dim of the function is a mistake (a typo, or the dims of
+ * another function), not something to ignore; EXIT_OK or the usage error's code. */
+static int check_dims(const cli *c, fusec_function *f, int np) {
+    for (int b = 0; b < c->ndims; b++) {
+        if (has_symbolic_dim(f, np, c->dims[b].name)) continue;
+        return cli_usage_error("--dim %s: no parameter of '%s' has a symbolic dim '%s'",
+                               c->dims[b].name, c->function, c->dims[b].name);
+    }
+    return EXIT_OK;
+}
+
+/* The shape of parameter p: its literal dims, and its symbolic ones from --dim; EXIT_OK or
+ * the exit code of the error reported. */
+static int param_shape(const cli *c, const fusec_param_info *p, fusec_tensor *t) {
+    t->dtype = p->dtype;
+    t->rank = p->rank;
+    for (int d = 0; d < p->rank; d++) {
+        int64_t size = p->dims[d];
+        for (int b = 0; b < c->ndims && size < 0; b++)
+            if (!strcmp(c->dims[b].name, p->dim_names[d])) size = c->dims[b].size;
+        if (size < 0) {
+            fprintf(stderr, "fusec: error: give the size of dim '%s' (--dim %s=SIZE)\n",
+                    p->dim_names[d], p->dim_names[d]);
+            return EXIT_INPUT;
+        }
+        t->shape[d] = size;
+    }
+    return EXIT_OK;
+}
+
+/* Host memory for t, checked for size first (what names t in messages); EXIT_OK or the
+ * exit code of the error reported. *count and *bytes are t's size. */
+static int alloc_tensor(fusec_tensor *t, const char *what, int64_t *count, size_t *bytes) {
+    if (cli_tensor_size(t->dtype, t->rank, t->shape, count, bytes) != 0)
+        return cli_too_large(what, t->dtype, t->rank, t->shape);
+    t->data = bench_alloc(*bytes);
+    if (!t->data) {
+        fprintf(stderr, "fusec: error: out of memory for %s\n", what);
+        return EXIT_INTERNAL;
+    }
+    return EXIT_OK;
 }
 
 static void print_result(const cli *c, const bench_result *r) {
@@ -155,36 +211,20 @@ int cli_bench(cli *c) {
     int np = 0, nr = 0;
     uint64_t seed = 0x5eed5eed5eedULL;
     rc = cli_find_function(c, m, &f, &np, &nr);
+    if (rc == EXIT_OK) rc = check_dims(c, f, np);
     if (rc != EXIT_OK) goto done;
     for (int i = 0; i < np; i++) {
         fusec_param_info p;
         fusec_function_param(f, i, &p);
-        ins[i].dtype = p.dtype;
-        ins[i].rank = p.rank;
-        int64_t n = 1;
-        for (int d = 0; d < p.rank; d++) {
-            int64_t size = p.dims[d];
-            if (size < 0) {
-                for (int b = 0; b < c->ndims; b++)
-                    if (!strcmp(c->dims[b].name, p.dim_names[d])) size = c->dims[b].size;
-                if (size < 0) {
-                    fprintf(stderr, "fusec: error: give the size of dim '%s' (--dim %s=SIZE)\n",
-                            p.dim_names[d], p.dim_names[d]);
-                    rc = EXIT_INPUT;
-                    goto done;
-                }
-            }
-            ins[i].shape[d] = size;
-            n *= size;
-        }
-        ins[i].data = bench_alloc((size_t)n * fusec_dtype_size(p.dtype));
-        if (!ins[i].data) {
-            fprintf(stderr, "fusec: error: out of memory for parameter '%s'\n", p.name);
-            rc = EXIT_INTERNAL;
-            goto done;
-        }
+        char what[256];
+        snprintf(what, sizeof what, "parameter '%s'", p.name);
+        int64_t n;
+        size_t bytes;
+        rc = param_shape(c, &p, &ins[i]);
+        if (rc == EXIT_OK) rc = alloc_tensor(&ins[i], what, &n, &bytes);
+        if (rc != EXIT_OK) goto done;
         fill_random(ins[i].data, p.dtype, n, &seed);
-        r.bytes += (double)n * (double)fusec_dtype_size(p.dtype);
+        r.bytes += (double)bytes;
     }
     st = fusec_function_result_shapes(f, ins, np, outs, nr);
     if (st != FUSEC_OK) {
@@ -193,16 +233,12 @@ int cli_bench(cli *c) {
         goto done;
     }
     for (int i = 0; i < nr; i++) {
-        double n = 1;
-        for (int d = 0; d < outs[i].rank; d++)
-            n *= (double)outs[i].shape[d];
-        size_t bytes = (size_t)n * fusec_dtype_size(outs[i].dtype);
-        outs[i].data = bench_alloc(bytes);
-        if (!outs[i].data) {
-            fprintf(stderr, "fusec: error: out of memory for result %d\n", i);
-            rc = EXIT_INTERNAL;
-            goto done;
-        }
+        char what[32];
+        snprintf(what, sizeof what, "result %d", i);
+        int64_t n;
+        size_t bytes;
+        rc = alloc_tensor(&outs[i], what, &n, &bytes);
+        if (rc != EXIT_OK) goto done;
         r.bytes += (double)bytes;
     }
     r.kernels = fusec_function_num_kernels(f);

@@ -41,7 +41,8 @@ typedef struct cli {
     int plan;           /* bench --launch=plan: through a plan (a CUDA graph) */
 } cli;
 
-int cli_usage_error(const char *fmt, const char *arg);
+/* Reports a usage error (printf-style) with a pointer to --help; returns EXIT_USAGE. */
+int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_exit_code(fusec_status s);
 void cli_print_module_messages(const fusec_module *m, fusec_status st);
 /* Looks up c->function in m (a missing one is reported with the file's functions) and
@@ -50,12 +51,19 @@ int cli_find_function(const cli *c, fusec_module *m, fusec_function **f, int *np
                       int *nresults);
 int cli_bench(cli *c); /* tools/bench.c */
 
-/* tools/target.c: the bytes a tensor's shape and dtype take. Tensors in the module's
- * target memory: dev[i] gets host[i]'s dtype and shape and its own memory on a GPU (with
- * host[i]'s data when upload is set), host[i]'s memory on the CPU; results back into host
- * tensors after the default stream's work; freeing. Failures are reported, and their exit
- * code returned. */
+/* tools/target.c: the elements and bytes a tensor's dtype and shape take; -1 when either
+ * overflows (int64 elements, size_t bytes), which cli_too_large reports (naming `what` and
+ * the shape) and returns the exit code of. Sizes come from the user (--dim, .npy headers),
+ * so every one is checked before anything is allocated. cli_tensor_bytes is for tensors
+ * already checked (SIZE_MAX if not, which no allocation gets). */
+int cli_tensor_size(fusec_dtype t, int rank, const int64_t *shape, int64_t *count, size_t *bytes);
+int cli_too_large(const char *what, fusec_dtype t, int rank, const int64_t *shape);
 size_t cli_tensor_bytes(const fusec_tensor *t);
+
+/* Tensors in the module's target memory: dev[i] gets host[i]'s dtype and shape and its own
+ * memory on a GPU (with host[i]'s data when upload is set), host[i]'s memory on the CPU;
+ * results back into host tensors after the default stream's work; freeing. Failures are
+ * reported, and their exit code returned. */
 int cli_to_target(fusec_module *m, const fusec_tensor *host, int n, int upload, fusec_tensor *dev);
 int cli_from_target(fusec_module *m, fusec_tensor *host, const fusec_tensor *dev, int n);
 void cli_free_target(fusec_module *m, fusec_tensor *dev, int n);

@@ -9,9 +9,12 @@
  * driver or device error.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "fusec.h"
@@ -49,10 +52,13 @@ static const char usage_text[] =
     "\n"
     "exit codes: 0 success, 1 error in the input, 2 usage, 3 internal/driver/device error\n";
 
-int cli_usage_error(const char *fmt, const char *arg) {
+int cli_usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "fusec: ");
-    fprintf(stderr, fmt, arg);
+    vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n(fusec --help for usage)\n");
+    va_end(ap);
     return EXIT_USAGE;
 }
 
@@ -109,6 +115,20 @@ static int parse_emit(const char *v, fusec_emit *e) {
             return 0;
         }
     }
+    return -1;
+}
+
+/* The index of the --in given for the parameter name[0, n) so far; -1 if none. */
+static int find_in(const cli *c, const char *name, size_t n) {
+    for (int i = 0; i < c->nins; i++)
+        if (strlen(c->ins[i].name) == n && !strncmp(c->ins[i].name, name, n)) return i;
+    return -1;
+}
+
+/* The same for the --dim of name[0, n). */
+static int find_dim(const cli *c, const char *name, size_t n) {
+    for (int i = 0; i < c->ndims; i++)
+        if (strlen(c->dims[i].name) == n && !strncmp(c->dims[i].name, name, n)) return i;
     return -1;
 }
 
@@ -169,12 +189,18 @@ static int parse_args(int argc, char **argv, cli *c) {
             c->output = v;
         } else if ((v = option_value(argc, argv, &i, "-f", &m)) || m) {
             if (!v) return cli_usage_error("%s needs a function name", "-f");
+            if (c->function)
+                return cli_usage_error("-f given twice ('%s' and '%s'): one function at a time",
+                                       c->function, v);
             c->function = v;
         } else if ((v = option_value(argc, argv, &i, "--in", &m)) || m) {
             const char *eq = v ? strchr(v, '=') : NULL;
             if (!eq || eq == v || !eq[1])
                 return cli_usage_error("--in needs NAME=FILE.npy, got '%s'", v ? v : "");
             if (c->nins == MAX_BINDINGS) return cli_usage_error("too many %s options", "--in");
+            if (find_in(c, v, (size_t)(eq - v)) >= 0)
+                return cli_usage_error("--in %.*s given twice: one file a parameter", (int)(eq - v),
+                                       v);
             c->ins[c->nins].name = strndup(v, (size_t)(eq - v));
             c->ins[c->nins++].path = eq + 1;
         } else if ((v = option_value(argc, argv, &i, "--out", &m)) || m) {
@@ -189,6 +215,8 @@ static int parse_args(int argc, char **argv, cli *c) {
                 return cli_usage_error("--dim needs NAME=SIZE with SIZE >= 0, got '%s'",
                                        v ? v : "");
             if (c->ndims == MAX_BINDINGS) return cli_usage_error("too many %s options", "--dim");
+            if (find_dim(c, v, (size_t)(eq - v)) >= 0)
+                return cli_usage_error("--dim %.*s given twice", (int)(eq - v), v);
             c->dims[c->ndims].name = strndup(v, (size_t)(eq - v));
             c->dims[c->ndims++].size = n;
         } else if ((v = option_value(argc, argv, &i, "--reps", &m)) || m) {
@@ -213,6 +241,8 @@ static int parse_args(int argc, char **argv, cli *c) {
             c->files[c->nfiles++] = a;
         }
     }
+    if (c->ndims && !(c->command && !strcmp(c->command, "bench")))
+        return cli_usage_error("%s", "--dim goes with bench");
     return 0;
 }
 
@@ -225,6 +255,10 @@ void cli_print_module_messages(const fusec_module *m, fusec_status st) {
         fprintf(stderr, "fusec: error: %s\n", *msg ? msg : fusec_status_string(st));
     }
 }
+
+/* Set once a failed write of stdout has been reported, so that closing it does not say so
+ * again. */
+static int stdout_reported;
 
 static int write_output(const char *path, const char *data, size_t size) {
     FILE *f = path ? fopen(path, "wb") : stdout;
@@ -240,8 +274,69 @@ static int write_output(const char *path, const char *data, size_t size) {
         bad |= fflush(f) != 0;
     if (bad) {
         fprintf(stderr, "fusec: error: cannot write '%s'\n", path ? path : "stdout");
+        stdout_reported |= !path;
         return EXIT_INPUT;
     }
+    return EXIT_OK;
+}
+
+/* stdout is buffered, so a write that fails (a full disk, /dev/full, a closed pipe) may
+ * show only when it is flushed or closed: every command's output is checked here, once, at
+ * the end. The result is rc, or EXIT_INPUT for a failed write when rc is a success. */
+static int close_stdout(int rc) {
+    errno = 0;
+    int bad = fflush(stdout) != 0 || ferror(stdout);
+    int err = errno;
+    if (fclose(stdout) != 0) {
+        bad = 1;
+        if (!err) err = errno;
+    }
+    if (!bad) return rc;
+    if (!stdout_reported)
+        fprintf(stderr, "fusec: error: cannot write 'stdout'%s%s\n", err ? ": " : "",
+                err ? strerror(err) : "");
+    return rc == EXIT_OK ? EXIT_INPUT : rc;
+}
+
+/* Whether paths a and b name one file: by identity where both exist (a link, or another
+ * spelling of the path, is the same file), else by name. */
+static int same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    if (stat(a, &sa) == 0 && stat(b, &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    return !strcmp(a, b);
+}
+
+/* An output (opt names its option) that is also an input, the source or an --in file,
+ * would be destroyed: a usage error, said before anything is compiled or written. */
+static int check_not_input(const cli *c, const char *opt, const char *out) {
+    for (int i = 0; i < c->nfiles; i++)
+        if (same_file(out, c->files[i]))
+            return cli_usage_error("%s '%s' is the source file '%s': refusing to overwrite it", opt,
+                                   out, c->files[i]);
+    for (int i = 0; i < c->nins; i++)
+        if (same_file(out, c->ins[i].path))
+            return cli_usage_error("%s '%s' is the input file '%s' (--in %s): refusing to "
+                                   "overwrite it",
+                                   opt, out, c->ins[i].path, c->ins[i].name);
+    return EXIT_OK;
+}
+
+/* FUSEC_NUM_THREADS as runtime/threadpool.c reads it: decimal digits, 1 to 256
+ * (RT_POOL_MAX_THREADS there). The library ignores any other value, as a library must not
+ * fail for it; the command line says so rather than run with a count nobody asked for. */
+#define CLI_MAX_THREADS 256
+
+static int check_num_threads(void) {
+    const char *v = getenv("FUSEC_NUM_THREADS");
+    if (!v || !*v) return EXIT_OK;
+    long n = 0;
+    const char *p = v;
+    for (; *p >= '0' && *p <= '9' && n <= CLI_MAX_THREADS; p++)
+        n = n * 10 + (*p - '0');
+    if (*p || n < 1 || n > CLI_MAX_THREADS)
+        return cli_usage_error("FUSEC_NUM_THREADS='%s' is not a thread count from 1 to %d", v,
+                               CLI_MAX_THREADS);
     return EXIT_OK;
 }
 
@@ -249,6 +344,7 @@ static int cmd_compile(cli *c) {
     if (c->nfiles == 0) return cli_usage_error("%s", "no input file");
     if (c->output && !c->emit) return cli_usage_error("%s", "-o goes with --emit");
     if (c->output && c->nfiles > 1) return cli_usage_error("%s", "-o takes one input file");
+    if (c->output && check_not_input(c, "-o", c->output)) return EXIT_USAGE;
     int rc = EXIT_OK;
     for (int i = 0; i < c->nfiles; i++) {
         fusec_module *m = NULL;
@@ -284,6 +380,31 @@ static int cmd_compile(cli *c) {
     return rc;
 }
 
+/* Element i of t: integers exactly, bool as 0 or 1, floats to 9 significant digits (enough
+ * to tell any two f32 apart). */
+static void print_element(const fusec_tensor *t, int64_t i) {
+    const char *p = (const char *)t->data + (size_t)i * fusec_dtype_size(t->dtype);
+    switch (t->dtype) {
+    case FUSEC_BOOL: printf(" %d", *p != 0); break;
+    case FUSEC_I32: {
+        int32_t v;
+        memcpy(&v, p, sizeof v);
+        printf(" %" PRId32, v);
+    } break;
+    case FUSEC_I64: {
+        int64_t v;
+        memcpy(&v, p, sizeof v);
+        printf(" %" PRId64, v);
+    } break;
+    default: {
+        double v = 0;
+        fusec_convert(t->dtype, p, FUSEC_F64, &v, 1);
+        printf(" %.9g", v);
+    } break;
+    }
+}
+
+/* A result without --out: its dtype, shape and first elements, on one line. */
 static void print_values(int index, const fusec_tensor *t) {
     int64_t n = 1;
     printf("result %d: %s[", index, fusec_dtype_name(t->dtype));
@@ -292,41 +413,31 @@ static void print_values(int index, const fusec_tensor *t) {
         n *= t->shape[d];
     }
     printf("] =");
-    /* show through npy conversion to f64 so every dtype prints one way */
-    npy_array a = {0};
-    a.rank = 1;
-    a.count = n;
-    a.data = t->data;
-    switch (t->dtype) {
-    case FUSEC_BOOL: a.kind = NPY_BOOL, a.itemsize = 1; break;
-    case FUSEC_I32: a.kind = NPY_INT, a.itemsize = 4; break;
-    case FUSEC_I64: a.kind = NPY_INT, a.itemsize = 8; break;
-    case FUSEC_F16: a.kind = NPY_FLOAT, a.itemsize = 2; break;
-    case FUSEC_BF16: a.kind = NPY_UINT, a.itemsize = 2; break; /* converted below */
-    case FUSEC_F32: a.kind = NPY_FLOAT, a.itemsize = 4; break;
-    case FUSEC_F64: a.kind = NPY_FLOAT, a.itemsize = 8; break;
-    }
     int64_t shown = n < 8 ? n : 8;
-    for (int64_t i = 0; i < shown; i++) {
-        if (t->dtype == FUSEC_BF16) {
-            uint16_t h = ((const uint16_t *)t->data)[i];
-            uint32_t bits = (uint32_t)h << 16;
-            float f;
-            memcpy(&f, &bits, 4);
-            printf(" %.9g", (double)f);
-            continue;
-        }
-        void *one = NULL;
-        char err[64];
-        npy_array e = a;
-        e.count = 1;
-        e.data = (char *)t->data + i * a.itemsize;
-        if (npy_convert(&e, FUSEC_F64, &one, err, sizeof err) == 0) {
-            printf(" %.9g", *(double *)one);
-            free(one);
-        }
-    }
+    for (int64_t i = 0; i < shown; i++)
+        print_element(t, i);
     printf("%s\n", n > shown ? " ..." : "");
+}
+
+/* Host memory for the results, their sizes checked first: they are shaped by the inputs,
+ * and may broadcast them into more than fits. EXIT_OK or the exit code of the error. */
+static int alloc_results(fusec_tensor *outs, int n) {
+    for (int i = 0; i < n; i++) {
+        int64_t count;
+        size_t bytes;
+        if (cli_tensor_size(outs[i].dtype, outs[i].rank, outs[i].shape, &count, &bytes) != 0) {
+            char what[32];
+            snprintf(what, sizeof what, "result %d", i);
+            return cli_too_large(what, outs[i].dtype, outs[i].rank, outs[i].shape);
+        }
+        outs[i].data = malloc(bytes ? bytes : 1);
+        if (!outs[i].data) {
+            fprintf(stderr, "fusec: error: out of memory for result %d\n", i);
+            return EXIT_INTERNAL;
+        }
+        memset(outs[i].data, 0xff, bytes); /* poison: a result never written shows as NaN/-1 */
+    }
+    return EXIT_OK;
 }
 
 int cli_find_function(const cli *c, fusec_module *m, fusec_function **f, int *nparams,
@@ -354,6 +465,8 @@ int cli_find_function(const cli *c, fusec_module *m, fusec_function **f, int *np
 static int cmd_run(cli *c) {
     if (c->nfiles != 1) return cli_usage_error("%s", "run takes one FILE.fuse");
     if (!c->function) return cli_usage_error("%s", "run needs -f FUNCTION");
+    for (int i = 0; i < c->nouts; i++)
+        if (check_not_input(c, "--out", c->outs[i])) return EXIT_USAGE;
     fusec_module *m = NULL;
     fusec_status st = fusec_module_compile_file(c->files[0], &c->opt, &m);
     if (!m) {
@@ -437,20 +550,9 @@ static int cmd_run(cli *c) {
         rc = cli_exit_code(st);
         goto done;
     }
-    for (int i = 0; i < nresults; i++) {
-        size_t n = fusec_dtype_size(outs[i].dtype);
-        for (int d = 0; d < outs[i].rank; d++)
-            n *= (size_t)outs[i].shape[d];
-        outs[i].data = malloc(n ? n : 1);
-        if (!outs[i].data) {
-            fprintf(stderr, "fusec: error: out of memory\n");
-            rc = EXIT_INTERNAL;
-            goto done;
-        }
-        memset(outs[i].data, 0xff, n); /* poison: a result never written shows as NaN/-1 */
-    }
     /* in the target's memory (the GPU's on CUDA), results poisoned there too */
-    rc = cli_to_target(m, ins, nparams, 1, dev_ins);
+    rc = alloc_results(outs, nresults);
+    if (rc == EXIT_OK) rc = cli_to_target(m, ins, nparams, 1, dev_ins);
     if (rc == EXIT_OK) rc = cli_to_target(m, outs, nresults, 1, dev_outs);
     if (rc != EXIT_OK) goto done;
     st = fusec_launch(f, dev_ins, nparams, dev_outs, nresults, NULL);
@@ -515,6 +617,7 @@ int main(int argc, char **argv) {
     }
     cli c;
     int rc = parse_args(argc, argv, &c);
+    if (rc == 0) rc = check_num_threads();
     if (rc == 0) {
         if (!c.command)
             rc = cmd_compile(&c);
@@ -531,5 +634,5 @@ int main(int argc, char **argv) {
         free((void *)c.ins[i].name);
     for (int i = 0; i < c.ndims; i++)
         free((void *)c.dims[i].name);
-    return rc;
+    return close_stdout(rc);
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define NPY_MAX_HEADER (1u << 20)
 
@@ -56,23 +57,31 @@ static int parse_descr(const char *v, npy_array *a) {
     return (size == 1 || size == 2 || size == 4 || size == 8) ? 0 : -1;
 }
 
+/* The shape into a->shape and a->count: 0, -1 malformed, -2 rank above 8, -3 too large.
+ * The bytes of the nonzero dims' product must fit an int64 even when another dim is zero:
+ * strides are products of them. */
 static int parse_shape(const char *v, npy_array *a) {
     if (*v != '(') return -1;
     v++;
     a->rank = 0;
-    a->count = 1;
+    int64_t live = 1;
+    int empty = 0;
     for (;;) {
         while (*v == ' ')
             v++;
-        if (*v == ')') return 0;
+        if (*v == ')') break;
         if (a->rank == FUSEC_MAX_RANK) return -2;
         char *end;
         errno = 0;
         long long n = strtoll(v, &end, 10);
         if (end == v || n < 0 || errno) return -1;
         a->shape[a->rank++] = n;
-        if (n && a->count > INT64_MAX / n) return -1;
-        a->count *= n;
+        if (n == 0)
+            empty = 1;
+        else if (live > INT64_MAX / 8 / n)
+            return -3;
+        else
+            live *= n;
         v = end;
         while (*v == ' ')
             v++;
@@ -81,6 +90,24 @@ static int parse_shape(const char *v, npy_array *a) {
         else if (*v != ')')
             return -1;
     }
+    a->count = empty ? 0 : live;
+    return 0;
+}
+
+/* A header may claim any shape: before that many bytes are allocated, a regular file must
+ * hold them after the header (f is positioned there), else it is truncated, not a reason to
+ * run out of memory. A pipe's length is not known, and the read finds out. */
+static int check_data_size(FILE *f, size_t bytes, char *err, size_t errlen, const char *path) {
+    struct stat st;
+    long at = ftell(f);
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) || at < 0) return 0;
+    uint64_t have = (uint64_t)st.st_size > (uint64_t)at ? (uint64_t)st.st_size - (uint64_t)at : 0;
+    if (have >= bytes) return 0;
+    char what[160];
+    snprintf(what, sizeof what,
+             "truncated .npy file: its header's shape needs %llu bytes of data, it holds %llu",
+             (unsigned long long)bytes, (unsigned long long)have);
+    return fail(err, errlen, path, what);
 }
 
 int npy_read(const char *path, npy_array *a, char *err, size_t errlen) {
@@ -138,6 +165,8 @@ int npy_read(const char *path, npy_array *a, char *err, size_t errlen) {
         int s = parse_shape(shape, a);
         if (s == -2)
             rc = fail(err, errlen, path, "rank above 8");
+        else if (s == -3)
+            rc = fail(err, errlen, path, "array too large");
         else if (s != 0)
             rc = fail(err, errlen, path, "malformed shape in header");
     }
@@ -146,11 +175,16 @@ int npy_read(const char *path, npy_array *a, char *err, size_t errlen) {
         fclose(f);
         return rc;
     }
-    if (a->count > INT64_MAX / 8) {
+    /* element offsets are int64_t products, byte counts size_t */
+    if (a->count > INT64_MAX / 8 || (uint64_t)a->count > SIZE_MAX / (size_t)a->itemsize) {
         fclose(f);
         return fail(err, errlen, path, "array too large");
     }
     size_t bytes = (size_t)a->count * (size_t)a->itemsize;
+    if (check_data_size(f, bytes, err, errlen, path) != 0) {
+        fclose(f);
+        return -1;
+    }
     a->data = malloc(bytes ? bytes : 1);
     if (!a->data) {
         fclose(f);
@@ -247,6 +281,10 @@ int npy_convert(const npy_array *a, fusec_dtype t, void **out, char *err, size_t
     size_t size = fusec_dtype_size(t);
     if (!size) {
         snprintf(err, errlen, "unknown dtype");
+        return -1;
+    }
+    if ((uint64_t)a->count > SIZE_MAX / size) {
+        snprintf(err, errlen, "array too large");
         return -1;
     }
     unsigned char *o = malloc(a->count ? (size_t)a->count * size : 1);

@@ -21,7 +21,9 @@ typedef struct npy_array {
 } npy_array;
 
 /* Reads path into *a. 0, or -1 with a message in err (unreadable, not .npy, unsupported
- * dtype, Fortran order, rank above 8, truncated data). */
+ * dtype, Fortran order, rank above 8, a shape too large to count in bytes, truncated data:
+ * a regular file shorter than its header's shape says is found before the data is
+ * allocated). */
 int npy_read(const char *path, npy_array *a, char *err, size_t errlen);
 void npy_free(npy_array *a);
 

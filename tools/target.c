@@ -1,15 +1,44 @@
 /* tools/target.c: tensors in the target's memory (a GPU's, or the host's) for `fusec run`
  * and `fusec bench`, through fusec.h's memory functions like any embedder. */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "cli.h"
 
+int cli_tensor_size(fusec_dtype t, int rank, const int64_t *shape, int64_t *count, size_t *bytes) {
+    int64_t n = 1;
+    int zero = 0;
+    /* the other dims of an empty tensor must fit too: strides are products of them */
+    for (int d = 0; d < rank; d++) {
+        if (shape[d] < 0) return -1;
+        if (shape[d] == 0)
+            zero = 1;
+        else if (n > INT64_MAX / shape[d])
+            return -1;
+        else
+            n *= shape[d];
+    }
+    size_t size = fusec_dtype_size(t);
+    if (!size || (uint64_t)n > SIZE_MAX / size) return -1;
+    *count = zero ? 0 : n;
+    *bytes = zero ? 0 : (size_t)n * size;
+    return 0;
+}
+
 size_t cli_tensor_bytes(const fusec_tensor *t) {
-    size_t n = fusec_dtype_size(t->dtype);
-    for (int d = 0; d < t->rank; d++)
-        n *= (size_t)t->shape[d];
-    return n;
+    int64_t count;
+    size_t bytes;
+    if (cli_tensor_size(t->dtype, t->rank, t->shape, &count, &bytes) != 0) return SIZE_MAX;
+    return bytes;
+}
+
+int cli_too_large(const char *what, fusec_dtype t, int rank, const int64_t *shape) {
+    fprintf(stderr, "fusec: error: %s is too large: %s[", what, fusec_dtype_name(t));
+    for (int d = 0; d < rank; d++)
+        fprintf(stderr, "%s%lld", d ? ", " : "", (long long)shape[d]);
+    fprintf(stderr, "] has more elements or bytes than this machine can address\n");
+    return EXIT_INPUT;
 }
 
 /* The host is the target's memory: the host tensors serve as they are. */

@@ -1,10 +1,11 @@
 """tests/py/test_cli_errors.py: the command line's answers to bad input and bad usage: a
 clear message and the SPEC's exit code (1 input, 2 usage), never a crash."""
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fusectest import check, finish, np, run, tmpdir, SRC  # noqa: E402
+from fusectest import check, finish, fusec_env, np, run, tmpdir, FUSEC, SRC  # noqa: E402
 
 d = tmpdir()
 GELU = os.path.join(SRC, "examples", "gelu.fuse")
@@ -12,8 +13,8 @@ SOFTMAX = os.path.join(SRC, "examples", "softmax.fuse")
 LAYERNORM = os.path.join(SRC, "examples", "layernorm.fuse")
 
 
-def expect(args, code, *needles, stream="stderr"):
-    rc, so, se = run(args)
+def expect(args, code, *needles, stream="stderr", env=None):
+    rc, so, se = run(args, env=env)
     text = se if stream == "stderr" else so
     check(rc == code, f"fusec {' '.join(args)}: exit {rc}, want {code}\n{se}")
     for n in needles:

@@ -1,7 +1,8 @@
 /* tests/unit/test_check.c: check_file on small sources: the promotion table, weak literals,
  * reductions, broadcasting, inlined calls with batch axes (checked numerically through the
- * reference interpreter), recursion, the limits on inlining, squeezed returns, and the
- * exact text of the checker's messages. */
+ * reference interpreter), recursion, the limits on inlining (and that docs/language.md
+ * states them), squeezed returns, and the exact text of the checker's messages. */
+#include "frontend/check_internal.h"
 #include "frontend/frontend.h"
 
 #include <math.h>
@@ -603,6 +604,29 @@ static void test_names(void) {
     done(&r);
 }
 
+/* The log2 of a power of two. */
+static int log2_of(long v) {
+    int k = 0;
+    while (v > 1) {
+        v >>= 1;
+        k++;
+    }
+    return k;
+}
+
+/* docs/language.md states the limits on inlining; they must be the checker's constants. */
+static void test_limits_documented(void) {
+    char *doc = read_text("docs/language.md");
+    CHECK(doc != NULL);
+    if (!doc) return;
+    char want[128];
+    snprintf(want, sizeof want, "at most 2^%d IR nodes after", log2_of(CHECK_MAX_NODES));
+    CHECK_MSG(strstr(doc, want), "docs/language.md does not say '%s'", want);
+    snprintf(want, sizeof want, "at most 2^%d expression visits", log2_of(CHECK_MAX_VISITS));
+    CHECK_MSG(strstr(doc, want), "docs/language.md does not say '%s'", want);
+    free(doc);
+}
+
 int main(void) {
     test_promotion_table();
     test_weak_literals();
@@ -612,5 +636,6 @@ int main(void) {
     test_recursion_and_limits();
     test_returns();
     test_names();
+    test_limits_documented();
     return check_exit("test_check");
 }

@@ -1,5 +1,5 @@
 /* tests/unit/test_lexer.c: the lexer (frontend/lexer.re): every token kind, positions,
- * literal forms and their overflow flags, bad bytes, and the end of input. */
+ * literal forms and their overflow flags, bad bytes, a byte-order mark, and the end of input. */
 #include "frontend/lexer.h"
 
 #include <math.h>
@@ -289,6 +289,26 @@ static void test_eof_repeats(void) {
     }
 }
 
+/* A UTF-8 byte-order mark is skipped at the very start only, where line 1's columns count
+ * from after it; anywhere else it is one bad token (the parser says what it is). */
+#define BOM "\xEF\xBB\xBF" /* its own literal: a hex escape would swallow a following 'f' */
+
+static void test_byte_order_mark(void) {
+    CHECK_STR(kinds(BOM "fn x"), "FN IDENT EOF");
+    CHECK_STR(kinds(BOM), "EOF");
+    CHECK_STR(kinds(BOM BOM "fn"), "ERROR FN EOF");
+    CHECK_STR(kinds("fn " BOM "x"), "FN ERROR IDENT EOF");
+    CHECK_STR(kinds("\n" BOM "fn"), "ERROR FN EOF");
+    CHECK_STR(kinds("\xEF\xBB;"), "ERROR SEMI EOF"); /* not a whole mark */
+    lex_token t = first(BOM "fn");
+    CHECK(t.loc.line == 1 && t.loc.col == 1 && t.len == 2);
+    lex_state s;
+    lex_init(&s, "fn " BOM, 6);
+    lex_next(&s);
+    t = lex_next(&s);
+    CHECK(t.kind == LEX_ERROR && t.loc.col == 4 && t.len == 3);
+}
+
 int main(void) {
     test_every_kind();
     test_positions();
@@ -296,5 +316,6 @@ int main(void) {
     test_overflow();
     test_bad_bytes();
     test_eof_repeats();
+    test_byte_order_mark();
     return check_exit("test_lexer");
 }
