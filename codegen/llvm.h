@@ -132,6 +132,8 @@ typedef struct llvm_gen_options {
     int f16c;         /* the target converts f16 in hardware: fpext/fptrunc (else integer code) */
     int x86;          /* the target is x86 (sfence after streaming stores) */
     int vector_bytes; /* the widest vector the target has: streaming stores move this many */
+    /* the processor and feature string LLVM compiles for; NULL: the host's own */
+    const char *cpu, *cpu_features;
 } llvm_gen_options;
 
 /* Plans every function (each must have its partition): *out lives in `arena`. Symbol names

@@ -41,11 +41,11 @@ extern "C" {
 /* ---- version -------------------------------------------------------------------------- */
 
 #define FUSEC_VERSION_MAJOR 0
-#define FUSEC_VERSION_MINOR 1
+#define FUSEC_VERSION_MINOR 2
 #define FUSEC_VERSION_PATCH 0
 #define FUSEC_VERSION_NUMBER                                                                       \
     (FUSEC_VERSION_MAJOR * 10000 + FUSEC_VERSION_MINOR * 100 + FUSEC_VERSION_PATCH)
-#define FUSEC_VERSION_STRING "0.1.0"
+#define FUSEC_VERSION_STRING "0.2.0"
 
 /* The library's FUSEC_VERSION_NUMBER: compare with the header's to detect a mismatch. */
 FUSEC_API unsigned fusec_version_number(void);
@@ -116,6 +116,12 @@ typedef struct fusec_options {
     const char *cache_dir;  /* NULL: $FUSEC_CACHE_DIR, $XDG_CACHE_HOME/fusec, ~/.cache/fusec */
     int verbose;            /* collect phase timings and per-kernel reports (fusec_module_report) */
     const char *dump_after; /* pass name: record the IR after that pass (fusec_module_report) */
+    /* Since 0.2. The CPU target's CPU: "x86-64-v2", "x86-64-v3", "x86-64-v4", "znver3",
+     * "sapphirerapids", ... (docs/cpu.md lists them); NULL: $FUSEC_CPU, else "native" (the
+     * host). Code built for a CPU whose instructions the host lacks is built and cached but
+     * never run: launches return FUSEC_ERR_UNSUPPORTED. An unknown name fails the compilation
+     * with FUSEC_ERR_INVALID_ARGUMENT. */
+    const char *cpu;
 } fusec_options;
 
 /* Fills *opt with the defaults (target auto, fusion on, cache on). */
@@ -181,6 +187,9 @@ FUSEC_API fusec_function *fusec_module_function_at(fusec_module *m, int i);
 /* ---- signatures ----------------------------------------------------------------------- */
 
 #define FUSEC_MAX_RANK 8
+/* Since 0.2: the most parameters and results, together, a function may have (more is a
+ * source error). */
+#define FUSEC_MAX_ARGS 128
 
 /* One parameter or result as declared: dims[i] is the literal size, or -1 when the dim is
  * symbolic, then dim_names[i] is its name. */
@@ -201,7 +210,8 @@ FUSEC_API fusec_status fusec_function_result(const fusec_function *f, int i, fus
 /* ---- launching ------------------------------------------------------------------------ */
 
 /* A tensor: dense, row-major. data is a host pointer for the CPU and reference targets, a
- * device pointer (CUdeviceptr) for CUDA. */
+ * device pointer (CUdeviceptr) for CUDA, aligned to the size of an element; NULL only for a
+ * tensor with no elements. */
 typedef struct fusec_tensor {
     void *data;
     fusec_dtype dtype;
@@ -217,7 +227,11 @@ FUSEC_API fusec_status fusec_function_result_shapes(fusec_function *f, const fus
 
 /* Runs f: inputs one per parameter in order, results one per result, each already
  * allocated with its shape and dtype. Descriptors are checked against the signature before
- * anything runs (FUSEC_ERR_SHAPE / FUSEC_ERR_DTYPE with a message naming the parameter).
+ * anything runs (FUSEC_ERR_SHAPE / FUSEC_ERR_DTYPE with a message naming the parameter;
+ * FUSEC_ERR_SHAPE too for shapes whose size no memory could hold). A result may be the very
+ * buffer of an input of the same dtype and shape (in place); any other overlap of a result
+ * with another tensor, missing or misaligned data, is FUSEC_ERR_INVALID_ARGUMENT. A refused
+ * call writes nothing.
  * `stream` is a CUstream on the CUDA target (NULL: the default stream), ignored elsewhere.
  * On CUDA the launch is asynchronous; on the CPU and reference targets it returns when done. */
 FUSEC_API fusec_status fusec_launch(fusec_function *f, const fusec_tensor *inputs, int ninputs,

@@ -31,22 +31,6 @@ static int is_float(ir_dtype t) {
     return ir_dtype_is_float(t);
 }
 
-/* Number of elements of `rank` dims; -1 when it overflows (or the bytes of a double array
- * would). */
-static int64_t count_elems(const int64_t *dims, int32_t rank) {
-    for (int32_t i = 0; i < rank; i++)
-        if (dims[i] == 0) return 0;
-    /* 2^56 elements is far past any memory, and keeps n * 8 bytes inside int64 and size_t */
-    const int64_t limit =
-        (SIZE_MAX / 16 < (UINT64_C(1) << 56)) ? (int64_t)(SIZE_MAX / 16) : (INT64_C(1) << 56);
-    int64_t n = 1;
-    for (int32_t i = 0; i < rank; i++) {
-        if (dims[i] > limit / n) return -1;
-        n *= dims[i];
-    }
-    return n;
-}
-
 static void format_dims(char *buf, size_t len, const int64_t *dims, int32_t rank) {
     size_t used = 0;
     buf[0] = 0;
@@ -475,7 +459,7 @@ static int interp(run *R) {
     char buf[200];
     for (ir_ref r = 0; r < f->nnodes; r++) {
         dims_of(R, r, dims);
-        R->count[r] = count_elems(dims, f->nodes[r].shape.rank);
+        R->count[r] = ir_dims_count(dims, f->nodes[r].shape.rank);
         if (R->count[r] < 0) {
             format_dims(buf, sizeof buf, dims, f->nodes[r].shape.rank);
             return ir_fail(R->err, R->errlen, "%%%d: a tensor of shape %s is too large", (int)r,

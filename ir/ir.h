@@ -300,6 +300,10 @@ int ir_bind_shapes(const ir_func *f, const ir_tensor *inputs, int64_t *sym_value
                    size_t errlen);
 /* The concrete dims of shape s under sym_values. */
 void ir_shape_concrete(const ir_shape *s, const int64_t *sym_values, int64_t *dims);
+/* The number of elements of `rank` dims; -1 when a dim is negative or the count passes 2^56
+ * (far past any memory: the bytes of such a tensor, up to 16 a element, fit in int64 and
+ * size_t, so counts the limit admits can be multiplied by an element size unchecked). */
+int64_t ir_dims_count(const int64_t *dims, int32_t rank);
 
 /* Runs f in float64 (integers exactly, with the SPEC's semantics) on `inputs` (one per
  * parameter, in the parameter's dtype, shapes already bound) and writes each output into

@@ -1,8 +1,9 @@
 /* ir/shape.c: symbolic shapes: equality, numpy broadcasting, reduction, squeeze-equality,
- * and binding the symbolic dims to concrete sizes at launch. */
+ * binding the symbolic dims to concrete sizes at launch, and counting a shape's elements. */
 #include "ir.h"
 
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 
 int ir_dim_equal(ir_dim a, ir_dim b) {
@@ -150,4 +151,18 @@ ir_kernel_kind ir_reduction_kind(const ir_shape *d, uint32_t axes) {
     uint32_t suffix = all & ~((1u << first) - 1);
     if ((r & suffix) == suffix) return IR_KERNEL_ROW_REDUCTION;
     return IR_KERNEL_COLUMN_REDUCTION;
+}
+
+int64_t ir_dims_count(const int64_t *dims, int32_t rank) {
+    for (int32_t i = 0; i < rank; i++)
+        if (dims[i] == 0) return 0;
+    /* 2^56 elements is far past any memory, and keeps n * 8 bytes inside int64 and size_t */
+    const int64_t limit =
+        (SIZE_MAX / 16 < (UINT64_C(1) << 56)) ? (int64_t)(SIZE_MAX / 16) : (INT64_C(1) << 56);
+    int64_t n = 1;
+    for (int32_t i = 0; i < rank; i++) {
+        if (dims[i] < 0 || dims[i] > limit / n) return -1;
+        n *= dims[i];
+    }
+    return n;
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <locale.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +16,8 @@
 #include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "runtime/backend.h"
+#include "runtime/cpu_target.h"
+#include "runtime/nvrtc.h"
 #include "runtime/pipeline.h"
 
 /* Source files larger than this are refused: a .fuse program is a few kilobytes. */
@@ -39,14 +42,18 @@ struct fusec_module {
     int nfuncs;
     ir_func **fused;           /* funcs[i].fused, as the backends take them */
     const rt_backend *backend; /* NULL: the reference interpreter */
+    const rt_cpu_target *cpu;  /* the CPU backend's named CPU; NULL: the host */
     void *program;             /* the backend's built code; NULL until built */
     fusec_status build_status; /* of the one build attempt (FUSEC_OK before it) */
-    int built;
-    pthread_mutex_t lock; /* guards message, and the build */
+    /* set, with release order, once the build attempt is over and program and build_status
+     * hold its outcome: a launch that reads it set (acquire) needs no lock */
+    atomic_int built;
+    pthread_mutex_t lock; /* guards message, the report, the arena after compiling, the build */
     char message[1024];
 };
 
 static_assert(FUSEC_MAX_RANK == IR_MAX_RANK, "public and IR ranks agree");
+static_assert(FUSEC_MAX_ARGS == IR_MAX_ARGS, "public and IR argument limits agree");
 /* ORDER IR_DTYPE: public dtypes mirror ir_dtype. */
 static_assert((int)FUSEC_BOOL == (int)IR_BOOL && (int)FUSEC_F64 == (int)IR_F64 &&
                   (int)FUSEC_BF16 == (int)IR_BF16,
@@ -144,10 +151,26 @@ static double now_ms(void) {
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
+/* Checks the options that name things (a CUDA architecture, a CPU) whatever the target, so
+ * that a misspelling is an error where it is made, not where a later target reads it. */
+static fusec_status check_names(fusec_module *m) {
+    const char *arch = m->opt.arch;
+    if (arch && *arch && !rt_nvrtc_arch_valid(arch))
+        return set_message(m, FUSEC_ERR_INVALID_ARGUMENT,
+                           "arch '%s' is not a CUDA architecture (sm_XX, sm_XXa, compute_XX)",
+                           arch);
+    char err[512];
+    if (rt_cpu_target_resolve(m->opt.cpu, &m->cpu, err, sizeof err) != 0)
+        return set_message(m, FUSEC_ERR_INVALID_ARGUMENT, "%s", err);
+    return FUSEC_OK;
+}
+
 /* Resolves the target: AUTO takes CUDA when a GPU and its driver are there, else the CPU
  * backend, else (a build without LLVM) the reference interpreter. */
 static fusec_status resolve_target(fusec_module *m) {
     char why[256] = "";
+    fusec_status st = check_names(m);
+    if (st != FUSEC_OK) return st;
     switch (m->opt.target) {
     case FUSEC_TARGET_REF: m->target = FUSEC_TARGET_REF; return FUSEC_OK;
     case FUSEC_TARGET_CUDA:
@@ -179,6 +202,20 @@ static fusec_status resolve_target(fusec_module *m) {
     return set_message(m, FUSEC_ERR_INVALID_ARGUMENT, "unknown target %d", (int)m->opt.target);
 }
 
+/* A copy of s in the arena, or NULL when memory ran out (outside a compilation, whose
+ * arena failures jump). */
+static const char *strdup_in(ir_arena *a, const char *s) {
+    jmp_buf oom;
+    if (setjmp(oom)) {
+        a->oom = NULL;
+        return NULL;
+    }
+    a->oom = &oom;
+    const char *copy = ir_arena_strdup(a, s);
+    a->oom = NULL;
+    return copy;
+}
+
 static fusec_module *module_new(const fusec_options *opt) {
     fusec_module *m = calloc(1, sizeof(*m));
     if (!m) return NULL;
@@ -191,6 +228,13 @@ static fusec_module *module_new(const fusec_options *opt) {
                                                                          : sizeof(m->opt);
         memcpy(&m->opt, opt, n);
         m->opt.struct_size = sizeof(m->opt);
+        /* the caller's strings may be gone by the time a launch builds the module */
+        const char **strs[] = {&m->opt.arch, &m->opt.cache_dir, &m->opt.dump_after, &m->opt.cpu};
+        for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
+            if (*strs[i] && !(*strs[i] = strdup_in(&m->arena, *strs[i]))) {
+                fusec_module_free(m);
+                return NULL;
+            }
     }
     m->diagnostics = "";
     return m;
@@ -380,20 +424,19 @@ static rt_backend_request backend_request(fusec_module *m) {
         .opt = &m->opt,
         .arena = &m->arena,
         .report = &m->report,
+        .cpu = m->cpu,
     };
     return req;
 }
 
-/* Builds once; later calls return the first attempt's status. The caller holds m->lock. */
-static fusec_status build_locked(fusec_module *m) {
-    if (m->built) return m->build_status;
-    m->built = 1;
-    if (!m->backend) return m->build_status = FUSEC_OK;
+/* The one build attempt. The caller holds m->lock. */
+static fusec_status build_now(fusec_module *m) {
+    if (!m->backend) return FUSEC_OK;
     jmp_buf oom;
     if (setjmp(oom)) {
         m->arena.oom = NULL;
         snprintf(m->message, sizeof m->message, "out of memory while building");
-        return m->build_status = FUSEC_ERR_OUT_OF_MEMORY;
+        return FUSEC_ERR_OUT_OF_MEMORY;
     }
     m->arena.oom = &oom;
     rt_backend_request req = backend_request(m);
@@ -404,7 +447,16 @@ static fusec_status build_locked(fusec_module *m) {
         ir_buf_printf(&m->report, "time: %s build %.3f ms\n", m->backend->name, now_ms() - t0);
     m->arena.oom = NULL;
     if (st != FUSEC_OK) snprintf(m->message, sizeof m->message, "%s", err);
-    return m->build_status = st;
+    return st;
+}
+
+/* Builds once; later calls return the first attempt's status. The caller holds m->lock, so
+ * concurrent first launches wait here for the one that builds, then see its outcome. */
+static fusec_status build_locked(fusec_module *m) {
+    if (atomic_load_explicit(&m->built, memory_order_relaxed)) return m->build_status;
+    m->build_status = build_now(m);
+    atomic_store_explicit(&m->built, 1, memory_order_release);
+    return m->build_status;
 }
 
 fusec_status fusec_module_build(fusec_module *m) {
@@ -429,13 +481,30 @@ static fusec_status emit_text(ir_buf *b, char **data, size_t *size) {
     return FUSEC_OK;
 }
 
-static fusec_status module_emit(fusec_module *m, fusec_emit kind, char **data, size_t *size);
-
-fusec_status fusec_module_emit(fusec_module *m, fusec_emit kind, char **data, size_t *size) {
-    locale_t old = enter_c_locale();
-    fusec_status st = module_emit(m, kind, data, size);
-    leave_c_locale(old);
-    return st;
+/* The text of `kind` into b; FUSEC_OK, or a status with its message in msg. The caller holds
+ * m->lock: the arena and the report are the module's, which a build on another thread also
+ * writes. */
+static fusec_status emit_locked(fusec_module *m, fusec_emit kind, ir_buf *b, char *msg,
+                                size_t msglen) {
+    switch (kind) {
+    case FUSEC_EMIT_AST: parse_print_ast(b, m->ast); return FUSEC_OK;
+    case FUSEC_EMIT_IR:
+        for (int i = 0; i < m->nfuncs; i++) {
+            if (i) ir_buf_puts(b, "\n");
+            ir_print_func(b, m->funcs[i].fused ? m->funcs[i].fused : m->funcs[i].checked);
+        }
+        return FUSEC_OK;
+    case FUSEC_EMIT_CUDA:
+    case FUSEC_EMIT_PTX:
+    case FUSEC_EMIT_CUBIN:
+    case FUSEC_EMIT_LLVM: {
+        const rt_backend *be = kind == FUSEC_EMIT_LLVM ? &rt_backend_cpu : &rt_backend_cuda;
+        rt_backend_request req = backend_request(m);
+        return be->emit(&req, kind, b, msg, msglen);
+    }
+    }
+    snprintf(msg, msglen, "unknown emit kind %d", (int)kind);
+    return FUSEC_ERR_INVALID_ARGUMENT;
 }
 
 static fusec_status module_emit(fusec_module *m, fusec_emit kind, char **data, size_t *size) {
@@ -443,40 +512,31 @@ static fusec_status module_emit(fusec_module *m, fusec_emit kind, char **data, s
     if (size) *size = 0;
     if (!m || !data) return FUSEC_ERR_INVALID_ARGUMENT;
     if (!m->ast) return set_message(m, FUSEC_ERR_SOURCE, "the module did not compile");
+    char msg[sizeof m->message] = "";
+    fusec_status st;
+    pthread_mutex_lock(&m->lock);
     jmp_buf oom;
     if (setjmp(oom)) {
-        m->arena.oom = NULL;
-        return set_message(m, FUSEC_ERR_OUT_OF_MEMORY, "out of memory");
-    }
-    m->arena.oom = &oom;
-    ir_buf b;
-    ir_buf_init(&b, &m->arena);
-    fusec_status st = FUSEC_OK;
-    switch (kind) {
-    case FUSEC_EMIT_AST: parse_print_ast(&b, m->ast); break;
-    case FUSEC_EMIT_IR:
-        for (int i = 0; i < m->nfuncs; i++) {
-            if (i) ir_buf_puts(&b, "\n");
-            ir_print_func(&b, m->funcs[i].fused ? m->funcs[i].fused : m->funcs[i].checked);
-        }
-        break;
-    case FUSEC_EMIT_CUDA:
-    case FUSEC_EMIT_PTX:
-    case FUSEC_EMIT_CUBIN:
-    case FUSEC_EMIT_LLVM: {
-        const rt_backend *be = kind == FUSEC_EMIT_LLVM ? &rt_backend_cpu : &rt_backend_cuda;
-        rt_backend_request req = backend_request(m);
-        char err[sizeof m->message];
-        pthread_mutex_lock(&m->lock); /* the backend writes to the module's report */
-        st = be->emit(&req, kind, &b, err, sizeof err);
-        pthread_mutex_unlock(&m->lock);
-        if (st != FUSEC_OK) set_message(m, st, "%s", err);
-    } break;
-    default: st = set_message(m, FUSEC_ERR_INVALID_ARGUMENT, "unknown emit kind %d", (int)kind);
+        st = FUSEC_ERR_OUT_OF_MEMORY;
+        snprintf(msg, sizeof msg, "out of memory");
+    } else {
+        m->arena.oom = &oom;
+        ir_buf b;
+        ir_buf_init(&b, &m->arena);
+        st = emit_locked(m, kind, &b, msg, sizeof msg);
+        if (st == FUSEC_OK) st = emit_text(&b, data, size);
     }
     m->arena.oom = NULL;
-    if (st != FUSEC_OK) return st;
-    return emit_text(&b, data, size);
+    pthread_mutex_unlock(&m->lock);
+    if (st != FUSEC_OK && msg[0]) set_message(m, st, "%s", msg);
+    return st;
+}
+
+fusec_status fusec_module_emit(fusec_module *m, fusec_emit kind, char **data, size_t *size) {
+    locale_t old = enter_c_locale();
+    fusec_status st = module_emit(m, kind, data, size);
+    leave_c_locale(old);
+    return st;
 }
 
 /* ---- signatures ------------------------------------------------------------------------ */
@@ -582,8 +642,84 @@ fusec_status fusec_function_result_shapes(fusec_function *f, const fusec_tensor 
 }
 
 /* The most parameters plus results a call takes, and symbolic dims a function binds. */
-#define RT_MAX_ARGS 128
+#define RT_MAX_ARGS IR_MAX_ARGS
 #define RT_MAX_SYMS (IR_MAX_RANK * 64 + 1)
+
+/* The name of argument i of f in messages: "parameter 'x'" or "result 0". */
+static const char *arg_name(const fusec_function *f, int i, char *buf, size_t len) {
+    int np = f->checked->nparams;
+    if (i < np)
+        snprintf(buf, len, "parameter '%s'", f->checked->params[i].name);
+    else
+        snprintf(buf, len, "result %d", i - np);
+    return buf;
+}
+
+/* Every tensor a launch touches, its arguments and every value its kernels compute or keep,
+ * has a size that memory could hold: the backends compute offsets and sizes from these
+ * counts unchecked. */
+static fusec_status check_sizes(fusec_function *f, const ir_tensor *args, const int64_t *syms) {
+    int nargs = f->checked->nparams + f->checked->noutputs;
+    char name[128];
+    for (int i = 0; i < nargs; i++)
+        if (ir_dims_count(args[i].dims, args[i].rank) < 0)
+            return set_message(f->module, FUSEC_ERR_SHAPE,
+                               "%s: a tensor of that shape is too large",
+                               arg_name(f, i, name, sizeof name));
+    const ir_func *fn = f->fused ? f->fused : f->checked;
+    for (int32_t r = 0; r < fn->nnodes; r++) {
+        int64_t dims[IR_MAX_RANK];
+        ir_shape_concrete(&fn->nodes[r].shape, syms, dims);
+        if (ir_dims_count(dims, fn->nodes[r].shape.rank) < 0)
+            return set_message(f->module, FUSEC_ERR_SHAPE,
+                               "'%s' would compute a value too large for memory at these shapes",
+                               f->checked->name);
+    }
+    return FUSEC_OK;
+}
+
+/* The bytes of args[i] in memory (counts are checked: they fit). */
+static uintptr_t arg_bytes(const ir_tensor *t) {
+    return (uintptr_t)ir_dims_count(t->dims, t->rank) * (uintptr_t)ir_dtypes[t->dtype].bytes;
+}
+
+/* Every non-empty tensor has data, aligned to its element size, and no result overlaps
+ * another buffer, except that a result may be the very buffer of an input of its dtype and
+ * shape (in place, SPEC §3). */
+static fusec_status check_buffers(fusec_function *f, const ir_tensor *args) {
+    int np = f->checked->nparams, nargs = np + f->checked->noutputs;
+    char a[128], b[128];
+    for (int i = 0; i < nargs; i++) {
+        if (arg_bytes(&args[i]) == 0) continue;
+        if (!args[i].data)
+            return set_message(f->module, FUSEC_ERR_INVALID_ARGUMENT, "%s: no data",
+                               arg_name(f, i, a, sizeof a));
+        /* kernels load and store whole elements, vectors of them with the alignment an
+         * element has (x86's aligned streaming stores fault on less) */
+        int es = ir_dtypes[args[i].dtype].bytes;
+        if ((uintptr_t)args[i].data % (uintptr_t)es)
+            return set_message(f->module, FUSEC_ERR_INVALID_ARGUMENT,
+                               "%s: data at %p is not aligned to its %d-byte elements",
+                               arg_name(f, i, a, sizeof a), args[i].data, es);
+    }
+    for (int i = np; i < nargs; i++) {
+        uintptr_t lo = (uintptr_t)args[i].data, hi = lo + arg_bytes(&args[i]);
+        for (int j = 0; j < nargs && hi > lo; j++) {
+            uintptr_t lo2 = (uintptr_t)args[j].data, hi2 = lo2 + arg_bytes(&args[j]);
+            if (j == i || hi2 == lo2 || hi <= lo2 || hi2 <= lo) continue;
+            int in_place =
+                j < np && lo == lo2 && args[i].dtype == args[j].dtype &&
+                args[i].rank == args[j].rank &&
+                !memcmp(args[i].dims, args[j].dims, sizeof(int64_t) * (size_t)args[i].rank);
+            if (!in_place)
+                return set_message(f->module, FUSEC_ERR_INVALID_ARGUMENT,
+                                   "%s overlaps %s in memory: a result may only be the very "
+                                   "buffer of an input of its dtype and shape",
+                                   arg_name(f, i, a, sizeof a), arg_name(f, j, b, sizeof b));
+        }
+    }
+    return FUSEC_OK;
+}
 
 /* Checks a call's tensors against f's signature: args (inputs, then results) and the values
  * of f's symbolic dims. */
@@ -628,14 +764,16 @@ static fusec_status prepare_call(fusec_function *f, const fusec_tensor *inputs, 
         memcpy(t->dims, want, sizeof want);
         t->data = results[i].data;
     }
-    return FUSEC_OK;
+    st = check_sizes(f, args, syms);
+    if (st == FUSEC_OK) st = check_buffers(f, args);
+    return st;
 }
 
 /* Builds the module on first use; the build's status. */
 static fusec_status ensure_built(fusec_module *m) {
     if (!m->backend) return FUSEC_OK;
-    if (!m->built) return fusec_module_build(m);
-    return m->build_status;
+    if (atomic_load_explicit(&m->built, memory_order_acquire)) return m->build_status;
+    return fusec_module_build(m);
 }
 
 /* Runs a prepared call on the module's target. */

@@ -20,6 +20,8 @@ typedef struct rt_backend_request {
     const fusec_options *opt; /* arch, fast_math, no_cache, cache_dir, verbose */
     ir_arena *arena;          /* the module's arena, for anything that lives as long */
     ir_buf *report;           /* -v lines (cache hit or miss per kernel, timings) */
+    /* the CPU the CPU backend compiles for (runtime/cpu_target.h); NULL: the host */
+    const struct rt_cpu_target *cpu;
 } rt_backend_request;
 
 typedef struct rt_backend {

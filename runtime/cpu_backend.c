@@ -39,6 +39,7 @@
 #include "runtime/cache.h"
 #include "runtime/cpu_elf.h"
 #include "runtime/cpu_jit.h"
+#include "runtime/cpu_target.h"
 #include "runtime/threadpool.h"
 
 #ifndef FUSEC_LLVM_VERSION
@@ -68,7 +69,10 @@ typedef struct cpu_program {
     rt_jit *jit;            /* loaded by LLVM's JIT, or */
     rt_elf *elf;            /* by fusec's own loader */
     const llvm_module_meta *meta;
-    int vector_bytes;     /* the widest vector the kernels were built for */
+    int vector_bytes; /* the widest vector the kernels were built for */
+    /* why launches are refused ("" when they are not): the code is for a CPU whose
+     * instructions the host lacks, so it is built (and cached) but never loaded or run */
+    char refusal[256];
     cpu_kernel **kernels; /* [func][kernel] */
     int nfuncs;
     /* blocks for the intermediates of launches, kept between them (concurrent launches
@@ -142,12 +146,23 @@ static int cpu_available(char *why, size_t whylen) {
     return 0;
 }
 
-/* The options and the host's identity: from CPUID where fusec can load objects itself (so a
- * cache hit needs no LLVM), else from LLVM. */
-static int host_setup(const rt_backend_request *req, llvm_gen_options *o, const char **arch,
-                      char *err, size_t errlen) {
+/* The options and the identity of the CPU the code is for (a cache key part): a named CPU's
+ * from the table; the host's from CPUID where fusec can load objects itself (so a cache hit
+ * needs no LLVM), else from LLVM. */
+static int target_setup(const rt_backend_request *req, llvm_gen_options *o, const char **arch,
+                        char *err, size_t errlen) {
     memset(o, 0, sizeof(*o));
     o->fast_math = req->opt && req->opt->fast_math;
+    if (req->cpu) {
+        o->f16c = req->cpu->f16c;
+        o->x86 = 1;
+        o->vector_bytes = req->cpu->vector_bytes;
+        o->cpu = req->cpu->llvm_cpu;
+        o->cpu_features = req->cpu->llvm_features;
+        *arch =
+            ir_arena_printf(req->arena, "cpu %s: %s %s", req->cpu->name, o->cpu, o->cpu_features);
+        return 0;
+    }
     if (rt_elf_supported() && *rt_cpu_host_id()) {
         o->f16c = rt_cpu_host_f16c();
         o->x86 = 1;
@@ -175,7 +190,7 @@ static fusec_status cpu_emit(const rt_backend_request *req, fusec_emit kind, ir_
         return FUSEC_ERR_INTERNAL;
     llvm_gen_options o;
     const char *arch;
-    if (host_setup(req, &o, &arch, err, errlen)) return FUSEC_ERR_UNSUPPORTED;
+    if (target_setup(req, &o, &arch, err, errlen)) return FUSEC_ERR_UNSUPPORTED;
     if (api->print_ir(meta, &o, req->arena, out, err, errlen)) return FUSEC_ERR_COMPILER;
     return FUSEC_OK;
 }
@@ -281,6 +296,36 @@ oom:
     return -1;
 }
 
+/* Loads the object code (freed here) and looks its kernels up: LLVM's JIT when LLVM is in the
+ * process anyway (it just built the object), else fusec's own loader. 0, or -1 with err. */
+static int load(cpu_program *p, void *obj, size_t len, char *err, size_t errlen) {
+    const char *loader = getenv("FUSEC_CPU_LOADER");
+    int use_elf = rt_elf_supported() && !rt_llvm_loaded();
+    if (loader && !strcmp(loader, "elf") && rt_elf_supported()) use_elf = 1;
+    if (loader && !strcmp(loader, "orc")) use_elf = 0;
+    if (use_elf) {
+        p->elf = rt_elf_load(obj, len, err, errlen);
+    } else {
+        p->api = rt_llvm_open(err, errlen);
+        if (p->api && p->api->init(err, errlen) == 0) p->jit = p->api->load(obj, len, err, errlen);
+    }
+    free(obj);
+    if (!p->jit && !p->elf) return -1;
+    return resolve(p, err, errlen);
+}
+
+/* Whether code for cpu cannot run here: then why, in msg. */
+static int refused(const rt_cpu_target *cpu, char *msg, size_t len) {
+    char lack[160];
+    int n = rt_cpu_target_missing(cpu, lack, sizeof lack);
+    if (n == 0) return 0;
+    snprintf(msg, len,
+             "the kernels were built for %s, whose instructions this CPU lacks (%s); they are "
+             "never run here",
+             cpu->name, lack);
+    return 1;
+}
+
 static fusec_status cpu_compile(const rt_backend_request *req, void **program, char *err,
                                 size_t errlen) {
     *program = NULL;
@@ -292,7 +337,7 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
         return FUSEC_ERR_INTERNAL;
     llvm_gen_options o;
     const char *arch;
-    if (host_setup(req, &o, &arch, err, errlen)) return FUSEC_ERR_UNSUPPORTED;
+    if (target_setup(req, &o, &arch, err, errlen)) return FUSEC_ERR_UNSUPPORTED;
     build_ctx bc = {meta, &o, req->arena, {0, 0, 0, 0}, ""};
     void *obj = NULL;
     size_t len = 0;
@@ -330,6 +375,9 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
         }
     }
     double t2 = now_ms();
+    if (verbose)
+        ir_buf_printf(req->report, "cpu: code for %s (%d-byte vectors)\n",
+                      req->cpu ? req->cpu->name : "this host's CPU", o.vector_bytes);
     cpu_program *p = calloc(1, sizeof(*p));
     if (!p) {
         free(obj);
@@ -339,20 +387,13 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
     p->meta = meta;
     p->vector_bytes = o.vector_bytes;
     pthread_mutex_init(&p->blocks_mu, NULL);
-    /* LLVM's JIT when LLVM is in the process anyway (it just built the object), else fusec's
-     * own loader */
-    const char *loader = getenv("FUSEC_CPU_LOADER");
-    int use_elf = rt_elf_supported() && !rt_llvm_loaded();
-    if (loader && !strcmp(loader, "elf") && rt_elf_supported()) use_elf = 1;
-    if (loader && !strcmp(loader, "orc")) use_elf = 0;
-    if (use_elf) {
-        p->elf = rt_elf_load(obj, len, err, errlen);
-    } else {
-        p->api = rt_llvm_open(err, errlen);
-        if (p->api && p->api->init(err, errlen) == 0) p->jit = p->api->load(obj, len, err, errlen);
+    if (req->cpu && refused(req->cpu, p->refusal, sizeof p->refusal)) {
+        free(obj);
+        *program = p;
+        if (verbose) ir_buf_printf(req->report, "cpu: built, not loaded: %s\n", p->refusal);
+        return FUSEC_OK;
     }
-    free(obj);
-    if ((!p->jit && !p->elf) || resolve(p, err, errlen)) {
+    if (load(p, obj, len, err, errlen)) {
         cpu_destroy(p);
         return FUSEC_ERR_COMPILER;
     }
@@ -505,6 +546,10 @@ static fusec_status cpu_launch(void *program, int func, const ir_tensor *args, c
                                void *stream, char *err, size_t errlen) {
     (void)stream; /* CPU launches complete before they return */
     cpu_program *p = program;
+    if (p && p->refusal[0]) {
+        snprintf(err, errlen, "%s", p->refusal);
+        return FUSEC_ERR_UNSUPPORTED;
+    }
     if (!p || func < 0 || func >= p->nfuncs) {
         snprintf(err, errlen, "internal error: no function %d", func);
         return FUSEC_ERR_INTERNAL;

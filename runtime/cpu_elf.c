@@ -1,5 +1,5 @@
-/* runtime/cpu_elf.c: loading cached x86-64 ELF relocatable objects without LLVM, and the
- * host CPU's identity for cache keys (see cpu_elf.h).
+/* runtime/cpu_elf.c: loading cached x86-64 ELF relocatable objects without LLVM (see
+ * cpu_elf.h).
  *
  * Layout of a loaded object, one anonymous mapping:
  *   [executable sections][call stubs] (page boundary) [other allocated sections][GOT]
@@ -17,9 +17,7 @@
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__linux__)
-#include <cpuid.h>
 #include <elf.h>
-#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -379,56 +377,6 @@ void rt_elf_free(rt_elf *e) {
     free(e);
 }
 
-/* ---- the host CPU ----------------------------------------------------------------------- */
-
-static struct {
-    pthread_once_t once;
-    char id[256];
-    int f16c, vector_bytes;
-} cpu = {.once = PTHREAD_ONCE_INIT};
-
-static void cpu_init(void) {
-    unsigned a, b, c, d, max, ext = 0;
-    char vendor[13] = "";
-    if (!__get_cpuid(0, &max, &b, &c, &d)) return;
-    memcpy(vendor, &b, 4);
-    memcpy(vendor + 4, &d, 4);
-    memcpy(vendor + 8, &c, 4);
-    unsigned l1a = 0, l1c = 0, l1d = 0, l7b = 0, l7c = 0, l7d = 0, e1c = 0, e1d = 0;
-    __get_cpuid(1, &l1a, &b, &l1c, &l1d);
-    if (max >= 7) __cpuid_count(7, 0, a, l7b, l7c, l7d);
-    __get_cpuid(0x80000000, &ext, &b, &c, &d);
-    if (ext >= 0x80000001) __get_cpuid(0x80000001, &a, &b, &e1c, &e1d);
-    /* the OS's saved vector state (XCR0): whether AVX / AVX-512 registers are usable */
-    unsigned long long xcr0 = 0;
-    if (l1c & (1u << 27)) { /* OSXSAVE */
-        unsigned lo, hi;
-        __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-        xcr0 = ((unsigned long long)hi << 32) | lo;
-    }
-    int avx = (l1c & (1u << 28)) && (xcr0 & 6) == 6;
-    int avx512 = avx && (l7b & (1u << 16)) && (xcr0 & 0xe0) == 0xe0;
-    cpu.f16c = (l1c & (1u << 29)) && avx;
-    cpu.vector_bytes = avx512 ? 64 : avx ? 32 : 16;
-    snprintf(cpu.id, sizeof cpu.id, "x86_64 %s %08x %08x:%08x %08x:%08x:%08x %08x:%08x xcr0=%llx",
-             vendor, l1a, l1c, l1d, l7b, l7c, l7d, e1c, e1d, xcr0);
-}
-
-const char *rt_cpu_host_id(void) {
-    pthread_once(&cpu.once, cpu_init);
-    return cpu.id;
-}
-
-int rt_cpu_host_f16c(void) {
-    pthread_once(&cpu.once, cpu_init);
-    return cpu.f16c;
-}
-
-int rt_cpu_host_vector_bytes(void) {
-    pthread_once(&cpu.once, cpu_init);
-    return cpu.vector_bytes;
-}
-
 #else /* not x86-64 Linux: objects are loaded by LLVM's JIT only */
 
 int rt_elf_supported(void) {
@@ -448,18 +396,6 @@ void *rt_elf_lookup(const rt_elf *e, const char *name) {
 
 void rt_elf_free(rt_elf *e) {
     (void)e;
-}
-
-const char *rt_cpu_host_id(void) {
-    return "";
-}
-
-int rt_cpu_host_f16c(void) {
-    return 1;
-}
-
-int rt_cpu_host_vector_bytes(void) {
-    return 16;
 }
 
 #endif

@@ -27,12 +27,4 @@ rt_elf *rt_elf_load(const void *obj, size_t len, char *err, size_t errlen);
 void *rt_elf_lookup(const rt_elf *e, const char *name);
 void rt_elf_free(rt_elf *e); /* NULL is accepted */
 
-/* A description of the host CPU for cache keys, without LLVM: on x86, the vendor, family,
- * model, stepping and the CPUID feature words (with the OS's AVX state support), which is
- * everything LLVM's host CPU name and features are derived from. "" when unknown. Also the
- * facts the code generator needs: F16C, and the widest usable vector in bytes. */
-const char *rt_cpu_host_id(void);
-int rt_cpu_host_f16c(void);
-int rt_cpu_host_vector_bytes(void);
-
 #endif

@@ -7,10 +7,10 @@
  * llvm_math_bitcode) parsed, cut down to the functions the kernels call, linked, and its
  * functions made internal and always-inline, so that they vanish into the kernels' loops; the
  * O3 pipeline run (LLVMRunPasses "default<O3>") with a target machine for the host CPU (its
- * name and features); the object file emitted to memory. Loading follows LLVM's
- * OrcV2CBindingsBasicUsage: an LLJIT, a process symbol generator on its main JITDylib (for the
- * few libm calls of f64 math), the object added under a resource tracker, symbols looked up,
- * and everything disposed of in reverse order.
+ * name and features) or the CPU the options name; the object file emitted to memory. Loading
+ * follows LLVM's OrcV2CBindingsBasicUsage: an LLJIT, a process symbol generator on its main
+ * JITDylib (for the few libm calls of f64 math), the object added under a resource tracker, symbols
+ * looked up, and everything disposed of in reverse order.
  *
  * Every LLVMErrorRef goes through take_error, which copies the message and disposes of it.
  */
@@ -119,20 +119,23 @@ static void jit_host_options(llvm_gen_options *o) {
     o->vector_bytes = host.vector_bytes;
 }
 
-/* A target machine for the host CPU: O3, position independent, small code model (the JIT
- * keeps code and constants within 2 GiB of each other; the large model would load every
- * constant through a 64-bit address and spill them). */
-static LLVMTargetMachineRef host_machine(char *err, size_t errlen) {
+/* A target machine for the CPU o names (o->cpu, o->cpu_features), else the host's: O3,
+ * position independent, small code model (the JIT keeps code and constants within 2 GiB of
+ * each other; the large model would load every constant through a 64-bit address and spill
+ * them). A named CPU gets its processor's features, changed by o->cpu_features. */
+static LLVMTargetMachineRef target_machine(const llvm_gen_options *o, char *err, size_t errlen) {
     LLVMTargetRef target;
     char *msg = NULL;
     if (LLVMGetTargetFromTriple(host.triple, &target, &msg)) {
         take_message(msg, "LLVM target", err, errlen);
         return NULL;
     }
+    const char *cpu = o && o->cpu ? o->cpu : host.cpu;
+    const char *features = o && o->cpu ? (o->cpu_features ? o->cpu_features : "") : host.features;
     LLVMTargetMachineRef tm =
-        LLVMCreateTargetMachine(target, host.triple, host.cpu, host.features,
-                                LLVMCodeGenLevelAggressive, LLVMRelocPIC, LLVMCodeModelSmall);
-    if (!tm) snprintf(err, errlen, "LLVM: cannot create a target machine for %s", host.cpu);
+        LLVMCreateTargetMachine(target, host.triple, cpu, features, LLVMCodeGenLevelAggressive,
+                                LLVMRelocPIC, LLVMCodeModelSmall);
+    if (!tm) snprintf(err, errlen, "LLVM: cannot create a target machine for %s", cpu);
     return tm;
 }
 
@@ -217,7 +220,7 @@ static int jit_build(const llvm_module_meta *meta, const llvm_gen_options *o, ir
     LLVMModuleRef mod = NULL;
     LLVMMemoryBufferRef out = NULL;
     LLVMPassBuilderOptionsRef po = NULL;
-    LLVMTargetMachineRef tm = host_machine(err, errlen);
+    LLVMTargetMachineRef tm = target_machine(o, err, errlen);
     if (!tm) goto done;
 
     double t0 = now_ms();
@@ -274,7 +277,7 @@ static int jit_print_ir(const llvm_module_meta *meta, const llvm_gen_options *o,
                         ir_buf *buf, char *err, size_t errlen) {
     if (jit_init(err, errlen)) return -1;
     LLVMContextRef ctx = LLVMContextCreate();
-    LLVMTargetMachineRef tm = host_machine(err, errlen);
+    LLVMTargetMachineRef tm = target_machine(o, err, errlen);
     int rc = -1;
     if (tm) {
         LLVMModuleRef mod = generate(ctx, tm, meta, o, arena, err, errlen);

@@ -20,7 +20,7 @@
 
 #include "codegen/llvm.h"
 
-#define RT_LLVM_API_VERSION  1
+#define RT_LLVM_API_VERSION  2
 #define RT_LLVM_MODULE_NAME  "libfusec_llvm.so"
 #define RT_LLVM_MODULE_ENTRY "fusec_llvm_module_api"
 

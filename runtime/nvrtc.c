@@ -253,6 +253,12 @@ static int parse_arch(const char *arch, int *num, char *suffix, int *is_virtual)
     return 1;
 }
 
+int rt_nvrtc_arch_valid(const char *arch) {
+    int num, virt;
+    char suffix;
+    return parse_arch(arch, &num, &suffix, &virt);
+}
+
 int rt_nvrtc_arch_supported(const char *arch) {
     int num, virt;
     char suffix;

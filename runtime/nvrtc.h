@@ -46,6 +46,9 @@ rt_nvrtc_status rt_nvrtc_identity(char *buf, size_t len);
 rt_nvrtc_status rt_nvrtc_options_string(const char *arch, int fast_math, int want_ptx, char *buf,
                                         size_t len);
 
+/* 1 if `arch` is written as an architecture ("sm_90", "sm_90a", "sm_100f", "compute_90"),
+ * whether or not NVRTC has it; 0 if malformed. Needs no NVRTC. */
+int rt_nvrtc_arch_valid(const char *arch);
 /* 1 if NVRTC can compile for `arch` ("sm_90", "sm_90a", "compute_90"), 0 if not or if the
  * string is malformed, -1 if NVRTC cannot be loaded. An NVRTC too old to list its
  * architectures (before 11.2) answers 1 for any well-formed arch. */

@@ -10,7 +10,7 @@
 enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
 
 #define MAX_FILES    256
-#define MAX_BINDINGS 64
+#define MAX_BINDINGS FUSEC_MAX_ARGS /* --in, --out, --dim: one a parameter or result at most */
 
 typedef struct binding {
     const char *name; /* NULL for a positional --out */

@@ -31,6 +31,10 @@ static const char usage_text[] =
     "  --target=auto|cuda|cpu|ref  where to run (auto: CUDA with a GPU, else the CPU;\n"
     "                              ref: the float64 reference interpreter)\n"
     "  --arch=sm_XX                CUDA code for that architecture\n"
+    "  --cpu=NAME                  CPU code for that CPU or level instead of this host's:\n"
+    "                              x86-64-v2, x86-64-v3, x86-64-v4, znver3, znver4,\n"
+    "                              skylake-avx512, icelake-server, sapphirerapids (built\n"
+    "                              and cached anywhere; run only where the CPU has it)\n"
     "  --emit=ast|ir|cuda|ptx|cubin|llvm\n"
     "                              print that stage of compilation\n"
     "  -o FILE                     write --emit output to FILE (default: stdout)\n"
@@ -171,6 +175,9 @@ static int parse_args(int argc, char **argv, cli *c) {
             if (!v || strncmp(v, "sm_", 3) != 0)
                 return cli_usage_error("--arch needs a value like sm_90, got '%s'", v ? v : "");
             c->opt.arch = v;
+        } else if ((v = option_value(argc, argv, &i, "--cpu", &m)) || m) {
+            if (!v || !*v) return cli_usage_error("--cpu needs a value like x86-64-v3");
+            c->opt.cpu = v; /* the library checks the name */
         } else if ((v = option_value(argc, argv, &i, "--emit", &m)) || m) {
             fusec_emit e;
             if (!v) return cli_usage_error("%s needs a value", "--emit");

@@ -66,6 +66,18 @@ def target_or_skip():
     if "no CUDA driver or device" in err:
         print("no GPU here: skipping")
         sys.exit(77)
+    cpu = os.environ.get("FUSEC_CPU")
+    if target == "cpu" and cpu:
+        # the code must be built for that CPU, and this host must be able to run it
+        rc, out, err = run(["-v", "--target=cpu", "--no-cache",
+                            os.path.join(SRC, "examples", "gelu.fuse")])
+        if "never run here" in out + err:
+            print(f"this host cannot run code built for {cpu}: skipping")
+            sys.exit(77)
+        if rc != 0 or f"code for {cpu} " not in out + err:
+            print(f"FAIL: FUSEC_CPU={cpu}: fusec -v does not say it built for {cpu}:\n{out}{err}")
+            sys.exit(1)
+        print(f"CPU code built for {cpu}")
     return target
 
 

@@ -67,6 +67,86 @@ static int all_poison(const float *v, int n) {
     return 1;
 }
 
+/* A launch of f that must fail with status `want` and a message holding `needle`. */
+#define REFUSED(call, want, needle)                                                                \
+    do {                                                                                           \
+        fusec_status st_ = (call);                                                                 \
+        CHECK_MSG(st_ == (want) && strstr(fusec_module_message(m), (needle)) != NULL,              \
+                  "%s: status %d, message %s", #call, (int)st_, fusec_module_message(m));          \
+    } while (0)
+
+/* Buffers that cannot be run on: no data, sizes past any memory, results overlapping other
+ * buffers (SPEC §3: only the very buffer of an input of the same dtype and shape). */
+static void test_bad_buffers(fusec_module *m, fusec_function *f, const fusec_tensor *in,
+                             fusec_tensor res, void *dx) {
+    fusec_tensor bad[3], r = res;
+    memcpy(bad, in, sizeof bad);
+    bad[1].data = NULL;
+    REFUSED(fusec_launch(f, bad, 3, &res, 1, NULL), FUSEC_ERR_INVALID_ARGUMENT,
+            "parameter 'x': no data");
+    r.data = NULL;
+    REFUSED(fusec_launch(f, in, 3, &r, 1, NULL), FUSEC_ERR_INVALID_ARGUMENT, "result 0: no data");
+    r.data = (char *)res.data + 2; /* half way into an element */
+    REFUSED(fusec_launch(f, in, 3, &r, 1, NULL), FUSEC_ERR_INVALID_ARGUMENT, "result 0: data at");
+    /* element counts, or byte sizes, past int64 */
+    int64_t huge[] = {INT64_MAX, INT64_C(1) << 62, INT64_C(1) << 60};
+    for (int k = 0; k < 3; k++) {
+        memcpy(bad, in, sizeof bad);
+        bad[1].shape[0] = bad[2].shape[0] = r.shape[0] = huge[k];
+        r.data = res.data;
+        REFUSED(fusec_launch(f, bad, 3, &r, 1, NULL), FUSEC_ERR_SHAPE, "too large");
+    }
+    /* a result one element into x, and a result that is x's buffer seen as another dtype */
+    r = res;
+    r.data = (char *)dx + sizeof(float);
+    REFUSED(fusec_launch(f, in, 3, &r, 1, NULL), FUSEC_ERR_INVALID_ARGUMENT,
+            "result 0 overlaps parameter 'x'");
+    r.data = (char *)dx + sizeof(float) * (N - 1); /* x's last element and past it */
+    REFUSED(fusec_launch(f, in, 3, &r, 1, NULL), FUSEC_ERR_INVALID_ARGUMENT,
+            "result 0 overlaps parameter 'x'");
+    /* in place: x, y and the result one buffer (a copy of x), giving (a + 1) * x */
+    float a = 0, xs[N], got[N];
+    from_target(m, &a, in[0].data, sizeof a);
+    from_target(m, xs, dx, sizeof xs);
+    void *t = to_target(m, xs, sizeof xs);
+    memcpy(bad, in, sizeof bad);
+    bad[1].data = bad[2].data = r.data = t;
+    CHECK_MSG(fusec_launch(f, bad, 3, &r, 1, NULL) == FUSEC_OK, "%s", fusec_module_message(m));
+    from_target(m, got, t, sizeof got);
+    int wrong = 0;
+    for (int i = 0; i < N; i++)
+        wrong += fabsf(got[i] - (a + 1) * xs[i]) > 1e-6f * (1 + fabsf(got[i]));
+    CHECK_MSG(wrong == 0, "in place: %d wrong values", wrong);
+    CHECK(fusec_memory_free(m, t) == FUSEC_OK);
+}
+
+/* A row reduction at shapes past any memory, and results overlapping each other. */
+static void test_bad_rows(fusec_module *m) {
+    fusec_function *f = fn(m, "rows");
+    static float x[R * C], b[C], z[R * C], s[R];
+    void *dx = to_target(m, x, sizeof x), *db = to_target(m, b, sizeof b),
+         *dz = to_target(m, z, sizeof z), *ds = to_target(m, s, sizeof s);
+    int64_t big = INT64_C(1) << 32;
+    fusec_tensor in[2] = {tensor(dx, FUSEC_F32, 2, big, big), tensor(db, FUSEC_F32, 1, big, 0)};
+    fusec_tensor out[2] = {tensor(dz, FUSEC_F32, 2, big, big), tensor(ds, FUSEC_F32, 1, big, 0)};
+    REFUSED(fusec_launch(f, in, 2, out, 2, NULL), FUSEC_ERR_SHAPE, "too large");
+    fusec_plan *p = NULL;
+    REFUSED(fusec_plan_create(f, in, 2, out, 2, NULL, &p), FUSEC_ERR_SHAPE, "too large");
+    CHECK(p == NULL);
+    in[0] = tensor(dx, FUSEC_F32, 2, R, C);
+    in[1] = tensor(db, FUSEC_F32, 1, C, 0);
+    out[0] = tensor(dz, FUSEC_F32, 2, R, C);
+    out[1] = tensor((char *)dz + sizeof(float) * (R * C / 2), FUSEC_F32, 1, R, 0);
+    REFUSED(fusec_launch(f, in, 2, out, 2, NULL), FUSEC_ERR_INVALID_ARGUMENT,
+            "result 0 overlaps result 1");
+    out[1] = tensor(db, FUSEC_F32, 1, R, 0); /* b's buffer, not b's shape (R < C) */
+    REFUSED(fusec_launch(f, in, 2, out, 2, NULL), FUSEC_ERR_INVALID_ARGUMENT,
+            "result 1 overlaps parameter 'b'");
+    void *ptrs[] = {dx, db, dz, ds};
+    for (int i = 0; i < 4; i++)
+        CHECK(fusec_memory_free(m, ptrs[i]) == FUSEC_OK);
+}
+
 /* Every refusal leaves the result as it was: nothing ran. */
 static void test_descriptors(fusec_module *m) {
     fusec_function *f = fn(m, "axpy");
@@ -107,6 +187,7 @@ static void test_descriptors(fusec_module *m) {
     CHECK(fusec_launch(f, in, 3, &bad_res, 1, NULL) == FUSEC_ERR_SHAPE);
     bad_res = tensor(dout, FUSEC_I32, 1, N, 0);
     CHECK(fusec_launch(f, in, 3, &bad_res, 1, NULL) == FUSEC_ERR_DTYPE);
+    test_bad_buffers(m, f, in, res, dx);
     from_target(m, out, dout, sizeof out);
     CHECK_MSG(all_poison(out, N), "a refused launch wrote its result");
 
@@ -258,6 +339,7 @@ int main(void) {
         CHECK_MSG(st == FUSEC_OK, "%s: %s", names[i], fusec_module_message(m));
         printf("target %s\n", names[i]);
         test_descriptors(m);
+        test_bad_rows(m);
         test_plans(m);
         fusec_module_free(m);
     }

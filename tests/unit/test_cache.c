@@ -855,7 +855,8 @@ static int cmp_double(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* Times hits: in-process from memory and from disk, and a whole cold process. */
+/* Times hits: in-process from memory and from disk, and a whole cold process (each hit must
+ * succeed; the times are printed for a person to read). */
 static void test_timing(const char *self) {
     char dir[1024];
     fresh_dir("timing", dir, sizeof dir);
@@ -903,7 +904,7 @@ static void test_timing(const char *self) {
     printf("test_cache: hit of a 20 KB entry (median): disk %.3f ms (key included), memory "
            "%.4f ms; a whole process doing one disk hit: %.2f ms\n",
            disk[25], mem[25], proc[5]);
-    CHECK(disk[25] < 5.0);
+    /* printed, not asserted: speed is bench/'s to measure, and this machine is shared */
 }
 
 static int lookup_once(const char *dir) {

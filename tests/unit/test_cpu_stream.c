@@ -2,8 +2,9 @@
  * through a staging block) into buffers that start anywhere within a cache line: every
  * element written and equal to the reference's, nothing written before or after the buffer,
  * for row lengths around the staging block's and the cache line's sizes, in f32, bf16 and
- * f64. Streaming is forced for every size (FUSEC_CPU_STREAM_MIN_BYTES=0). Skipped (77)
- * when the build has no CPU backend. */
+ * f64, with code built for the host and for x86-64-v2 and x86-64-v3 (each CPU streams
+ * vectors of its own width). Streaming is forced for every size (FUSEC_CPU_STREAM_MIN_BYTES=0).
+ * Skipped (77) when the build has no CPU backend. */
 #include "fusec.h"
 
 #include <math.h>
@@ -92,19 +93,9 @@ static void run_case(fusec_module *mc, fusec_module *mr, const char *name, fusec
     free(orf.data);
 }
 
-int main(void) {
-    char why[512];
-    if (!rt_backend_cpu.available(why, sizeof why)) {
-        printf("the cpu backend is not available: %s; skipping\n", why);
-        return 77;
-    }
-    /* read at the first launch: every result below is streamed */
-    setenv("FUSEC_CPU_STREAM_MIN_BYTES", "0", 1);
-    fusec_module *mc = api_compile(SRC, FUSEC_TARGET_CPU, 0, NULL, 1);
-    fusec_module *mr = api_compile(SRC, FUSEC_TARGET_REF, 0, NULL, 1);
-    if (failures) return check_exit("test_cpu_stream");
-    /* row lengths: under a line, a line's worth, around the 512-element staging block and
-     * its multiples, and long odd rows */
+/* Row lengths: under a line, a line's worth, around the 512-element staging block and its
+ * multiples, and long odd rows; every result at every offset into a line. */
+static void run_cases(fusec_module *mc, fusec_module *mr) {
     const int64_t cols[] = {1, 3, 16, 17, 511, 512, 513, 1031, 4099};
     for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++) {
         int64_t c = cols[i], r = c > 1000 ? 3 : 5;
@@ -115,7 +106,37 @@ int main(void) {
         for (size_t off = 0; off < 64; off += 8)
             run_case(mc, mr, "scale", FUSEC_F64, r, c, off, 1e-12);
     }
-    fusec_module_free(mc);
+}
+
+int main(void) {
+    char why[512];
+    if (!rt_backend_cpu.available(why, sizeof why)) {
+        printf("the cpu backend is not available: %s; skipping\n", why);
+        return 77;
+    }
+    /* read at the first launch: every result below is streamed */
+    setenv("FUSEC_CPU_STREAM_MIN_BYTES", "0", 1);
+    fusec_module *mr = api_compile(SRC, FUSEC_TARGET_REF, 0, NULL, 1);
+    /* the staged copy's vector width is the CPU's: the host's, and 16 and 32 bytes */
+    const char *cpus[] = {NULL, "x86-64-v2", "x86-64-v3"};
+    for (int k = 0; k < 3 && !failures; k++) {
+        fusec_options o;
+        fusec_options_init(&o);
+        o.target = FUSEC_TARGET_CPU;
+        o.cpu = cpus[k];
+        fusec_module *mc = NULL;
+        fusec_status st = fusec_module_compile_string("s.fuse", SRC, strlen(SRC), &o, &mc);
+        if (st == FUSEC_OK) st = fusec_module_build(mc);
+        CHECK_MSG(st == FUSEC_OK, "%s", fusec_module_message(mc));
+        fusec_tensor x = {NULL, FUSEC_F32, 2, {0, 4}}, y = {NULL, FUSEC_F32, 2, {0, 4}};
+        if (fusec_launch(api_fn(mc, "softmax"), &x, 1, &y, 1, NULL) == FUSEC_ERR_UNSUPPORTED) {
+            printf("this host cannot run code for %s: skipped\n", cpus[k]);
+        } else {
+            printf("code for %s\n", cpus[k] ? cpus[k] : "the host");
+            run_cases(mc, mr);
+        }
+        fusec_module_free(mc);
+    }
     fusec_module_free(mr);
     return check_exit("test_cpu_stream");
 }

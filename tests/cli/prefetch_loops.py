@@ -1,0 +1,117 @@
+"""tests/cli/prefetch_loops.py: what tests/cli/cpu_prefetch.sh asserts about the prefetches in a
+disassembly (objdump -d --no-show-raw-insn, AT&T syntax), whatever vector width, unrolling
+and registers LLVM picked for the CPU the code was built for:
+
+- there is at least one prefetch;
+- each sits in a loop (the innermost backward branch around it) that does vector arithmetic
+  matching REGEX: the vectorized loop, not a loop of its own or a scalar remainder;
+- that loop prefetches once per cache line of the vectors it loads: prefetches x 64 bytes =
+  the bytes of its vector loads from memory that is not the stack or a constant (so 2
+  prefetches for four 32-byte loads, 4 for four 64-byte ones, 1 for four 16-byte ones);
+- the prefetches of a loop have distinct addresses;
+- no prefetch address was just moved out of a vector register (vmovq / vpextrq): addresses
+  are scalars on the loop's index.
+
+Usage: prefetch_loops.py FILE.s REGEX. Prints what it found; exit 1 with the reason when a
+property fails."""
+import re
+import sys
+
+LINE = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$")
+BRANCH = re.compile(r"^([0-9a-f]+) <")
+MEM = re.compile(r"(-?0x[0-9a-f]+|-?\d+)?\((%\w+)?(?:,(%\w+),(\d))?\)")
+VREG = re.compile(r"%([xyz])mm\d+$")
+WIDTH = {"x": 16, "y": 32, "z": 64}
+SCALAR = re.compile(r"^v?(movs[sd]|movd|movq|broadcast|vbroadcast|pbroadcast|insert|cvtss|cvtsd)")
+
+
+def parse(path):
+    insns = []
+    for text in open(path).read().splitlines():
+        m = LINE.match(text)
+        if m and not text.rstrip().endswith(">:"):
+            insns.append((int(m.group(1), 16), m.group(2), m.group(3).split("#")[0].strip()))
+    return insns
+
+
+def innermost_loop(insns, addr):
+    best = None
+    for a, op, args in insns:
+        m = BRANCH.match(args)
+        if not op.startswith("j") or not m:
+            continue
+        t = int(m.group(1), 16)
+        if t <= addr < a and (best is None or a - t < best[1] - best[0]):
+            best = (t, a)
+    return best
+
+
+def load_bytes(op, args):
+    """Bytes a vector load from non-stack memory reads; 0 for anything else."""
+    if op.startswith("prefetch") or SCALAR.match(op):
+        return 0
+    parts = [p.strip() for p in re.split(r",(?![^(]*\))", args)]
+    if len(parts) < 2:
+        return 0
+    dst = VREG.search(parts[-1])
+    mem = [MEM.search(p) for p in parts[:-1]]
+    mem = [m for m in mem if m]
+    if not dst or not mem or "{" in args:
+        return 0
+    if (mem[0].group(2) or "") in ("%rsp", "%rip"):
+        return 0
+    return WIDTH[dst.group(1)]
+
+
+def from_vector(insns, i):
+    """Whether a register of prefetch i's address was last written by a move out of a vector
+    register (looking back at most 40 instructions)."""
+    m = MEM.search(insns[i][2])
+    regs = {r for r in (m.group(2), m.group(3)) if r} if m else set()
+    for _, op, args in reversed(insns[max(0, i - 40):i]):
+        dst = args.split(",")[-1].strip() if args else ""
+        if dst in regs:
+            if op.startswith(("vmovq", "vpextrq", "movq", "pextrq")) and "mm" in args:
+                return True
+            regs.discard(dst)
+        if not regs:
+            return False
+    return False
+
+
+def main(path, arith):
+    insns = parse(path)
+    pf = [i for i, (_, op, _) in enumerate(insns) if op.startswith("prefetch")]
+    if not pf:
+        print("no prefetch instructions")
+        return 1
+    loops = {}
+    for i in pf:
+        loop = innermost_loop(insns, insns[i][0])
+        if loop is None:
+            print(f"the prefetch at {insns[i][0]:x} is in no loop")
+            return 1
+        loops.setdefault(loop, []).append(i)
+        if from_vector(insns, i):
+            print(f"the prefetch at {insns[i][0]:x} takes an address just moved out of a vector")
+            return 1
+    for (t, b), idx in sorted(loops.items()):
+        body = [x for x in insns if t <= x[0] <= b]
+        if not any(re.search(arith, op) for _, op, _ in body):
+            print(f"the loop {t:x}-{b:x} with {len(idx)} prefetches does no {arith}")
+            return 1
+        loaded = sum(load_bytes(op, args) for _, op, args in body)
+        addrs = [insns[i][2] for i in idx]
+        print(f"loop {t:x}-{b:x}: {len(idx)} prefetches, {loaded} bytes of vector loads")
+        if len(set(addrs)) != len(addrs):
+            print(f"the loop {t:x}-{b:x} prefetches one address twice: {addrs}")
+            return 1
+        if len(idx) * 64 != loaded:
+            print(f"the loop {t:x}-{b:x} has {len(idx)} prefetches for {loaded} bytes of loads "
+                  f"(one per 64-byte line expected)")
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))
