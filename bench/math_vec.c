@@ -1,4 +1,4 @@
-/* bench/math_vec.c: does a loop over codegen/llvm_math.c vectorize, and what does it gain?
+/* bench/math_vec.c: does a loop over codegen/cpu/llvm_math.c vectorize, and what does it gain?
  *
  * Times y[i] = f(x[i]) over 2^24 floats for llvm_math's functions against libm's. The file
  * includes llvm_math.c itself, with LLVM_MATH_API set to always_inline, so the functions
@@ -15,7 +15,7 @@
  */
 /* inlined whatever their size, as the backend's always-inline attribute will have them */
 #define LLVM_MATH_API __attribute__((always_inline))
-#include "codegen/llvm_math.c"
+#include "codegen/cpu/llvm_math.c"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -16,8 +16,8 @@
 #include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "runtime/backend.h"
-#include "runtime/cpu_target.h"
-#include "runtime/nvrtc.h"
+#include "runtime/cpu/cpu_target.h"
+#include "runtime/cuda/nvrtc.h"
 #include "runtime/pipeline.h"
 
 /* Source files larger than this are refused: a .fuse program is a few kilobytes. */

@@ -20,7 +20,7 @@ typedef struct rt_backend_request {
     const fusec_options *opt; /* arch, fast_math, no_cache, cache_dir, verbose */
     ir_arena *arena;          /* the module's arena, for anything that lives as long */
     ir_buf *report;           /* -v lines (cache hit or miss per kernel, timings) */
-    /* the CPU the CPU backend compiles for (runtime/cpu_target.h); NULL: the host */
+    /* the CPU the CPU backend compiles for (runtime/cpu/cpu_target.h); NULL: the host */
     const struct rt_cpu_target *cpu;
 } rt_backend_request;
 
@@ -70,7 +70,7 @@ typedef struct rt_backend {
                                   size_t errlen);
 } rt_backend;
 
-/* The backends (runtime/cuda_backend.c, runtime/cpu_backend.c). */
+/* The backends (runtime/cuda/cuda_backend.c, runtime/cpu/cpu_backend.c). */
 extern const rt_backend rt_backend_cuda;
 extern const rt_backend rt_backend_cpu;
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/fit_math.py: derives the polynomial coefficients of codegen/llvm_math.c.
+"""scripts/fit_math.py: derives the polynomial coefficients of codegen/cpu/llvm_math.c.
 
 A small weighted Remez exchange in mpmath: it finds the polynomial P of degree n that
 minimises max |W(t) * (F(t) - P(t))| on [a, b]. Each kernel below states which F and W

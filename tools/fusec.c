@@ -329,7 +329,7 @@ static int check_not_input(const cli *c, const char *opt, const char *out) {
     return EXIT_OK;
 }
 
-/* FUSEC_NUM_THREADS as runtime/threadpool.c reads it: decimal digits, 1 to 256
+/* FUSEC_NUM_THREADS as runtime/cpu/threadpool.c reads it: decimal digits, 1 to 256
  * (RT_POOL_MAX_THREADS there). The library ignores any other value, as a library must not
  * fail for it; the command line says so rather than run with a count nobody asked for. */
 #define CLI_MAX_THREADS 256

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/cli/cpu_prefetch.sh: the CPU backend's row kernels prefetch the next row from inside
-# their vectorized loops, and column reductions prefetch rows ahead (codegen/llvm_prefetch.c),
+# their vectorized loops, and column reductions prefetch rows ahead (codegen/cpu/llvm_prefetch.c),
 # on every CPU the suite knows, not only the host: the object code of a softmax and of a
 # column sum, built for the host and (compile only, FUSEC_CPU) for x86-64-v2, x86-64-v3,
 # znver3, znver4, skylake-avx512 and sapphirerapids, holds prefetches in a vectorized loop,

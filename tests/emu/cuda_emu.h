@@ -1,7 +1,7 @@
 /* tests/emu/cuda_emu.h: what CUDA gives the generated kernels, for a host build of them
  * (g++ -include this header; tests/emu/nvrtc_emu.c). Threads are the emulating driver's
  * fibers (tests/emu/emu_run.c), one block at a time, so `__shared__` is `static`. The
- * fx_host_* helpers stand in for the inline PTX of codegen/cuda_prelude.c, with PTX's
+ * fx_host_* helpers stand in for the inline PTX of codegen/cuda/cuda_prelude.c, with PTX's
  * semantics: cvt.rn to f16 rounds to nearest even, cvt.rzi truncates and saturates. A
  * misaligned vector access fails the launch, as it faults on a GPU. */
 #ifndef FUSEC_TESTS_CUDA_EMU_H

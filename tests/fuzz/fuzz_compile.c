@@ -5,8 +5,8 @@
  * ASan/UBSan and libFuzzer catch crashes, leaks, hangs and memory blow-ups; an internal error
  * after the checker accepted a program (a pass or the verifier failing, a generator
  * refusing it) traps, so that the fuzzer keeps the input. Built by -DFUSEC_FUZZ=ON (clang). */
-#include "codegen/cuda.h"
-#include "codegen/llvm.h"
+#include "codegen/cuda/cuda.h"
+#include "codegen/cpu/llvm.h"
 #include "frontend/frontend.h"
 #include "runtime/pipeline.h"
 

@@ -14,7 +14,7 @@
 
 #include "api_util.h"
 #include "check.h"
-#include "runtime/cuda_driver.h"
+#include "runtime/cuda/cuda_driver.h"
 
 static const char *SRC =
     "fn gelu(x: f32[N]) -> f32[N] {\n"

@@ -2,7 +2,7 @@
  * machine without a GPU (loaded through $FUSEC_CUDA_DRIVER). Device memory is host memory, modules
  * and kernels are names, and a launch runs nothing: it is recorded (kernel, grid, block, argument
  * count), so a test can check what fusec asked the driver for, and that every context push is
- * popped and every allocation freed. Only the entry points runtime/cuda_api.h lists exist.
+ * popped and every allocation freed. Only the entry points runtime/cuda/cuda_api.h lists exist.
  *
  * A module whose image is a host shared object (what the stand-in NVRTC of tests/emu builds
  * from the generated CUDA C++) is run for real: its kernels execute on the CPU
@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/cuda_api.h"
+#include "runtime/cuda/cuda_api.h"
 #include "tests/emu/emu_run.h"
 #include "tests/mock/cuda_mock.h"
 

@@ -14,7 +14,7 @@
 
 #include "api_util.h"
 #include "check.h"
-#include "runtime/cuda_driver.h"
+#include "runtime/cuda/cuda_driver.h"
 #include "tests/mock/cuda_mock.h"
 
 static mock_stats *stats;

@@ -14,7 +14,7 @@
 
 #include "api_util.h"
 #include "check.h"
-#include "runtime/cuda_driver.h"
+#include "runtime/cuda/cuda_driver.h"
 
 static const char *SRC = "fn axpy(a: f32[], x: f32[N], y: f32[N]) -> f32[N] { return a * x + y; }\n"
                          "fn rows(x: f32[R, C], b: f32[C]) -> (f32[R, C], f32[R]) {\n"

@@ -18,8 +18,8 @@
 #include "api_util.h"
 #include "check.h"
 #include "runtime/backend.h"
-#include "runtime/cpu_elf.h"
-#include "runtime/threadpool.h"
+#include "runtime/cpu/cpu_elf.h"
+#include "runtime/cpu/threadpool.h"
 
 static const char *SRC =
     "fn gelu(x: f32[N]) -> f32[N] {\n"

@@ -1,4 +1,4 @@
-/* tests/unit/test_cpu_target.c: the CPUs the CPU backend compiles for (runtime/cpu_target.c).
+/* tests/unit/test_cpu_target.c: the CPUs the CPU backend compiles for (runtime/cpu/cpu_target.c).
  * - The table against clang: for every entry, the features RT_CPU_FEATURES lists that
  *   `clang -march=CPU` (with the entry's feature changes as -m flags) defines macros for are
  *   exactly the entry's needs: fewer would let code run on a host that lacks an instruction
@@ -9,7 +9,7 @@
  * - Through the API: gelu built for every entry; where the host has what the entry needs it
  *   runs and matches the reference, elsewhere the launch is refused (FUSEC_ERR_UNSUPPORTED,
  *   results untouched); each CPU its own cache entry; a bad arch refused on every target. */
-#include "runtime/cpu_target.h"
+#include "runtime/cpu/cpu_target.h"
 
 #include <math.h>
 #include <stdio.h>

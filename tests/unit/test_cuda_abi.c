@@ -1,4 +1,4 @@
-/* tests/unit/test_cuda_abi.c: runtime/cuda_api.h against the toolkit's cuda.h: every
+/* tests/unit/test_cuda_abi.c: runtime/cuda/cuda_api.h against the toolkit's cuda.h: every
  * struct's layout, every constant, and every entry point's symbol (the name cuda.h maps the
  * plain name to, so a versioned _v2 is never missed). The launcher cannot be run without a
  * GPU; this is what keeps its declarations honest on every machine with the toolkit. */
@@ -16,7 +16,7 @@ int main(void) {
 #include <cuda.h>
 
 #include "check.h"
-#include "runtime/cuda_api.h"
+#include "runtime/cuda/cuda_api.h"
 
 #define SAME_LAYOUT(ours, theirs, of, tf)                                                          \
     static_assert(offsetof(ours, of) == offsetof(theirs, tf) &&                                    \

@@ -2,8 +2,8 @@
  * table covers ops.def; every example and test program generates (fused and --no-fuse), the
  * same IR giving byte-identical source, with launch metadata that holds together; and
  * cuda_resolve's grids, variants, argument values and checks for known shapes. */
-#include "codegen/cuda.h"
-#include "codegen/cuda_internal.h"
+#include "codegen/cuda/cuda.h"
+#include "codegen/cuda/cuda_internal.h"
 #include "frontend/frontend.h"
 #include "passes/passes.h"
 

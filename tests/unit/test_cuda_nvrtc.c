@@ -5,10 +5,10 @@
  * scalar tail with one load and one store; the single-pass softmax and layernorm read each
  * row element once (vector loads only, as many chunks as a thread caches) and write it once.
  * Exits 77 (skipped) when NVRTC is not installed. */
-#include "codegen/cuda.h"
+#include "codegen/cuda/cuda.h"
 #include "frontend/frontend.h"
 #include "passes/passes.h"
-#include "runtime/nvrtc.h"
+#include "runtime/cuda/nvrtc.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* tests/unit/test_llvm_math.c: the accuracy of codegen/llvm_math.c against libm.
+/* tests/unit/test_llvm_math.c: the accuracy of codegen/cpu/llvm_math.c against libm.
  *
  * f32 functions are compared with C's double functions on the same input (the SPEC's
  * float64 reference), over every 509th bit pattern of the 2^32 (NaNs included) plus dense
@@ -13,7 +13,7 @@
  * minutes per function), FUSEC_MATH_ONLY=NAME[,NAME] restricts the run to those
  * functions, FUSEC_MATH_SHARD=K/N sweeps only the K-th of N slices of the bit patterns.
  */
-#include "codegen/llvm_math.h"
+#include "codegen/cpu/llvm_math.h"
 
 #include <float.h>
 #include <math.h>

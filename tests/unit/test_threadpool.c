@@ -2,7 +2,7 @@
  * from 1 to RT_POOL_MAX_THREADS set the pool's size; any other value is ignored (the default
  * size, never an exit or an abort, as a library must not fail over its environment). The pool
  * is made once a process, so each value is tried in a child process of its own. */
-#include "runtime/threadpool.h"
+#include "runtime/cpu/threadpool.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,0 +1,150 @@
+/* codegen/cpu/llvm.h: the CPU backend's code generator: LLVM IR, through the LLVM-C builder, for
+ * every kernel of a fused function's partition, and the metadata that tells the runtime how
+ * to run the generated functions. It loads and launches nothing (runtime/cpu/cpu_backend.c does).
+ *
+ * Two halves:
+ *   llvm_plan_module  (codegen/cpu/llvm_plan.c, plain C)   the metadata below: buffers, tasks,
+ *                     iteration spaces. Needs no LLVM, so a cache hit skips IR generation.
+ *   llvm_gen_module   (codegen/cpu/llvm.c, LLVM-C; declared in codegen/cpu/llvm_gen.h, built into
+ *                     the module libfusec_llvm.so)  the LLVM functions of a planned module.
+ *
+ * The kernel ABI. Every task function has the C type llvm_task_fn:
+ *
+ *     void task(void *const *bufs, const int64_t *syms, int64_t begin, int64_t end,
+ *               void *scratch, int64_t flags);
+ *
+ *   bufs     the function's buffer table (llvm_func_meta.bufs: parameters, results, then
+ *            the intermediates the partition stores), one data pointer each;
+ *   syms     the values of the function's symbolic dims (ir_func.syms order);
+ *   [begin, end)  the part of the task's iteration space (llvm_task.extent) to run:
+ *            elements (pointwise), rows (row reductions), column units (column reductions),
+ *            chunks of LLVM_FULL_CHUNK elements (full reductions);
+ *   scratch  row reductions with llvm_kernel_meta.scratch_bytes > 0: this thread's scratch
+ *            (rows of cached per-element values); full reductions: the partial results,
+ *            npartials 8-byte slots per chunk (chunk c's slot p at c * npartials + p);
+ *            otherwise unused;
+ *   flags    LLVM_TASK_STREAM: write per-element results with non-temporal stores (for
+ *            results much larger than the caches: no read-for-ownership of their lines,
+ *            and they do not evict the inputs); computed in L1-sized blocks, each block then
+ *            copied out with aligned streaming stores.
+ *
+ * Any split of an iteration space into ranges gives the same results: a row, a column unit
+ * and a chunk are each computed by one call, in an order fixed by the shape alone, so a
+ * reduction sums in the same order whatever the thread count. A full reduction's
+ * `finalize` function (same C type, called once with begin = number of chunks, end = 0,
+ * scratch = the partials and flags = 0) combines the chunks' partials pairwise in index order and
+ * computes the scalar epilogue.
+ */
+#ifndef FUSEC_CODEGEN_LLVM_H
+#define FUSEC_CODEGEN_LLVM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ir/ir.h"
+
+/* Changes whenever generated code changes for the same partition: part of cache keys. */
+#define LLVM_CODEGEN_VERSION "llvm-cpu-9"
+
+/* Elements per chunk of a full reduction: a constant, so that the summation order depends on
+ * the shape only (not on the number of threads). */
+#define LLVM_FULL_CHUNK 65536
+/* Columns per unit of a column reduction (the inner, contiguous axis is cut into these). */
+#define LLVM_COLUMN_WIDTH 128
+
+typedef void (*llvm_task_fn)(void *const *bufs, const int64_t *syms, int64_t begin, int64_t end,
+                             void *scratch, int64_t flags);
+
+#define LLVM_TASK_STREAM 1
+/* Reductions' results of at least this many bytes are written with streaming stores (the
+ * runtime decides per kernel kind: runtime/cpu/cpu_backend.c). */
+#define LLVM_STREAM_MIN_BYTES (8u << 20)
+
+typedef enum llvm_buf_kind {
+    LLVM_BUF_PARAM,  /* a parameter: the caller's input */
+    LLVM_BUF_RESULT, /* a result: the caller's output */
+    LLVM_BUF_TEMP,   /* an intermediate the partition stores: allocated per launch */
+} llvm_buf_kind;
+
+typedef struct llvm_buf {
+    llvm_buf_kind kind;
+    int32_t index;  /* PARAM / RESULT: its position; TEMP: -1 */
+    ir_ref node;    /* the INPUT node, or the stored node */
+    ir_dtype dtype; /* elements are stored in this dtype's storage type */
+    ir_shape shape; /* TEMP: |shape| * ir_dtypes[dtype].bytes bytes */
+} llvm_buf;
+
+/* A number of items: |outer| * ceil(|inner| / block), |s| the product of s's dims. */
+typedef struct llvm_extent {
+    ir_shape outer, inner;
+    int64_t block;
+} llvm_extent;
+
+typedef struct llvm_task {
+    const char *symbol; /* the task function's name in the generated module */
+    llvm_extent extent; /* its iteration space */
+} llvm_task;
+
+typedef struct llvm_kernel_meta {
+    int32_t kernel; /* index in the partition */
+    ir_kernel_kind kind;
+    ir_shape domain;        /* the elements it touches (to decide whether threads pay off) */
+    int32_t elem_out_bytes; /* bytes of per-element results per element of the domain */
+    int32_t expensive;      /* it evaluates a transcendental (IR_OPF_EXPENSIVE) per element */
+    int32_t ntasks;         /* combined kernels: one per part; else 1 */
+    llvm_task *tasks;
+    /* the elements its loops write results along without a break: pointwise kernels, the
+     * last collapsed axis (all of the domain when no operand is broadcast); row kernels, a
+     * row; others, the domain; a combined kernel, its first part's */
+    ir_shape run_shape;
+    /* row reductions that cache per-element values: each thread's scratch holds
+     * |scratch_shape| * scratch_bytes bytes (a row's), whatever the row's size. Rows whose
+     * cache spills from L3 pay for it: on two Zen 5 cores softmax [8, 4194304] f32 took 24 ms
+     * against 14 ms with a variant of the kernel that recomputed instead, [32, 1048576] 6.3
+     * against 6.2 ms, [64, 262147] 3.9 against 3.7 ms. That variant was dropped because it
+     * doubled every row kernel's code and compile time (softmax.fuse cold: 101 to 41 ms). */
+    ir_shape scratch_shape;
+    int32_t scratch_bytes; /* 0: no scratch */
+    /* full reductions */
+    const char *finalize;
+    int32_t npartials;
+    /* max/min reductions: the shape whose product (the reduced count) must be non-zero */
+    int32_t nnonempty;
+    ir_shape *nonempty;
+    ir_op *nonempty_op;
+} llvm_kernel_meta;
+
+typedef struct llvm_func_meta {
+    const ir_func *func;
+    int32_t nbufs; /* params, then results, then temps */
+    llvm_buf *bufs;
+    int32_t nkernels;
+    llvm_kernel_meta *kernels;
+} llvm_func_meta;
+
+typedef struct llvm_module_meta {
+    int32_t nfuncs;
+    llvm_func_meta *funcs;
+} llvm_module_meta;
+
+typedef struct llvm_gen_options {
+    int fast_math;    /* cheaper transcendental approximations (llvm_math_fast_*) */
+    int f16c;         /* the target converts f16 in hardware: fpext/fptrunc (else integer code) */
+    int x86;          /* the target is x86 (sfence after streaming stores) */
+    int vector_bytes; /* the widest vector the target has: streaming stores move this many */
+    /* the processor and feature string LLVM compiles for; NULL: the host's own */
+    const char *cpu, *cpu_features;
+} llvm_gen_options;
+
+/* Plans every function (each must have its partition): *out lives in `arena`. Symbol names
+ * are "f<i>_<name>_k<j>[_p<part>]". 0, or -1 with a message in err (an unsupported
+ * construct, which the verifier should have refused). */
+int llvm_plan_module(ir_func *const *funcs, int nfuncs, ir_arena *arena, llvm_module_meta **out,
+                     char *err, size_t errlen);
+
+/* |s| under sym_values (0 when a dim is 0). */
+int64_t llvm_shape_count(const ir_shape *s, const int64_t *sym_values);
+/* The number of items of an extent under sym_values. */
+int64_t llvm_extent_count(const llvm_extent *e, const int64_t *sym_values);
+
+#endif

@@ -1,0 +1,610 @@
+/* codegen/cuda/cuda.c: the CUDA code generator's driver: for each function, where every stored
+ * value lives (a result's buffer, else scratch), the buffers and engine of each kernel, the
+ * launches and their arguments, the checks made at launch; then the translation unit (the
+ * helpers the kernels use, then the kernels), and cuda_resolve, which turns a launch's
+ * metadata into a grid, a block and argument values for given dims.
+ *
+ * Names come from the content: fusec_<function>_k<kernel index><variant suffix>, with the
+ * partition's deterministic kernel order; the same IR gives byte-identical source.
+ */
+#include "codegen/cuda/cuda.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/cuda/cuda_internal.h"
+
+/* ---- kernel arguments and functions -------------------------------------------------------- */
+
+static int name_taken(const cg_kernel *k, const char *name) {
+    for (int32_t b = 0; b < k->nbufs; b++)
+        if (strcmp(k->bufs[b].name, name) == 0) return 1;
+    for (int32_t i = 0; i < k->nsizes; i++)
+        if (strcmp(k->sizes[i].name, name) == 0) return 1;
+    return 0;
+}
+
+const char *cg_special_arg(cg_kernel *k, cuda_arg_kind kind, int32_t index, const char *name,
+                           const char *ctype) {
+    for (int32_t i = 0; i < k->nsizes; i++)
+        if (k->sizes[i].kind == kind && k->sizes[i].index == index) return k->sizes[i].name;
+    const char *nm = name;
+    for (int suffix = 2; name_taken(k, nm); suffix++)
+        nm = cg_fmt(k, "%s%d_", name, suffix);
+    cg_sizearg a;
+    memset(&a, 0, sizeof a);
+    a.kind = kind;
+    a.index = index;
+    a.name = nm;
+    a.ctype = ctype;
+    IR_VEC_PUSH(k->m->a, k->sizes, k->nsizes, k->cap_sizes, a);
+    return nm;
+}
+
+const char *cg_global_name(cg_kernel *k, const char *suffix) {
+    const char *n = cg_fmt(k, "%s%s", k->name, suffix);
+    cg_module *m = k->m;
+    for (int32_t i = 0; i < m->nnames; i++)
+        if (strcmp(m->names[i], n) == 0) {
+            cg_fail(m, "cuda codegen: two kernels named %s", n);
+            return n;
+        }
+    IR_VEC_PUSH(m->a, m->names, m->nnames, m->cap_names, n);
+    return n;
+}
+
+/* The parameter list: buffers, then the other arguments with `size_type`. */
+static const char *params(cg_kernel *k, const char *size_type) {
+    ir_buf b;
+    ir_buf_init(&b, k->m->a);
+    for (int32_t i = 0; i < k->nbufs; i++) {
+        const cg_buf *bf = &k->bufs[i];
+        ir_buf_printf(&b, "%s%s%s *__restrict__ %s", i ? ", " : "", bf->output ? "" : "const ",
+                      cg_stype(bf->dtype), bf->name);
+    }
+    for (int32_t i = 0; i < k->nsizes; i++) {
+        const cg_sizearg *s = &k->sizes[i];
+        if (s->ctype)
+            ir_buf_printf(&b, "%s%s %s", b.len ? ", " : "", s->ctype, s->name);
+        else
+            ir_buf_printf(&b, "%sconst %s %s", b.len ? ", " : "", size_type, s->name);
+    }
+    return b.data ? b.data : "";
+}
+
+/* The arguments of the call of a template body from an entry point. */
+static const char *call_args(cg_kernel *k, const char *cast) {
+    ir_buf b;
+    ir_buf_init(&b, k->m->a);
+    for (int32_t i = 0; i < k->nbufs; i++)
+        ir_buf_printf(&b, "%s%s", i ? ", " : "", k->bufs[i].name);
+    for (int32_t i = 0; i < k->nsizes; i++) {
+        const cg_sizearg *s = &k->sizes[i];
+        ir_buf_printf(&b, "%s%s%s", b.len ? ", " : "", s->ctype ? "" : cast, s->name);
+    }
+    return b.data ? b.data : "";
+}
+
+/* Appends a function header `head(params)`: on one line when short, else one parameter a
+ * line. */
+static void put_header(ir_buf *out, const char *head, const char *params_text, const char *tail) {
+    if (strlen(head) + strlen(params_text) + strlen(tail) <= 100) {
+        ir_buf_printf(out, "%s%s%s", head, params_text, tail);
+        return;
+    }
+    ir_buf_puts(out, head);
+    ir_buf_puts(out, "\n    ");
+    for (const char *p = params_text; *p; p++) {
+        if (p[0] == ',' && p[1] == ' ') {
+            ir_buf_puts(out, ",\n    ");
+            p++;
+            continue;
+        }
+        ir_buf_putn(out, p, 1);
+    }
+    ir_buf_puts(out, tail);
+}
+
+/* The chunked entry point's call: full buffers advance to the chunk, the element count is
+ * the chunk's. */
+static const char *chunk_args(cg_kernel *k, const char *n) {
+    ir_buf b;
+    ir_buf_init(&b, k->m->a);
+    for (int32_t i = 0; i < k->nbufs; i++)
+        ir_buf_printf(&b, "%s%s%s", i ? ", " : "", k->bufs[i].name, k->bufs[i].mask ? " + c" : "");
+    for (int32_t i = 0; i < k->nsizes; i++)
+        ir_buf_printf(&b, "%s%s", b.len ? ", " : "",
+                      strcmp(k->sizes[i].name, n) == 0 ? "(unsigned)m" : k->sizes[i].name);
+    return b.data ? b.data : "";
+}
+
+void cg_emit_function(cg_kernel *k, const char *name, int max_block, const char *body, int templ) {
+    ir_buf *o = &k->m->text;
+    if (templ == CG_FN_CHUNKED) {
+        ir_buf_puts(o, "template <typename I>\n");
+        put_header(o, cg_fmt(k, "__device__ __forceinline__ void %s_run(", name), params(k, "I"),
+                   ") {\n");
+        ir_buf_puts(o, body);
+        ir_buf_puts(o, "}\n");
+        put_header(
+            o, cg_fmt(k, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", max_block, name),
+            params(k, "long long"), ") {\n");
+        const char *n = k->nsizes ? k->sizes[0].name : NULL;
+        if (!n) {
+            ir_buf_printf(o, "    %s_run<unsigned>(%s);\n}\n", name, call_args(k, ""));
+            return;
+        }
+        ir_buf_printf(o,
+                      "    /* 32-bit indexes: the elements go in chunks of 2^30 */\n"
+                      "    for (long long c = 0; c < %s; c += %" PRId64 "LL) {\n"
+                      "        const long long m = %s - c < %" PRId64 "LL ? %s - c : %" PRId64
+                      "LL;\n"
+                      "        %s_run<unsigned>(%s);\n"
+                      "    }\n}\n",
+                      n, CG_CHUNK, n, CG_CHUNK, n, CG_CHUNK, name, chunk_args(k, n));
+        return;
+    }
+    if (templ == CG_FN_TEMPLATE) {
+        ir_buf_puts(o, "template <typename I>\n");
+        put_header(o, cg_fmt(k, "__device__ __forceinline__ void %s_run(", name), params(k, "I"),
+                   ") {\n");
+        ir_buf_puts(o, body);
+        ir_buf_puts(o, "}\n");
+        static const char *const idx[2][2] = {{"", "unsigned"}, {"_i64", "unsigned long long"}};
+        for (int v = 0; v < 2; v++) {
+            put_header(o,
+                       cg_fmt(k, "extern \"C\" __global__ void __launch_bounds__(%d) %s%s(",
+                              max_block, name, idx[v][0]),
+                       params(k, "long long"), ") {\n");
+            ir_buf_printf(o, "    %s_run<%s>(%s);\n}\n", name, idx[v][1],
+                          call_args(k, cg_fmt(k, "(%s)", idx[v][1])));
+        }
+    } else {
+        put_header(
+            o, cg_fmt(k, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", max_block, name),
+            params(k, "long long"), ") {\n");
+        ir_buf_puts(o, body);
+        ir_buf_puts(o, "}\n");
+    }
+}
+
+void cg_launch_args(cg_kernel *k, cuda_launch *l) {
+    int32_t n = k->nbufs + k->nsizes;
+    cuda_arg *a = ir_arena_calloc(k->m->a, (size_t)(n ? n : 1), sizeof(cuda_arg));
+    for (int32_t i = 0; i < k->nbufs; i++) {
+        a[i].kind = k->bufs[i].kind;
+        a[i].index = k->bufs[i].index;
+        a[i].name = k->bufs[i].name;
+    }
+    for (int32_t i = 0; i < k->nsizes; i++) {
+        cuda_arg *x = &a[k->nbufs + i];
+        x->kind = k->sizes[i].kind;
+        x->index = k->sizes[i].index;
+        x->size = k->sizes[i].size;
+        x->name = k->sizes[i].name;
+    }
+    l->nargs = n;
+    l->args = a;
+}
+
+/* ---- one function ------------------------------------------------------------------------------
+ */
+
+/* Where each stored value lives: the lowest result that returns it, else a scratch buffer. */
+typedef struct home {
+    cuda_arg_kind kind;
+    int32_t index;
+} home;
+
+typedef struct fn_state {
+    cg_module *m;
+    const ir_func *f;
+    home *homes;       /* per node */
+    int32_t *nresults; /* per node: results that return it */
+    cuda_scratch *scratch;
+    int32_t nscratch, cap_scratch;
+    cuda_launch *launches;
+    int32_t nlaunches, cap_launches;
+    const char *prefix; /* fusec_<function> */
+} fn_state;
+
+static void add_buf(cg_kernel *k, ir_ref node, int output, cuda_arg_kind kind, int32_t index) {
+    cg_buf b;
+    memset(&b, 0, sizeof b);
+    b.node = node;
+    b.output = output;
+    b.dtype = k->f->nodes[node].dtype;
+    b.kind = kind;
+    b.index = index;
+    if (kind == CUDA_ARG_PARAM)
+        b.name = cg_fmt(k, "p_%s", k->f->params[index].name);
+    else if (kind == CUDA_ARG_RESULT)
+        b.name = cg_fmt(k, "r%d", (int)index);
+    else
+        b.name = cg_fmt(k, "t%d", (int)node);
+    if (!output) k->inbuf[node] = k->nbufs;
+    IR_VEC_PUSH(k->m->a, k->bufs, k->nbufs, k->cap_bufs, b);
+}
+
+static const char *shape_text(cg_kernel *k, const ir_shape *s) {
+    ir_buf b;
+    ir_buf_init(&b, k->m->a);
+    ir_print_shape(&b, k->f, s);
+    return b.data ? b.data : "[]";
+}
+
+static const char *const kind_names[] = {"pointwise", "row-reduction", "column-reduction",
+                                         "full-reduction", "combined"};
+
+static void gen_kernel(fn_state *st, int32_t ki) {
+    cg_module *m = st->m;
+    const ir_func *f = st->f;
+    const ir_kernel *kn = &f->partition->kernels[ki];
+    size_t nn = (size_t)f->nnodes;
+    cg_kernel *k = ir_arena_calloc(m->a, 1, sizeof(cg_kernel));
+    k->m = m;
+    k->f = f;
+    k->kn = kn;
+    k->kidx = ki;
+    k->name = cg_fmt(k, "%s_k%d", st->prefix, (int)ki);
+    k->inbuf = ir_arena_calloc(m->a, nn, sizeof(int32_t));
+    k->var = ir_arena_calloc(m->a, nn, sizeof(uint32_t));
+    k->in = ir_arena_calloc(m->a, nn, 1);
+    k->val = ir_arena_calloc(m->a, nn, sizeof(char *));
+    k->users = ir_arena_calloc(m->a, nn, sizeof(int32_t));
+    k->ind = 1;
+    ir_buf_init(&k->body, m->a);
+    for (size_t i = 0; i < nn; i++)
+        k->inbuf[i] = -1;
+    for (int32_t i = 0; i < kn->nbody; i++) {
+        const ir_node *n = &f->nodes[kn->body[i]];
+        for (int a = 0; a < ir_ops[n->op].arity; a++)
+            k->users[n->args[a]]++;
+    }
+
+    /* buffers: inputs, then each output at each of its homes */
+    for (int32_t i = 0; i < kn->ninputs; i++) {
+        ir_ref q = kn->inputs[i];
+        const ir_node *qn = &f->nodes[q];
+        if (qn->op == IR_OP_INPUT)
+            add_buf(k, q, 0, CUDA_ARG_PARAM, qn->index);
+        else
+            add_buf(k, q, 0, st->homes[q].kind, st->homes[q].index);
+    }
+    for (int32_t i = 0; i < kn->noutputs; i++) {
+        ir_ref q = kn->outputs[i];
+        if (st->nresults[q] == 0) {
+            add_buf(k, q, 1, CUDA_ARG_SCRATCH, st->homes[q].index);
+            continue;
+        }
+        for (int32_t o = 0; o < f->noutputs; o++)
+            if (f->nodes[f->outputs[o].node].args[0] == q) add_buf(k, q, 1, CUDA_ARG_RESULT, o);
+    }
+
+    /* the engine, from the structure of the domain */
+    int reduction = kn->kind != IR_KERNEL_POINTWISE && kn->kind != IR_KERNEL_COMBINED;
+    ir_buf_printf(&m->text, "\n/* %s kernel %d: %s over %s", f->name, (int)ki, kind_names[kn->kind],
+                  shape_text(k, &kn->domain));
+    if (reduction) {
+        ir_buf_puts(&m->text, " reducing axes");
+        for (int32_t a = 0; a < kn->domain.rank; a++)
+            if (kn->reduce_axes & (1u << a)) ir_buf_printf(&m->text, " %d", (int)a);
+    }
+    ir_buf_puts(&m->text, " */\n");
+    if (reduction) cg_space_build(k, &kn->domain, kn->reduce_axes, 0, kn->nbody);
+    uint32_t all = (1u << k->ngroups) - 1;
+    int full = reduction && k->reduced == all && k->reduced;
+    int row = 0;
+    if (reduction && k->reduced && !full) {
+        /* a row reduction: every reduced group after every kept one */
+        int32_t firstr = 0;
+        while (!(k->reduced & (1u << firstr)))
+            firstr++;
+        row = (k->reduced | ((1u << firstr) - 1)) == all;
+    }
+    IR_VEC_PUSH(m->a, st->launches, st->nlaunches, st->cap_launches, (cuda_launch){0});
+    if (full) IR_VEC_PUSH(m->a, st->launches, st->nlaunches, st->cap_launches, (cuda_launch){0});
+    cuda_launch *l = &st->launches[st->nlaunches - 1];
+    l->kernel = ki;
+    k->launch_index = st->nlaunches - 1;
+    if (!reduction || !k->reduced) {
+        cg_gen_elementwise(k, l);
+    } else if (full) {
+        cuda_scratch sc;
+        sc.bytes = cg_size_lit(0);
+        sc.node = IR_NONE;
+        int32_t nred = 0;
+        for (int32_t i = 0; i < kn->nbody; i++)
+            nred += ir_ops[f->nodes[kn->body[i]].op].cls == IR_CLASS_REDUCE;
+        sc.bytes = cg_size_lit((int64_t)nred * CG_MAX_PARTIALS * 8);
+        k->partials_scratch = st->nscratch;
+        IR_VEC_PUSH(m->a, st->scratch, st->nscratch, st->cap_scratch, sc);
+        l[-1].kernel = ki;
+        cg_gen_full(k, l);
+    } else if (row) {
+        cg_gen_row(k, l);
+    } else {
+        cg_gen_column(k, l);
+    }
+    cg_launch_args(k, l);
+}
+
+static void gen_func(cg_module *m, const ir_func *f, int32_t fi, cuda_func *out) {
+    fn_state st;
+    memset(&st, 0, sizeof st);
+    st.m = m;
+    st.f = f;
+    size_t nn = (size_t)f->nnodes;
+    st.homes = ir_arena_calloc(m->a, nn ? nn : 1, sizeof(home));
+    st.nresults = ir_arena_calloc(m->a, nn ? nn : 1, sizeof(int32_t));
+    st.prefix = ir_arena_printf(m->a, "fusec_%s", f->name);
+    (void)fi;
+    if (!f->partition) {
+        cg_fail(m, "cuda codegen: function '%s' has no kernel partition", f->name);
+        return;
+    }
+    /* homes: results first (the lowest result that returns a value holds it) */
+    for (int32_t o = f->noutputs - 1; o >= 0; o--) {
+        ir_ref q = f->nodes[f->outputs[o].node].args[0];
+        st.homes[q].kind = CUDA_ARG_RESULT;
+        st.homes[q].index = o;
+        st.nresults[q]++;
+    }
+    for (ir_ref r = 0; r < f->nnodes; r++) {
+        const ir_node *n = &f->nodes[r];
+        if (!(n->flags & IR_NODE_STORED) || st.nresults[r]) continue;
+        cuda_scratch sc;
+        sc.bytes = cg_size_mul(cg_shape_elems(&n->shape), cg_size_lit(ir_dtypes[n->dtype].bytes));
+        sc.node = r;
+        st.homes[r].kind = CUDA_ARG_SCRATCH;
+        st.homes[r].index = st.nscratch;
+        IR_VEC_PUSH(m->a, st.scratch, st.nscratch, st.cap_scratch, sc);
+    }
+    for (int32_t ki = 0; ki < f->partition->nkernels && !m->fail.failed; ki++)
+        gen_kernel(&st, ki);
+
+    /* max and min over an empty axis fail at launch, as in the reference */
+    cuda_check *checks = NULL;
+    int32_t nchecks = 0, cap = 0;
+    for (ir_ref r = 0; r < f->nnodes; r++) {
+        const ir_node *n = &f->nodes[r];
+        if (n->op != IR_OP_MAX && n->op != IR_OP_MIN) continue;
+        const ir_shape *s = &f->nodes[n->args[0]].shape;
+        cuda_check c;
+        c.extent = cg_size_lit(1);
+        for (int32_t a = 0; a < s->rank; a++) {
+            if (!(n->axes & (1u << a))) continue;
+            ir_shape one = {1, {s->dims[a]}};
+            c.extent = cg_size_mul(c.extent, cg_shape_elems(&one));
+        }
+        c.message = n->op == IR_OP_MAX ? "max over an empty axis" : "min over an empty axis";
+        if (cg_size_is_lit(&c.extent, 0) || c.extent.nsyms > 0)
+            IR_VEC_PUSH(m->a, checks, nchecks, cap, c);
+    }
+    out->name = f->name;
+    out->nparams = f->nparams;
+    out->nresults = f->noutputs;
+    out->nsyms = f->nsyms;
+    out->nlaunches = st.nlaunches;
+    out->launches = st.launches;
+    out->nscratch = st.nscratch;
+    out->scratch = st.scratch;
+    out->nchecks = nchecks;
+    out->checks = checks;
+}
+
+/* ---- the module
+ * ----------------------------------------------------------------------------------- */
+
+int cuda_generate(ir_arena *a, ir_func *const *funcs, int nfuncs, cuda_module **out, char *err,
+                  size_t errlen) {
+    cg_module mod;
+    memset(&mod, 0, sizeof mod);
+    mod.a = a;
+    mod.fail.err = err;
+    mod.fail.errlen = errlen;
+    if (err && errlen) err[0] = 0;
+    *out = NULL;
+    ir_buf_init(&mod.text, a);
+    cuda_func *fs = ir_arena_calloc(a, (size_t)(nfuncs > 0 ? nfuncs : 1), sizeof(cuda_func));
+    for (int i = 0; i < nfuncs && !mod.fail.failed; i++)
+        gen_func(&mod, funcs[i], i, &fs[i]);
+    if (mod.fail.failed) return -1;
+
+    ir_buf src;
+    ir_buf_init(&src, a);
+    ir_buf_printf(
+        &src, "/* Generated by fusec's CUDA code generator (version %d): ", CUDA_CODEGEN_VERSION);
+    if (nfuncs == 0) ir_buf_puts(&src, "no functions");
+    for (int i = 0; i < nfuncs; i++)
+        ir_buf_printf(&src, "%s%s", i ? ", " : "", funcs[i]->name);
+    ir_buf_puts(&src, ".\n * Self-contained CUDA C++ for NVRTC: no headers, no runtime API. Kernel "
+                      "arguments end in '_'\n * (except the buffers: p_<parameter>, r<result>, "
+                      "t<node> for scratch). */\n");
+    /* the helpers, each after the ones it needs */
+    unsigned used = mod.helpers;
+    for (int changed = 1; changed;) {
+        changed = 0;
+        for (int h = 0; h < CG_H_COUNT; h++) {
+            unsigned deps = 0;
+            if (!(used & (1u << h))) continue;
+            cg_helper_text((cg_helper)h, &deps);
+            if ((used | deps) != used) {
+                used |= deps;
+                changed = 1;
+            }
+        }
+    }
+    for (int h = 0; h < CG_H_COUNT; h++)
+        if (used & (1u << h)) {
+            ir_buf_puts(&src, "\n");
+            ir_buf_puts(&src, cg_helper_text((cg_helper)h, NULL));
+        }
+    if (mod.text.data) ir_buf_puts(&src, mod.text.data);
+
+    cuda_module *cm = ir_arena_calloc(a, 1, sizeof(cuda_module));
+    cm->source = src.data ? src.data : "";
+    cm->source_len = (size_t)src.len;
+    cm->nfuncs = nfuncs;
+    cm->funcs = fs;
+    cm->nnames = mod.nnames;
+    cm->names = mod.names;
+    *out = cm;
+    return 0;
+}
+
+/* ---- launch-time sizes --------------------------------------------------------------------------
+ */
+
+int64_t cuda_size_eval(const cuda_size *s, const int64_t *syms) {
+    int64_t v = s->coeff;
+    for (int32_t i = 0; i < s->nsyms; i++) {
+        int64_t d = syms[s->syms[i]];
+        if (d < 0 || __builtin_mul_overflow(v, d, &v)) return -1;
+    }
+    return v;
+}
+
+int32_t cuda_func_nargs(const cuda_func *f) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < f->nlaunches; i++)
+        n += f->launches[i].nargs;
+    return n;
+}
+
+static int64_t ceil_div(int64_t a, int64_t b) {
+    return a / b + (a % b != 0);
+}
+
+/* Blocks of one part, or -1 on overflow; *t: threads per row (ROWS). */
+static int64_t part_blocks(const cuda_grid *g, const int64_t *syms, int sm_count, int64_t *t,
+                           int32_t *block) {
+    int64_t work = cuda_size_eval(&g->work, syms);
+    int64_t blocks = 0;
+    *block = g->block;
+    *t = 0;
+    if (work < 0 && g->kind != CUDA_GRID_ONE) return -1;
+    switch (g->kind) {
+    case CUDA_GRID_STRIDE:
+        blocks =
+            work ? ceil_div(work, (int64_t)g->block * (g->per_thread > 0 ? g->per_thread : 1)) : 0;
+        break;
+    case CUDA_GRID_ROWS: {
+        int64_t len = cuda_size_eval(&g->row_len, syms);
+        if (len < 0) return -1;
+        int64_t want = ceil_div(len, g->per_thread > 0 ? g->per_thread : 1), tt = 1;
+        while (tt < want && tt < 1024)
+            tt *= 2;
+        *t = tt;
+        if (tt > *block) *block = (int32_t)tt;
+        blocks = work ? ceil_div(work, *block / tt) : 0;
+        break;
+    }
+    case CUDA_GRID_TILES: blocks = work ? ceil_div(work, 32) : 0; break;
+    case CUDA_GRID_ONE: return 1;
+    }
+    if (g->blocks_per_sm > 0 && sm_count > 0 && blocks > (int64_t)sm_count * g->blocks_per_sm)
+        blocks = (int64_t)sm_count * g->blocks_per_sm;
+    if (g->max_blocks > 0 && blocks > g->max_blocks) blocks = g->max_blocks;
+    if (blocks > INT32_MAX) blocks = INT32_MAX;
+    return blocks;
+}
+
+/* Whether condition c of a variant of launch l holds. */
+static int cond_holds(const cuda_launch *l, const cuda_cond *c, const int64_t *syms,
+                      const uint64_t *params, const uint64_t *results) {
+    if (c->kind == CUDA_COND_ALIGNED) {
+        if (c->arg < 0 || c->arg >= l->nargs || c->value <= 0) return 0;
+        const cuda_arg *a = &l->args[c->arg];
+        uint64_t p;
+        if (a->kind == CUDA_ARG_SCRATCH) return 1; /* 256-byte aligned by the launcher */
+        if (a->kind == CUDA_ARG_PARAM && params)
+            p = params[a->index];
+        else if (a->kind == CUDA_ARG_RESULT && results)
+            p = results[a->index];
+        else
+            return 0;
+        return p % (uint64_t)c->value == 0;
+    }
+    int64_t x = cuda_size_eval(&c->size, syms);
+    if (x < 0) return 0;
+    if (c->kind == CUDA_COND_AT_MOST) return x <= c->value;
+    return c->value > 0 && x % c->value == 0;
+}
+
+int cuda_resolve(const cuda_func *f, const int64_t *syms, const uint64_t *params,
+                 const uint64_t *results, int sm_count, cuda_config *configs, int64_t *values,
+                 char *err, size_t errlen) {
+    for (int32_t i = 0; i < f->nchecks; i++)
+        if (cuda_size_eval(&f->checks[i].extent, syms) == 0) {
+            snprintf(err, errlen, "%s", f->checks[i].message);
+            return -1;
+        }
+    int32_t at = 0;
+    for (int32_t li = 0; li < f->nlaunches; li++) {
+        const cuda_launch *l = &f->launches[li];
+        cuda_config *c = &configs[li];
+        memset(c, 0, sizeof *c);
+        int32_t v = 0;
+        for (; v < l->nvariants; v++) {
+            const cuda_variant *cv = &l->variants[v];
+            int ok = 1;
+            for (int32_t j = 0; j < cv->nconds && ok; j++)
+                ok = cond_holds(l, &cv->conds[j], syms, params, results);
+            if (ok) break;
+        }
+        if (v == l->nvariants) {
+            snprintf(err, errlen, "launch %d of '%s': no variant fits these sizes", (int)li,
+                     f->name);
+            return -1;
+        }
+        const cuda_variant *cv = &l->variants[v];
+        c->variant = v;
+        c->name = cv->name;
+        int64_t grid = 0, starts[64];
+        int32_t block = 0;
+        for (int32_t p = 0; p < cv->nparts; p++) {
+            int64_t t = 0;
+            int32_t b = 0;
+            int64_t n = part_blocks(&cv->parts[p], syms, sm_count, &t, &b);
+            if (n < 0) {
+                snprintf(err, errlen, "launch %d of '%s': a size overflows", (int)li, f->name);
+                return -1;
+            }
+            if (p < 64) starts[p] = grid;
+            grid += n;
+            block = b;
+            if (t) c->row_threads = t;
+        }
+        if (grid > INT32_MAX) {
+            snprintf(err, errlen, "launch %d of '%s': too many blocks", (int)li, f->name);
+            return -1;
+        }
+        c->grid = (uint32_t)grid;
+        c->block = (uint32_t)block;
+        c->smem_bytes = (uint32_t)l->smem_bytes;
+        c->skip = grid == 0;
+        for (int32_t j = 0; j < l->nargs; j++) {
+            const cuda_arg *a = &l->args[j];
+            int64_t x = 0;
+            switch (a->kind) {
+            case CUDA_ARG_SIZE:
+                x = cuda_size_eval(&a->size, syms);
+                if (x < 0) {
+                    snprintf(err, errlen, "launch %d of '%s': size %s overflows", (int)li, f->name,
+                             a->name);
+                    return -1;
+                }
+                break;
+            case CUDA_ARG_ROW_THREADS: x = c->row_threads; break;
+            case CUDA_ARG_PART_BLOCK: x = a->index < 64 ? starts[a->index] : 0; break;
+            case CUDA_ARG_GRID_OF: x = a->index < li ? configs[a->index].grid : 0; break;
+            default: x = 0; break;
+            }
+            values[at + j] = x;
+        }
+        at += l->nargs;
+    }
+    return 0;
+}

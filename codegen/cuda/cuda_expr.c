@@ -1,0 +1,785 @@
+/* codegen/cuda/cuda_expr.c: IR values as CUDA expressions: dtypes, the op table (every
+ * element-wise op of ir/ops.def as an expression template per compute type), constants,
+ * casts, the value of each node in the current scope, reductions' accumulators, and index
+ * spaces: a kernel's domain collapsed into groups of axes, and the offset of an element in
+ * each buffer.
+ *
+ * Values are computed in the node's compute type: f16, bf16 and f32 as float, f64 as
+ * double, integers as int / long long (wrapping, through the prelude's helpers), bool as
+ * bool. Each node becomes one `const T v<ref> = ...;` so generated code reads like the IR.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/cuda/cuda_internal.h"
+
+/* ---- sizes --------------------------------------------------------------------------------- */
+
+cuda_size cg_size_lit(int64_t v) {
+    cuda_size s;
+    memset(&s, 0, sizeof s);
+    s.coeff = v;
+    return s;
+}
+
+static void size_sort(cuda_size *s) {
+    for (int32_t i = 1; i < s->nsyms; i++)
+        for (int32_t j = i; j > 0 && s->syms[j - 1] > s->syms[j]; j--) {
+            int32_t t = s->syms[j];
+            s->syms[j] = s->syms[j - 1];
+            s->syms[j - 1] = t;
+        }
+}
+
+cuda_size cg_size_mul(cuda_size a, cuda_size b) {
+    cuda_size r = a;
+    /* literal products stay far below 2^63 for any shape that fits a device */
+    r.coeff = a.coeff * b.coeff;
+    for (int32_t i = 0; i < b.nsyms && r.nsyms < CUDA_MAX_SIZE_SYMS; i++)
+        r.syms[r.nsyms++] = b.syms[i];
+    if (r.coeff == 0) r.nsyms = 0;
+    size_sort(&r);
+    return r;
+}
+
+int cg_size_equal(const cuda_size *a, const cuda_size *b) {
+    if (a->coeff != b->coeff || a->nsyms != b->nsyms) return 0;
+    for (int32_t i = 0; i < a->nsyms; i++)
+        if (a->syms[i] != b->syms[i]) return 0;
+    return 1;
+}
+
+int cg_size_is_lit(const cuda_size *s, int64_t v) {
+    return s->nsyms == 0 && s->coeff == v;
+}
+
+cuda_size cg_shape_elems(const ir_shape *s) {
+    cuda_size r = cg_size_lit(1);
+    for (int32_t i = 0; i < s->rank; i++) {
+        cuda_size d = cg_size_lit(s->dims[i].sym >= 0 ? 1 : s->dims[i].size);
+        if (s->dims[i].sym >= 0) d.syms[d.nsyms++] = s->dims[i].sym;
+        r = cg_size_mul(r, d);
+    }
+    return r;
+}
+
+/* ---- text ----------------------------------------------------------------------------------- */
+
+void cg_line(cg_kernel *k, const char *fmt, ...) {
+    char small[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    for (int i = 0; i < k->ind; i++)
+        ir_buf_puts(&k->body, "    ");
+    if (n >= 0 && (size_t)n < sizeof small) {
+        ir_buf_puts(&k->body, small);
+    } else if (n >= 0) {
+        char *big = ir_arena_alloc(k->m->a, (size_t)n + 1);
+        va_start(ap, fmt);
+        vsnprintf(big, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+        ir_buf_puts(&k->body, big);
+    }
+    ir_buf_puts(&k->body, "\n");
+}
+
+const char *cg_fmt(cg_kernel *k, const char *fmt, ...) {
+    char small[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0) return "";
+    char *s = ir_arena_alloc(k->m->a, (size_t)n + 1);
+    if ((size_t)n < sizeof small) {
+        memcpy(s, small, (size_t)n + 1);
+    } else {
+        va_start(ap, fmt);
+        vsnprintf(s, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+    }
+    return s;
+}
+
+void cg_use(cg_kernel *k, cg_helper h) {
+    k->m->helpers |= 1u << h;
+}
+
+/* ---- dtypes --------------------------------------------------------------------------------- */
+
+/* ORDER IR_DTYPE */
+static const struct {
+    const char *ctype, *stype;
+    int words;
+} dtype_c[IR_DTYPE_COUNT] = {
+    [IR_BOOL] = {"bool", "unsigned char", 1},   [IR_I32] = {"int", "int", 1},
+    [IR_I64] = {"long long", "long long", 2},   [IR_F16] = {"float", "unsigned short", 1},
+    [IR_BF16] = {"float", "unsigned short", 1}, [IR_F32] = {"float", "float", 1},
+    [IR_F64] = {"double", "double", 2},
+};
+
+const char *cg_ctype(ir_dtype t) {
+    return dtype_c[t].ctype;
+}
+
+const char *cg_stype(ir_dtype t) {
+    return dtype_c[t].stype;
+}
+
+int cg_ctype_words(ir_dtype t) {
+    return dtype_c[t].words;
+}
+
+/* compute-type classes: which template column of the op table applies */
+typedef enum cclass { CC_FLOAT, CC_DOUBLE, CC_INT, CC_BOOL } cclass;
+
+static cclass class_of(ir_dtype t) {
+    switch (t) {
+    case IR_BOOL: return CC_BOOL;
+    case IR_I32:
+    case IR_I64: return CC_INT;
+    case IR_F64: return CC_DOUBLE;
+    default: return CC_FLOAT;
+    }
+}
+
+const char *cg_from_storage(cg_kernel *k, ir_dtype t, const char *expr) {
+    switch (t) {
+    case IR_BOOL: return cg_fmt(k, "(%s != 0)", expr);
+    case IR_F16: cg_use(k, CG_H_F16); return cg_fmt(k, "fx_h2f(%s)", expr);
+    case IR_BF16: cg_use(k, CG_H_BF16); return cg_fmt(k, "fx_b2f(%s)", expr);
+    default: return expr;
+    }
+}
+
+const char *cg_to_storage(cg_kernel *k, ir_dtype t, const char *expr) {
+    switch (t) {
+    case IR_BOOL: return cg_fmt(k, "(unsigned char)%s", expr);
+    case IR_F16: cg_use(k, CG_H_F16); return cg_fmt(k, "fx_f2h(%s)", expr);
+    case IR_BF16: cg_use(k, CG_H_BF16); return cg_fmt(k, "fx_f2b(%s)", expr);
+    default: return expr;
+    }
+}
+
+/* ---- the op table --------------------------------------------------------------------------- */
+
+/* One element-wise op as CUDA: an expression template per compute class of its operands
+ * ($0, $1, $2 stand for them), and the helpers the templates call. NULL: the class does
+ * not occur (the verifier rules it out). Indexed by ir_op; cg_op_table_check (tests) makes
+ * sure every element-wise op of ops.def has an entry. */
+typedef struct op_tmpl {
+    const char *f, *d, *i, *b;
+    unsigned hfd, hi; /* helpers the float/double templates and the integer one call */
+} op_tmpl;
+
+#define H(x)          (1u << CG_H_##x)
+#define SAME(t)       t, t, t, t, 0, 0
+#define FD(fn)        fn "f($0)", fn "($0)", NULL, NULL, 0, 0
+#define FD2(fn)       fn "f($0, $1)", fn "($0, $1)", NULL, NULL, 0, 0
+#define ARITH(op, fn) "($0 " op " $1)", "($0 " op " $1)", "fx_" fn "($0, $1)", NULL, 0, H(INT)
+
+static const op_tmpl op_table[IR_OP_COUNT] = {
+    [IR_OP_NEG] = {"(-$0)", "(-$0)", "fx_neg($0)", NULL, 0, H(INT)},
+    [IR_OP_NOT] = {NULL, NULL, NULL, "(!$0)", 0, 0},
+    [IR_OP_ADD] = {ARITH("+", "add")},
+    [IR_OP_SUB] = {ARITH("-", "sub")},
+    [IR_OP_MUL] = {ARITH("*", "mul")},
+    [IR_OP_DIV] = {ARITH("/", "div")},
+    [IR_OP_MOD] = {"fmodf($0, $1)", "fmod($0, $1)", "fx_mod($0, $1)", NULL, 0, H(INT)},
+    [IR_OP_EQ] = {SAME("($0 == $1)")},
+    [IR_OP_NE] = {SAME("($0 != $1)")},
+    [IR_OP_LT] = {SAME("($0 < $1)")},
+    [IR_OP_LE] = {SAME("($0 <= $1)")},
+    [IR_OP_GT] = {SAME("($0 > $1)")},
+    [IR_OP_GE] = {SAME("($0 >= $1)")},
+    [IR_OP_AND] = {NULL, NULL, NULL, "($0 && $1)", 0, 0},
+    [IR_OP_OR] = {NULL, NULL, NULL, "($0 || $1)", 0, 0},
+    [IR_OP_WHERE] = {SAME("($0 ? $1 : $2)")},
+    [IR_OP_ABS] = {"fabsf($0)", "fabs($0)", "fx_abs($0)", NULL, 0, H(INT)},
+    [IR_OP_SIGN] = {"fx_sign($0)", "fx_sign($0)", "fx_sign($0)", NULL, H(FLOAT), H(INT)},
+    [IR_OP_MINIMUM] = {"fx_min($0, $1)", "fx_min($0, $1)", "fx_min($0, $1)", "($0 && $1)",
+                       H(MINMAX), H(MINMAX)},
+    [IR_OP_MAXIMUM] = {"fx_max($0, $1)", "fx_max($0, $1)", "fx_max($0, $1)", "($0 || $1)",
+                       H(MINMAX), H(MINMAX)},
+    [IR_OP_CLAMP] = {"fx_min(fx_max($0, $1), $2)", "fx_min(fx_max($0, $1), $2)",
+                     "fx_min(fx_max($0, $1), $2)", "(($0 || $1) && $2)", H(MINMAX), H(MINMAX)},
+    [IR_OP_EXP] = {FD("exp")},
+    [IR_OP_EXP2] = {FD("exp2")},
+    [IR_OP_EXPM1] = {FD("expm1")},
+    [IR_OP_LOG] = {FD("log")},
+    [IR_OP_LOG2] = {FD("log2")},
+    [IR_OP_LOG10] = {FD("log10")},
+    [IR_OP_LOG1P] = {FD("log1p")},
+    [IR_OP_SQRT] = {FD("sqrt")},
+    [IR_OP_RSQRT] = {FD("rsqrt")},
+    [IR_OP_SIN] = {FD("sin")},
+    [IR_OP_COS] = {FD("cos")},
+    [IR_OP_TAN] = {FD("tan")},
+    [IR_OP_ASIN] = {FD("asin")},
+    [IR_OP_ACOS] = {FD("acos")},
+    [IR_OP_ATAN] = {FD("atan")},
+    [IR_OP_SINH] = {FD("sinh")},
+    [IR_OP_COSH] = {FD("cosh")},
+    [IR_OP_TANH] = {FD("tanh")},
+    [IR_OP_ASINH] = {FD("asinh")},
+    [IR_OP_ACOSH] = {FD("acosh")},
+    [IR_OP_ATANH] = {FD("atanh")},
+    [IR_OP_ERF] = {FD("erf")},
+    [IR_OP_SIGMOID] = {"fx_sigmoid($0)", "fx_sigmoid($0)", NULL, NULL, H(FLOAT), 0},
+    [IR_OP_RELU] = {"fx_relu($0)", "fx_relu($0)", NULL, NULL, H(FLOAT), 0},
+    [IR_OP_FLOOR] = {FD("floor")},
+    [IR_OP_CEIL] = {FD("ceil")},
+    [IR_OP_ROUND] = {FD("rint")}, /* half to even in the default rounding mode */
+    [IR_OP_TRUNC] = {FD("trunc")},
+    [IR_OP_ISNAN] = {"isnan($0)", "isnan($0)", NULL, NULL, 0, 0},
+    [IR_OP_ISINF] = {"isinf($0)", "isinf($0)", NULL, NULL, 0, 0},
+    [IR_OP_POW] = {FD2("pow")},
+    [IR_OP_ATAN2] = {FD2("atan2")},
+    [IR_OP_HYPOT] = {FD2("hypot")},
+    [IR_OP_COPYSIGN] = {FD2("copysign")},
+};
+
+#undef H
+#undef SAME
+#undef FD
+#undef FD2
+#undef ARITH
+
+const char *cg_op_table_check(void) {
+    for (int op = 0; op < IR_OP_COUNT; op++) {
+        const ir_op_info *oi = &ir_ops[op];
+        if (oi->cls != IR_CLASS_EW) continue;
+        const op_tmpl *t = &op_table[op];
+        if (oi->flags & IR_OPF_LOGIC) {
+            if (!t->b) return oi->name;
+        } else if (oi->flags & (IR_OPF_FLOATFN | IR_OPF_PRED)) {
+            if (!t->f || !t->d) return oi->name;
+        } else if (!t->f || !t->d || !t->i) {
+            return oi->name;
+        }
+    }
+    return NULL;
+}
+
+/* Substitutes $0..$2 in a template. */
+static const char *subst(cg_kernel *k, const char *tmpl, const char *const *ops) {
+    ir_buf b;
+    ir_buf_init(&b, k->m->a);
+    for (const char *p = tmpl; *p; p++) {
+        if (p[0] == '$' && p[1] >= '0' && p[1] <= '2') {
+            ir_buf_puts(&b, ops[p[1] - '0']);
+            p++;
+        } else {
+            ir_buf_putn(&b, p, 1);
+        }
+    }
+    return b.data ? b.data : "";
+}
+
+/* ---- constants ------------------------------------------------------------------------------- */
+
+static const char *float_literal(cg_kernel *k, double v, int is_double) {
+    cg_use(k, CG_H_BITS);
+    if (isnan(v)) return is_double ? "FX_NAN_D" : "FX_NAN_F";
+    if (!is_double) v = (double)(float)v; /* the value the f32 computation uses */
+    if (isinf(v)) {
+        if (is_double) return v > 0 ? "FX_INF_D" : "(-FX_INF_D)";
+        return v > 0 ? "FX_INF_F" : "(-FX_INF_F)";
+    }
+    char buf[64];
+    snprintf(buf, sizeof buf, is_double ? "%.17g" : "%.9g", v);
+    if (!strpbrk(buf, ".e")) strcat(buf, ".0");
+    if (!is_double) strcat(buf, "f");
+    if (buf[0] == '-') return cg_fmt(k, "(%s)", buf);
+    return cg_fmt(k, "%s", buf);
+}
+
+static const char *const_literal(cg_kernel *k, const ir_node *n) {
+    switch (n->dtype) {
+    case IR_BOOL: return n->value.i ? "true" : "false";
+    case IR_I32: {
+        int64_t v = ir_wrap_int(n->value.i, IR_I32);
+        if (v == INT32_MIN) return "(-2147483647 - 1)";
+        return cg_fmt(k, v < 0 ? "(%" PRId64 ")" : "%" PRId64, v);
+    }
+    case IR_I64: {
+        int64_t v = n->value.i;
+        if (v == INT64_MIN) return "(-9223372036854775807LL - 1LL)";
+        return cg_fmt(k, v < 0 ? "(%" PRId64 "LL)" : "%" PRId64 "LL", v);
+    }
+    case IR_F64: return float_literal(k, n->value.f, 1);
+    default: return float_literal(k, n->value.f, 0);
+    }
+}
+
+const char *cg_operand(cg_kernel *k, ir_ref r) {
+    const ir_node *n = &k->f->nodes[r];
+    if (n->op == IR_OP_CONST) return const_literal(k, n);
+    if (!k->val[r]) {
+        cg_fail(k->m, "cuda codegen: %%%d of '%s' has no value where it is used", (int)r,
+                k->f->name);
+        return "0";
+    }
+    return k->val[r];
+}
+
+/* ---- casts ---------------------------------------------------------------------------------- */
+
+/* x, of compute class of `from`, converted as the reference converts (ir/interp.c eval_cast):
+ * rounding to the target's precision, float -> integer saturating with NaN -> 0, integers
+ * wrapping, anything -> bool as != 0. */
+static const char *cast_expr(cg_kernel *k, ir_dtype from, ir_dtype to, const char *x) {
+    if (from == to) return x;
+    cclass cf = class_of(from);
+    switch (to) {
+    case IR_BOOL:
+        if (cf == CC_FLOAT) return cg_fmt(k, "(%s != 0.0f)", x);
+        if (cf == CC_DOUBLE) return cg_fmt(k, "(%s != 0.0)", x);
+        return cg_fmt(k, "(%s != 0)", x);
+    case IR_I32:
+    case IR_I64: {
+        int w = to == IR_I64;
+        if (cf == CC_BOOL) return cg_fmt(k, "(%s)%s", w ? "long long" : "int", x);
+        if (cf == CC_INT) {
+            if (w) return cg_fmt(k, "(long long)%s", x);
+            cg_use(k, CG_H_INT);
+            return cg_fmt(k, "fx_wrap32(%s)", x);
+        }
+        cg_use(k, CG_H_CVT);
+        if (cf == CC_FLOAT) return cg_fmt(k, w ? "fx_f2ll(%s)" : "fx_f2i(%s)", x);
+        return cg_fmt(k, w ? "fx_d2ll(%s)" : "fx_d2i(%s)", x);
+    }
+    case IR_F64:
+        if (cf == CC_BOOL) return cg_fmt(k, "(%s ? 1.0 : 0.0)", x);
+        return cg_fmt(k, "(double)%s", x);
+    case IR_F32:
+    case IR_F16:
+    case IR_BF16: {
+        const char *f;
+        if (cf == CC_BOOL) {
+            f = cg_fmt(k, "(%s ? 1.0f : 0.0f)", x);
+        } else if (cf == CC_DOUBLE) {
+            if (to == IR_F16) {
+                cg_use(k, CG_H_F64HALF);
+                return cg_fmt(k, "fx_d2h_round(%s)", x);
+            }
+            if (to == IR_BF16) {
+                cg_use(k, CG_H_F64HALF);
+                return cg_fmt(k, "fx_d2b_round(%s)", x);
+            }
+            return cg_fmt(k, "(float)%s", x);
+        } else if (cf == CC_INT) {
+            /* to f16 exact: every integer f16 holds is exact in f32; to bf16 an integer past
+             * 2^24 rounds twice (within the SPEC's one unit in the last place) */
+            f = cg_fmt(k, "(float)%s", x);
+        } else {
+            f = x;
+        }
+        if (to == IR_F16) {
+            cg_use(k, CG_H_F16);
+            return cg_fmt(k, "fx_rnd_h(%s)", f);
+        }
+        if (to == IR_BF16) {
+            cg_use(k, CG_H_BF16);
+            return cg_fmt(k, "fx_rnd_b(%s)", f);
+        }
+        return f;
+    }
+    default: return x;
+    }
+}
+
+/* ---- nodes ----------------------------------------------------------------------------------- */
+
+static const char *ew_expr(cg_kernel *k, ir_ref r) {
+    const ir_node *n = &k->f->nodes[r];
+    const ir_op_info *oi = &ir_ops[n->op];
+    const op_tmpl *t = &op_table[n->op];
+    const char *ops[3] = {"", "", ""};
+    for (int i = 0; i < oi->arity; i++)
+        ops[i] = cg_operand(k, n->args[i]);
+    /* the class of the computation: the operands' for comparisons and predicates */
+    ir_dtype ct =
+        (oi->flags & (IR_OPF_CMP | IR_OPF_PRED)) ? k->f->nodes[n->args[0]].dtype : n->dtype;
+    cclass c = class_of(ct);
+    const char *tmpl = c == CC_FLOAT ? t->f : c == CC_DOUBLE ? t->d : c == CC_INT ? t->i : t->b;
+    if (!tmpl && c == CC_BOOL && t->i && (oi->flags & IR_OPF_NUMERIC)) {
+        /* arithmetic on bool (the IR allows it; the front end does not make it): as the
+         * reference, in integers, then != 0 */
+        const char *iops[3];
+        for (int i = 0; i < 3; i++)
+            iops[i] = cg_fmt(k, "(int)%s", ops[i]);
+        for (int h = 0; h < CG_H_COUNT; h++)
+            if (t->hi & (1u << h)) cg_use(k, (cg_helper)h);
+        return cg_fmt(k, "(%s != 0)", subst(k, t->i, iops));
+    }
+    if (!tmpl) {
+        cg_fail(k->m, "cuda codegen: %s has no form for %s operands", oi->name, ir_dtypes[ct].name);
+        return "0";
+    }
+    unsigned hs = c == CC_INT ? t->hi : c == CC_BOOL ? 0 : t->hfd;
+    for (int h = 0; h < CG_H_COUNT; h++)
+        if (hs & (1u << h)) cg_use(k, (cg_helper)h);
+    return subst(k, tmpl, ops);
+}
+
+/* Whether a stored f16/bf16 value must be rounded where it is computed: the reference holds
+ * the stored (rounded) value for every later reader. */
+static int round_stored(const cg_kernel *k, ir_ref r) {
+    const ir_node *n = &k->f->nodes[r];
+    return (n->flags & IR_NODE_STORED) && (n->dtype == IR_F16 || n->dtype == IR_BF16) &&
+           k->users[r] > 0;
+}
+
+void cg_emit_node(cg_kernel *k, ir_ref r) {
+    const ir_node *n = &k->f->nodes[r];
+    const char *e;
+    switch (ir_ops[n->op].cls) {
+    case IR_CLASS_BROADCAST:
+        /* an indexed read: the operand's value at the mapped point is its value here */
+        cg_set_val(k, r, cg_operand(k, n->args[0]));
+        return;
+    case IR_CLASS_EW: e = ew_expr(k, r); break;
+    case IR_CLASS_CAST:
+        e = cast_expr(k, k->f->nodes[n->args[0]].dtype, n->dtype, cg_operand(k, n->args[0]));
+        break;
+    case IR_CLASS_REDUCE:
+        if (k->reduce_single) {
+            /* a reduction of one element: the identity combined with it, as the reference */
+            const char *x = cg_operand(k, n->args[0]);
+            if (k->f->nodes[n->args[0]].dtype != n->dtype)
+                x = cg_fmt(k, "(%s)%s", cg_ctype(n->dtype), x);
+            e = cg_red_finish(k, r, cg_fmt(k, "(%s)", cg_red_combine(k, r, cg_red_init(k, r), x)),
+                              "1");
+            break;
+        }
+        /* fall through */
+    default:
+        cg_fail(k->m, "cuda codegen: %s %%%d of '%s' has no value where it is used",
+                ir_ops[n->op].name, (int)r, k->f->name);
+        return;
+    }
+    if (round_stored(k, r)) {
+        cg_helper h = n->dtype == IR_F16 ? CG_H_F16 : CG_H_BF16;
+        cg_use(k, h);
+        e = cg_fmt(k, "%s(%s)", n->dtype == IR_F16 ? "fx_rnd_h" : "fx_rnd_b", e);
+    }
+    cg_line(k, "const %s v%d = %s;", cg_ctype(n->dtype), (int)r, e);
+    cg_set_val(k, r, cg_fmt(k, "v%d", (int)r));
+}
+
+/* ---- scopes ---------------------------------------------------------------------------------- */
+
+int32_t cg_scope_mark(cg_kernel *k) {
+    return k->nsaved;
+}
+
+void cg_scope_pop(cg_kernel *k, int32_t mark) {
+    while (k->nsaved > mark) {
+        cg_saved *s = &k->saved[--k->nsaved];
+        k->val[s->node] = s->prev;
+    }
+}
+
+void cg_set_val(cg_kernel *k, ir_ref r, const char *expr) {
+    cg_saved s = {r, k->val[r]};
+    IR_VEC_PUSH(k->m->a, k->saved, k->nsaved, k->cap_saved, s);
+    k->val[r] = expr;
+}
+
+static void need_rec(cg_kernel *k, ir_ref r, unsigned char *need) {
+    const ir_node *n = &k->f->nodes[r];
+    if (need[r] || k->val[r] || n->op == IR_OP_CONST) return;
+    if (k->inbuf[r] >= 0) {
+        need[r] = 1;
+        return;
+    }
+    if (!k->in[r]) {
+        cg_fail(k->m, "cuda codegen: %%%d of '%s' is read outside its kernel", (int)r, k->f->name);
+        return;
+    }
+    if (ir_ops[n->op].cls == IR_CLASS_REDUCE && !k->reduce_single) {
+        cg_fail(k->m, "cuda codegen: %s %%%d of '%s' is read before it is computed",
+                ir_ops[n->op].name, (int)r, k->f->name);
+        return;
+    }
+    need[r] = 1;
+    for (int i = 0; i < ir_ops[n->op].arity; i++)
+        need_rec(k, n->args[i], need);
+}
+
+void cg_need(cg_kernel *k, const ir_ref *targets, int32_t n, unsigned char *need) {
+    for (int32_t i = 0; i < n; i++)
+        need_rec(k, targets[i], need);
+}
+
+void cg_emit_needed(cg_kernel *k, const unsigned char *need) {
+    for (int32_t b = 0; b < k->nbufs; b++) {
+        const cg_buf *bf = &k->bufs[b];
+        if (bf->output || !need[bf->node] || k->val[bf->node]) continue;
+        cg_set_val(k, bf->node, k->load(k, b));
+    }
+    for (int32_t i = k->from; i < k->to; i++) {
+        ir_ref r = k->kn->body[i];
+        if (need[r] && !k->val[r]) cg_emit_node(k, r);
+    }
+}
+
+void cg_emit_values(cg_kernel *k, const ir_ref *targets, int32_t n) {
+    unsigned char *need = ir_arena_calloc(k->m->a, (size_t)k->f->nnodes, 1);
+    cg_need(k, targets, n, need);
+    cg_emit_needed(k, need);
+}
+
+/* ---- reductions ------------------------------------------------------------------------------ */
+
+const char *cg_red_init(cg_kernel *k, ir_ref r) {
+    const ir_node *n = &k->f->nodes[r];
+    cclass c = class_of(n->dtype);
+    switch (n->op) {
+    case IR_OP_SUM:
+    case IR_OP_MEAN:
+        return c == CC_FLOAT ? "0.0f" : c == CC_DOUBLE ? "0.0" : c == CC_BOOL ? "false" : "0";
+    case IR_OP_PROD:
+        return c == CC_FLOAT ? "1.0f" : c == CC_DOUBLE ? "1.0" : c == CC_BOOL ? "true" : "1";
+    case IR_OP_MAX:
+    case IR_OP_MIN: {
+        int mx = n->op == IR_OP_MAX;
+        cg_use(k, CG_H_BITS);
+        switch (n->dtype) {
+        case IR_BOOL: return mx ? "false" : "true";
+        case IR_I32: return mx ? "(-2147483647 - 1)" : "2147483647";
+        case IR_I64: return mx ? "(-9223372036854775807LL - 1LL)" : "9223372036854775807LL";
+        case IR_F64: return mx ? "(-FX_INF_D)" : "FX_INF_D";
+        default: return mx ? "(-FX_INF_F)" : "FX_INF_F";
+        }
+    }
+    default: cg_fail(k->m, "cuda codegen: %s is no reduction", ir_ops[n->op].name); return "0";
+    }
+}
+
+const char *cg_red_combine(cg_kernel *k, ir_ref r, const char *acc, const char *x) {
+    const ir_node *n = &k->f->nodes[r];
+    cclass c = class_of(n->dtype);
+    switch (n->op) {
+    case IR_OP_SUM:
+    case IR_OP_MEAN:
+        if (c == CC_INT) {
+            cg_use(k, CG_H_INT);
+            return cg_fmt(k, "fx_add(%s, %s)", acc, x);
+        }
+        if (c == CC_BOOL) return cg_fmt(k, "(%s || %s)", acc, x);
+        return cg_fmt(k, "%s + %s", acc, x);
+    case IR_OP_PROD:
+        if (c == CC_INT) {
+            cg_use(k, CG_H_INT);
+            return cg_fmt(k, "fx_mul(%s, %s)", acc, x);
+        }
+        if (c == CC_BOOL) return cg_fmt(k, "(%s && %s)", acc, x);
+        return cg_fmt(k, "%s * %s", acc, x);
+    case IR_OP_MAX:
+        if (c == CC_BOOL) return cg_fmt(k, "(%s || %s)", acc, x);
+        cg_use(k, CG_H_MINMAX);
+        return cg_fmt(k, "fx_max(%s, %s)", acc, x);
+    case IR_OP_MIN:
+        if (c == CC_BOOL) return cg_fmt(k, "(%s && %s)", acc, x);
+        cg_use(k, CG_H_MINMAX);
+        return cg_fmt(k, "fx_min(%s, %s)", acc, x);
+    default: return acc;
+    }
+}
+
+int cg_red_compensated(const cg_kernel *k, ir_ref r) {
+    const ir_node *n = &k->f->nodes[r];
+    return (n->op == IR_OP_SUM || n->op == IR_OP_MEAN) && class_of(n->dtype) == CC_FLOAT;
+}
+
+const char *cg_red_finish(cg_kernel *k, ir_ref r, const char *acc, const char *count) {
+    const ir_node *n = &k->f->nodes[r];
+    if (n->op != IR_OP_MEAN) return acc;
+    /* 0 / 0 is NaN: the mean over an empty axis, as the reference has it */
+    if (n->dtype == IR_F64) return cg_fmt(k, "%s / (double)%s", acc, count);
+    return cg_fmt(k, "%s / (float)%s", acc, count);
+}
+
+/* ---- index spaces ---------------------------------------------------------------------------- */
+
+int cg_buf_used(const cg_kernel *k, int32_t b) {
+    const cg_buf *bf = &k->bufs[b];
+    if (bf->output) return k->in[bf->node];
+    /* an input: read by a node of the range */
+    for (int32_t i = k->from; i < k->to; i++) {
+        const ir_node *n = &k->f->nodes[k->kn->body[i]];
+        for (int a = 0; a < ir_ops[n->op].arity; a++)
+            if (n->args[a] == bf->node) return 1;
+    }
+    return 0;
+}
+
+/* Whether a shape spans domain axis `axis` (right-aligned; literal 1 is no span). */
+static int spans(const ir_shape *s, const ir_shape *domain, int32_t axis) {
+    int32_t j = axis - (domain->rank - s->rank);
+    if (j < 0) return 0;
+    return !ir_dim_is_one(s->dims[j]);
+}
+
+void cg_space_build(cg_kernel *k, const ir_shape *domain, uint32_t raxes, int32_t from,
+                    int32_t to) {
+    const ir_func *f = k->f;
+    k->from = from;
+    k->to = to;
+    memset(k->in, 0, (size_t)f->nnodes);
+    for (int32_t i = from; i < to; i++)
+        k->in[k->kn->body[i]] = 1;
+    unsigned char *used = ir_arena_calloc(k->m->a, (size_t)(k->nbufs ? k->nbufs : 1), 1);
+    for (int32_t b = 0; b < k->nbufs; b++)
+        used[b] = (unsigned char)cg_buf_used(k, b);
+
+    /* groups: adjacent axes spanned alike by every used buffer, all reduced or all kept */
+    k->ngroups = 0;
+    k->reduced = 0;
+    int32_t group_of[IR_MAX_RANK];
+    int32_t prev = -1;
+    for (int32_t a = 0; a < domain->rank; a++) {
+        group_of[a] = -1;
+        if (ir_dim_is_one(domain->dims[a])) continue;
+        int red = (raxes >> a) & 1u;
+        int same = prev >= 0 && k->groups[k->ngroups - 1].reduced == red;
+        for (int32_t b = 0; same && b < k->nbufs; b++) {
+            if (!used[b]) continue;
+            const ir_shape *s = &f->nodes[k->bufs[b].node].shape;
+            same = spans(s, domain, a) == spans(s, domain, prev);
+        }
+        cuda_size d = cg_size_lit(domain->dims[a].sym >= 0 ? 1 : domain->dims[a].size);
+        if (domain->dims[a].sym >= 0) d.syms[d.nsyms++] = domain->dims[a].sym;
+        if (same) {
+            cg_group *g = &k->groups[k->ngroups - 1];
+            g->extent = cg_size_mul(g->extent, d);
+        } else {
+            cg_group *g = &k->groups[k->ngroups++];
+            g->extent = d;
+            g->reduced = red;
+            if (red) k->reduced |= 1u << (k->ngroups - 1);
+        }
+        group_of[a] = k->ngroups - 1;
+        prev = a;
+    }
+    for (int32_t b = 0; b < k->nbufs; b++) {
+        cg_buf *bf = &k->bufs[b];
+        bf->mask = 0;
+        if (!used[b]) continue;
+        const ir_shape *s = &f->nodes[bf->node].shape;
+        for (int32_t a = 0; a < domain->rank; a++)
+            if (group_of[a] >= 0 && spans(s, domain, a)) bf->mask |= 1u << group_of[a];
+    }
+
+    /* what each value varies over */
+    memset(k->var, 0, sizeof(uint32_t) * (size_t)f->nnodes);
+    for (int32_t b = 0; b < k->nbufs; b++)
+        if (!k->bufs[b].output && used[b]) k->var[k->bufs[b].node] = k->bufs[b].mask;
+    for (int32_t i = from; i < to; i++) {
+        ir_ref r = k->kn->body[i];
+        const ir_node *n = &f->nodes[r];
+        uint32_t v = 0;
+        for (int a = 0; a < ir_ops[n->op].arity; a++)
+            v |= k->var[n->args[a]];
+        if (ir_ops[n->op].cls == IR_CLASS_REDUCE) v &= ~k->reduced;
+        k->var[r] = v;
+    }
+}
+
+const char *cg_size_expr(cg_kernel *k, cuda_size s, const char *hint) {
+    if (s.nsyms == 0) {
+        if (s.coeff > INT32_MAX || s.coeff < INT32_MIN) return cg_fmt(k, "%" PRId64 "LL", s.coeff);
+        return cg_fmt(k, "%" PRId64, s.coeff);
+    }
+    for (int32_t i = 0; i < k->nsizes; i++)
+        if (k->sizes[i].kind == CUDA_ARG_SIZE && cg_size_equal(&k->sizes[i].size, &s))
+            return k->sizes[i].name;
+    /* a readable name: the symbol itself for a lone symbol, else the hint */
+    /* kernel arguments end in '_' (locals never do); a lone symbol is named after it */
+    const char *name = NULL;
+    if (s.coeff == 1 && s.nsyms == 1)
+        name = cg_fmt(k, "%s_", k->f->syms[s.syms[0]]);
+    else
+        name = cg_fmt(k, "%s_", hint);
+    for (int32_t i = 0, suffix = 2; i < k->nsizes; i++) {
+        if (strcmp(k->sizes[i].name, name) == 0) {
+            name = cg_fmt(k, "%s%d_", hint, (int)suffix++);
+            i = -1;
+        }
+    }
+    cg_sizearg a = {CUDA_ARG_SIZE, 0, s, name, NULL};
+    IR_VEC_PUSH(k->m->a, k->sizes, k->nsizes, k->cap_sizes, a);
+    return name;
+}
+
+cuda_size cg_groups_extent(const cg_kernel *k, uint32_t mask) {
+    cuda_size s = cg_size_lit(1);
+    for (int32_t g = 0; g < k->ngroups; g++)
+        if (mask & (1u << g)) s = cg_size_mul(s, k->groups[g].extent);
+    return s;
+}
+
+static uint32_t after(int32_t g) {
+    return g >= 31 ? 0 : ~((2u << g) - 1);
+}
+
+/* The offset part of buffer b from the groups in `space` (the kept or the reduced ones), whose
+ * linear index within that space is t: for each run of consecutive groups b spans, the run's
+ * own index ((t / D) % P) times b's stride after the run. */
+static const char *offset_part(cg_kernel *k, int32_t b, uint32_t space, const char *t) {
+    uint32_t m = k->bufs[b].mask & space;
+    if (!m) return NULL;
+    const char *sum = NULL;
+    for (int32_t g = 0; g < k->ngroups; g++) {
+        if (!(m & (1u << g))) continue;
+        int32_t c = g;
+        while (c + 1 < k->ngroups && (m & (1u << (c + 1))))
+            c++;
+        uint32_t run = 0;
+        for (int32_t h = g; h <= c; h++)
+            run |= 1u << h;
+        cuda_size div = cg_groups_extent(k, space & after(c));
+        cuda_size per = cg_groups_extent(k, run);
+        int first = !(space & ((1u << g) - 1)); /* no group of the space before the run */
+        const char *x = t;
+        if (!cg_size_is_lit(&div, 1)) x = cg_fmt(k, "%s / %s", x, cg_size_expr(k, div, "div"));
+        if (!first)
+            x = cg_fmt(k, "(%s) %% %s", x, cg_size_expr(k, per, "ext"));
+        else if (!cg_size_is_lit(&div, 1))
+            x = cg_fmt(k, "(%s)", x);
+        cuda_size stride = cg_groups_extent(k, k->bufs[b].mask & after(c));
+        if (!cg_size_is_lit(&stride, 1))
+            x = cg_fmt(k, "%s * %s", x, cg_size_expr(k, stride, "stride"));
+        sum = sum ? cg_fmt(k, "%s + %s", sum, x) : x;
+        g = c;
+    }
+    return sum;
+}
+
+const char *cg_offset_kept(cg_kernel *k, int32_t b, const char *o, const char *cast) {
+    (void)cast;
+    return offset_part(k, b, ~k->reduced & ((1u << k->ngroups) - 1), o);
+}
+
+const char *cg_offset_reduced(cg_kernel *k, int32_t b, const char *l, const char *cast) {
+    (void)cast;
+    return offset_part(k, b, k->reduced, l);
+}
+
+const char *cg_offset(cg_kernel *k, int32_t b, const char *o, const char *l, const char *cast) {
+    const char *x = o ? cg_offset_kept(k, b, o, cast) : NULL;
+    const char *y = l ? cg_offset_reduced(k, b, l, cast) : NULL;
+    if (x && y) return cg_fmt(k, "%s + %s", x, y);
+    return x ? x : y ? y : "0";
+}
+
+int cg_reduced_linear(const cg_kernel *k, int32_t b) {
+    return (k->bufs[b].mask & k->reduced) == k->reduced;
+}

@@ -1,0 +1,264 @@
+/* codegen/cuda/cuda_internal.h: what the CUDA generator's files share: the generation state of a
+ * module and of one kernel, the index space of a kernel (its domain collapsed into groups of
+ * axes), the buffers a kernel reads and writes, and the emitters of each file.
+ *
+ *   cuda.c           the module: names, buffers of each function, launches, the translation
+ *                    unit, cuda_resolve
+ *   cuda_prelude.c   the helper functions generated code calls (conversions, NaN-aware
+ *                    min/max, wrapping integer arithmetic, shuffles, vector loads)
+ *   cuda_expr.c      dtypes and ops as CUDA expressions (the op table), constants, the value
+ *                    of each node in the current scope, index spaces and offsets
+ *   cuda_pointwise.c the element-wise engine: pointwise and combined kernels, the first stage
+ *                    of a full reduction, reductions over one element
+ *   cuda_reduce.c    row, column and full reductions
+ */
+#ifndef FUSEC_CODEGEN_CUDA_INTERNAL_H
+#define FUSEC_CODEGEN_CUDA_INTERNAL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codegen/cuda/cuda.h"
+#include "ir/ir.h"
+
+/* ---- the prelude's helpers (cuda_prelude.c) ---------------------------------------------- */
+
+/* ORDER CG_HELPER: cuda_prelude.c's table follows this enum; helpers are emitted in this
+ * order, each after the ones it needs. */
+typedef enum cg_helper {
+    CG_H_TYPES,   /* fx_vec, vector loads and stores, alignment */
+    CG_H_LDVS,    /* fx_ldvs / fx_stvs: a vector or its live elements one by one */
+    CG_H_BITS,    /* infinities and bit casts */
+    CG_H_F16,     /* f16 storage <-> f32 */
+    CG_H_BF16,    /* bf16 storage <-> f32 */
+    CG_H_F64HALF, /* f64 -> f16 / bf16 with one rounding */
+    CG_H_MINMAX,  /* NaN-propagating minimum and maximum */
+    CG_H_FLOAT,   /* sign, relu, sigmoid */
+    CG_H_INT,     /* wrapping integer arithmetic, division by zero gives 0 */
+    CG_H_CVT,     /* float -> integer: truncate, saturate, NaN -> 0 */
+    CG_H_NSUM,    /* compensated (Neumaier) summation */
+    CG_H_SHFL,    /* warp shuffles of any 4- or 8-byte value */
+    CG_H_COUNT
+} cg_helper;
+
+/* The helper's text; the helpers it needs are set in *deps (bit h: helper h). */
+const char *cg_helper_text(cg_helper h, unsigned *deps);
+
+/* ---- sizes -------------------------------------------------------------------------------- */
+
+cuda_size cg_size_lit(int64_t v);
+cuda_size cg_size_mul(cuda_size a, cuda_size b);
+int cg_size_equal(const cuda_size *a, const cuda_size *b);
+int cg_size_is_lit(const cuda_size *s, int64_t v); /* a literal equal to v */
+cuda_size cg_shape_elems(const ir_shape *s);       /* the element count of a shape */
+
+/* ---- the module being generated ----------------------------------------------------------- */
+
+typedef struct cg_module {
+    ir_arena *a;
+    unsigned helpers; /* bit h: helper h is used */
+    ir_buf text;      /* the kernels, after the prelude */
+    ir_failure fail;
+    /* every __global__ name, for the module's list */
+    const char **names;
+    int32_t nnames, cap_names;
+} cg_module;
+
+#define cg_fail(m, ...) ir_failure_set(&(m)->fail, __VA_ARGS__)
+
+/* ---- one kernel --------------------------------------------------------------------------- */
+
+/* A pointer argument of a kernel: a value it reads, or a place it writes a stored value. */
+typedef struct cg_buf {
+    ir_ref node;        /* the INPUT node or stored node */
+    int output;         /* written (else read) */
+    ir_dtype dtype;     /* element dtype in memory */
+    const char *name;   /* the CUDA parameter */
+    cuda_arg_kind kind; /* PARAM, RESULT or SCRATCH */
+    int32_t index;      /* which one */
+    uint32_t mask;      /* groups of the current space it spans (space_build) */
+} cg_buf;
+
+/* A group: adjacent domain axes that every buffer of the kernel spans alike (and that are all
+ * reduced or all kept), merged into one. Axes of literal size 1 belong to none. */
+typedef struct cg_group {
+    cuda_size extent;
+    int reduced;
+} cg_group;
+
+/* A non-buffer argument of a kernel: an int64 size (kind CUDA_ARG_SIZE), or a special one
+ * (threads per row, a part's first block, a grid size, the partials' scratch pointer). */
+typedef struct cg_sizearg {
+    cuda_arg_kind kind;
+    int32_t index;
+    cuda_size size;
+    const char *name;
+    const char *ctype; /* its C type; NULL: the size type (I or long long) */
+} cg_sizearg;
+
+/* A value's expression in the current scope, saved when a scope sets it. */
+typedef struct cg_saved {
+    ir_ref node;
+    const char *prev;
+} cg_saved;
+
+typedef struct cg_kernel cg_kernel;
+/* Emits (if needed) the read of input buffer `b` for node q in the current iteration context
+ * and returns its value's expression. */
+typedef const char *(*cg_load_fn)(cg_kernel *k, int b);
+
+struct cg_kernel {
+    cg_module *m;
+    const ir_func *f;
+    const ir_kernel *kn;
+    int32_t kidx;
+    const char *name; /* the base name of its functions: fusec_<fn>_k<i> */
+
+    /* buffers: one per input, one per (stored node, destination) */
+    cg_buf *bufs;
+    int32_t nbufs, cap_bufs;
+    int32_t *inbuf; /* per node: the input buffer that holds it, -1 */
+
+    /* int64 size arguments */
+    cg_sizearg *sizes;
+    int32_t nsizes, cap_sizes;
+
+    /* the current index space (space_build) */
+    int32_t ngroups;
+    cg_group groups[IR_MAX_RANK];
+    uint32_t reduced;  /* the mask of reduced groups */
+    uint32_t *var;     /* per node: groups its value varies over */
+    unsigned char *in; /* per node: in the current body range */
+    int32_t from, to;  /* the current body range: kn->body[from..to) */
+
+    /* values */
+    const char **val; /* per node: its expression in the current scope, NULL */
+    cg_saved *saved;
+    int32_t nsaved, cap_saved;
+    cg_load_fn load; /* how inputs are read where values are emitted */
+    void *ctx;       /* the engine's state for `load` */
+    int32_t *users;  /* per node: readers within the kernel body */
+
+    /* text */
+    ir_buf body;
+    int ind;
+    int index_template; /* the body is a template over the index type I */
+    int flat_tracked;   /* the last flat sweep tracked positions in groups (broadcasts) */
+
+    /* engine state */
+    int reduce_single;        /* reductions have one element: computed as element-wise ops */
+    int32_t *cache_first;     /* row engine: the sweep that first computes a cached node */
+    int cur_const;            /* full reduction: the partials are read, not written */
+    int32_t partials_scratch; /* full reduction: its scratch buffer */
+    int32_t launch_index;     /* the index of this kernel's (last) launch in the function */
+};
+
+/* Text: a line at the current indentation. */
+void cg_line(cg_kernel *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *cg_fmt(cg_kernel *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cg_use(cg_kernel *k, cg_helper h);
+
+/* ---- dtypes and values (cuda_expr.c) ------------------------------------------------------ */
+
+const char *cg_ctype(ir_dtype t); /* compute type: float, double, int, long long, bool */
+const char *cg_stype(ir_dtype t); /* storage type: unsigned short for f16 and bf16, ... */
+int cg_ctype_words(ir_dtype t);   /* 32-bit registers of one computed value */
+/* A value read from storage (expr of the storage type) as the compute type. */
+const char *cg_from_storage(cg_kernel *k, ir_dtype t, const char *expr);
+/* A computed value as the storage type. */
+const char *cg_to_storage(cg_kernel *k, ir_dtype t, const char *expr);
+
+/* Scopes: cg_scope_mark, then values set with cg_set_val, then cg_scope_pop(mark) forgets
+ * them and restores what they shadowed. */
+int32_t cg_scope_mark(cg_kernel *k);
+void cg_scope_pop(cg_kernel *k, int32_t mark);
+void cg_set_val(cg_kernel *k, ir_ref r, const char *expr);
+
+/* Marks in need[] the nodes of the current range needed to compute `targets` that have no
+ * value yet (and the input nodes among them); reductions never (they must have values). */
+void cg_need(cg_kernel *k, const ir_ref *targets, int32_t n, unsigned char *need);
+/* Emits, in body order, every node need[] marks (inputs through k->load). */
+void cg_emit_needed(cg_kernel *k, const unsigned char *need);
+/* Emits one body node (its operands have values). */
+void cg_emit_node(cg_kernel *k, ir_ref r);
+/* The value of an operand: a literal for constants, else val[]. */
+const char *cg_operand(cg_kernel *k, ir_ref r);
+/* Emits the definitions of the targets (and their cones) in the current scope. */
+void cg_emit_values(cg_kernel *k, const ir_ref *targets, int32_t n);
+
+/* Reductions as CUDA: identity and combination of accumulators. */
+const char *cg_red_init(cg_kernel *k, ir_ref r);
+const char *cg_red_combine(cg_kernel *k, ir_ref r, const char *acc, const char *x);
+/* A sum whose accumulator is compensated (f32 sums and means over long sweeps). */
+int cg_red_compensated(const cg_kernel *k, ir_ref r);
+/* The reduction's result from its accumulator (mean divides by the count expr). */
+const char *cg_red_finish(cg_kernel *k, ir_ref r, const char *acc, const char *count);
+
+/* ---- index spaces (cuda_expr.c) ------------------------------------------------------------ */
+
+/* Builds the groups of `domain` (reduced axes `raxes`) for the body range [from, to) and the
+ * buffers its nodes use, sets every buffer's mask and every node's var. */
+void cg_space_build(cg_kernel *k, const ir_shape *domain, uint32_t raxes, int32_t from, int32_t to);
+/* 1 if buffer b is used by the current range. */
+int cg_buf_used(const cg_kernel *k, int32_t b);
+/* The expression of a size: a literal, or the name of an int64 argument (added if new). */
+const char *cg_size_expr(cg_kernel *k, cuda_size s, const char *hint);
+/* The product of the extents of the groups in `mask`. */
+cuda_size cg_groups_extent(const cg_kernel *k, uint32_t mask);
+/* The offset in buffer b of the point whose kept groups have linear index `o` and whose
+ * reduced groups have linear index `l` (either NULL when b spans none of them); `cast` is
+ * prepended to each size ("(I)", "(long long)" or ""). */
+const char *cg_offset(cg_kernel *k, int32_t b, const char *o, const char *l, const char *cast);
+/* The part of that offset from the kept groups alone, and from the reduced ones alone. */
+const char *cg_offset_kept(cg_kernel *k, int32_t b, const char *o, const char *cast);
+const char *cg_offset_reduced(cg_kernel *k, int32_t b, const char *l, const char *cast);
+/* Whether the reduced part of b's offset is the reduced index itself. */
+int cg_reduced_linear(const cg_kernel *k, int32_t b);
+
+/* ---- the engines ---------------------------------------------------------------------------- */
+
+/* cuda_pointwise.c: a pointwise or combined kernel, or a reduction over one element a
+ * result (every reduced axis of literal size 1). Fills the launch. */
+void cg_gen_elementwise(cg_kernel *k, cuda_launch *l);
+/* cuda_pointwise.c: the sweep of a flat (element-wise) space: every element of the current
+ * space once, vectorized where alignment allows, writing the output buffers `outs` (each
+ * spans the whole space) and adding each of `reds` into its accumulator (named "a<node>",
+ * compensation "a<node>c", declared by the caller). Block and grid come from `bid` and
+ * `nblk` (expressions of type I). Returns the vector width. */
+int cg_flat_sweep(cg_kernel *k, const int32_t *outs, int32_t nouts, const ir_ref *reds,
+                  int32_t nreds, const char *bid, const char *nblk);
+/* cuda_reduce.c */
+void cg_gen_row(cg_kernel *k, cuda_launch *l);
+void cg_gen_column(cg_kernel *k, cuda_launch *l);
+/* A full reduction: two launches (partials, then the final combine). */
+void cg_gen_full(cg_kernel *k, cuda_launch *l2);
+
+/* cuda.c: a special argument (its name; added once per kind and index). ctype NULL: the
+ * size type. */
+const char *cg_special_arg(cg_kernel *k, cuda_arg_kind kind, int32_t index, const char *name,
+                           const char *ctype);
+/* The launch's arguments: the kernel's buffers, then its size and special arguments. */
+void cg_launch_args(cg_kernel *k, cuda_launch *l);
+/* Emits kernel functions with `body` (indented one level). CG_FN_PLAIN: one entry point
+ * `name`. CG_FN_TEMPLATE: a template over the index type I and the entry points `name`
+ * (I = unsigned) and `name`_i64 (I = unsigned long long). CG_FN_CHUNKED (a flat sweep over
+ * one group, no broadcast tracking, the only size argument the element count): one entry
+ * point that runs the unsigned body over chunks of 2^30 elements. The signature: the
+ * buffers, then the arguments registered so far. */
+enum { CG_FN_PLAIN, CG_FN_TEMPLATE, CG_FN_CHUNKED };
+void cg_emit_function(cg_kernel *k, const char *name, int max_block, const char *body, int templ);
+/* A __global__ name of this kernel (fusec_<function>_k<index><suffix>), recorded. */
+const char *cg_global_name(cg_kernel *k, const char *suffix);
+
+/* The most partial results (blocks) of the first stage of a full reduction; each reduction
+ * has CG_MAX_PARTIALS * 8 bytes of scratch for them. */
+#define CG_MAX_PARTIALS 1024
+
+/* Elements a chunked kernel gives its 32-bit body at once (a multiple of every vector). */
+#define CG_CHUNK (INT64_C(1) << 30)
+
+/* Returns the name of the first element-wise op without a CUDA form, NULL if none (tests). */
+const char *cg_op_table_check(void);
+
+#endif

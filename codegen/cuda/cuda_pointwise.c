@@ -1,0 +1,400 @@
+/* codegen/cuda/cuda_pointwise.c: the element-wise engine. It sweeps every element of a flat index
+ * space once, with a grid-stride loop:
+ *
+ *   - a vector path: VEC elements a step (16 bytes of the widest buffer that moves with the
+ *     innermost group), one vector load per input and one vector store per output, taken when
+ *     every such buffer is aligned and (with broadcasts) the innermost group holds whole
+ *     vectors; the rest, or everything otherwise, goes through a scalar path;
+ *   - broadcast reads without division per element: the position of the current element in
+ *     each group the broadcast buffers need is divided out once per thread, then advanced by
+ *     the grid stride with carries (a mixed-radix add);
+ *   - values that do not vary over the innermost group are computed once per vector, values
+ *     that vary over nothing once per thread;
+ *   - the body is a template over the index type I: unsigned for domains below 2^31 elements
+ *     (the launcher's first variant), unsigned long long otherwise.
+ *
+ * It serves pointwise kernels, the parts of combined kernels, reductions whose reduced axes
+ * all have size 1, and the first stage of a full reduction (cuda_reduce.c).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/cuda/cuda_internal.h"
+
+enum { BLOCK = 256, BLOCKS_PER_SM = 8 };
+
+typedef struct flat {
+    int vec;               /* in the vector path */
+    int w;                 /* VEC */
+    int lo;                /* lowest tracked group; ngroups: none tracked */
+    const char *i;         /* the flat index (vectors in the vector path) */
+    int32_t inner;         /* the innermost group */
+    unsigned char *vecbuf; /* per buffer: loaded as a vector before the lanes */
+} flat;
+
+/* the coordinate of group g in the current path */
+static const char *coord(cg_kernel *k, int32_t g) {
+    (void)k;
+    static const char *const names[IR_MAX_RANK] = {"x0", "x1", "x2", "x3", "x4", "x5", "x6", "x7"};
+    return names[g];
+}
+
+/* The element offset of buffer b at the current position. */
+static const char *flat_offset(cg_kernel *k, int32_t b) {
+    flat *s = k->ctx;
+    uint32_t m = k->bufs[b].mask;
+    uint32_t all = (1u << k->ngroups) - 1;
+    if (m == all) return s->vec ? cg_fmt(k, "%s * %d", s->i, s->w) : s->i;
+    const char *sum = NULL;
+    for (int32_t g = 0; g < k->ngroups; g++) {
+        if (!(m & (1u << g))) continue;
+        const char *x = coord(k, g);
+        if (g == s->inner && s->vec) x = cg_fmt(k, "%s * %d", x, s->w);
+        cuda_size st = cg_groups_extent(k, m & (g >= 31 ? 0 : ~((2u << g) - 1)));
+        if (!cg_size_is_lit(&st, 1)) x = cg_fmt(k, "%s * %s", x, cg_size_expr(k, st, "stride"));
+        sum = sum ? cg_fmt(k, "%s + %s", sum, x) : x;
+    }
+    return sum ? sum : "0";
+}
+
+/* Loads for the flat engine: a lane of a vector loaded before the lanes, or one element. */
+static const char *flat_load(cg_kernel *k, int b) {
+    flat *s = k->ctx;
+    const cg_buf *bf = &k->bufs[b];
+    const char *v = cg_fmt(k, "v%d", (int)bf->node);
+    const char *x;
+    if (s && s->vec && s->vecbuf[b])
+        x = cg_fmt(k, "l%d.v[j]", (int)b);
+    else
+        x = cg_fmt(k, "%s[%s]", bf->name, s ? flat_offset(k, b) : "0");
+    cg_line(k, "const %s %s = %s;", cg_ctype(bf->dtype), v, cg_from_storage(k, bf->dtype, x));
+    return v;
+}
+
+/* Position tracking: x_g for the tracked groups from `start` (in units of the path), and the
+ * per-step advance d_g of `step`. */
+static void track_init(cg_kernel *k, const char *start, const char *step) {
+    flat *s = k->ctx;
+    if (s->lo >= k->ngroups) return;
+    const char *ext[IR_MAX_RANK];
+    for (int32_t g = s->lo; g < k->ngroups; g++)
+        ext[g] = g == s->inner && s->vec ? "w_in" : cg_size_expr(k, k->groups[g].extent, "ext");
+    for (int pass = 0; pass < 2; pass++) {
+        const char *src = pass ? step : start;
+        const char *pre = pass ? "d" : "x";
+        cg_line(k, "%sI t%s = %s;", pass ? "" : "", pass ? "s" : "p", src);
+        for (int32_t g = k->ngroups - 1; g >= s->lo; g--) {
+            const char *t = pass ? "ts" : "tp";
+            if (g == 0)
+                cg_line(k, "%sI %s%d = %s;", pass ? "const " : "", pre, (int)g, t);
+            else
+                cg_line(k, "%sI %s%d = %s %% %s;", pass ? "const " : "", pre, (int)g, t, ext[g]);
+            if (g > s->lo) cg_line(k, "%s /= %s;", t, ext[g]);
+        }
+    }
+}
+
+static void track_advance(cg_kernel *k) {
+    flat *s = k->ctx;
+    if (s->lo >= k->ngroups) return;
+    for (int32_t g = k->ngroups - 1; g >= s->lo; g--)
+        cg_line(k, "x%d += d%d;", (int)g, (int)g);
+    for (int32_t g = k->ngroups - 1; g >= s->lo; g--) {
+        if (g == 0) continue;
+        const char *e =
+            g == s->inner && s->vec ? "w_in" : cg_size_expr(k, k->groups[g].extent, "ext");
+        if (g > s->lo)
+            cg_line(k, "if (x%d >= %s) x%d -= %s, x%d += 1;", (int)g, e, (int)g, e, (int)g - 1);
+        else
+            cg_line(k, "if (x%d >= %s) x%d -= %s;", (int)g, e, (int)g, e);
+    }
+}
+
+/* Accumulates every reduction's operand into its accumulator. */
+static void accumulate(cg_kernel *k, const ir_ref *reds, int32_t nreds) {
+    for (int32_t r = 0; r < nreds; r++) {
+        const ir_node *n = &k->f->nodes[reds[r]];
+        const char *x = cg_operand(k, n->args[0]);
+        if (k->f->nodes[n->args[0]].dtype != n->dtype)
+            x = cg_fmt(k, "(%s)%s", cg_ctype(n->dtype), x); /* sum of i32 or bool into i64 */
+        if (cg_red_compensated(k, reds[r])) {
+            cg_use(k, CG_H_NSUM);
+            cg_line(k, "fx_nsum(a%d, a%dc, %s);", (int)reds[r], (int)reds[r], x);
+        } else {
+            const char *acc = cg_fmt(k, "a%d", (int)reds[r]);
+            cg_line(k, "%s = %s;", acc, cg_red_combine(k, reds[r], acc, x));
+        }
+    }
+}
+
+int cg_flat_sweep(cg_kernel *k, const int32_t *outs, int32_t nouts, const ir_ref *reds,
+                  int32_t nreds, const char *bid, const char *nblk) {
+    cg_module *m = k->m;
+    int32_t G = k->ngroups;
+    uint32_t all = G ? (1u << G) - 1 : 0;
+    flat s;
+    memset(&s, 0, sizeof s);
+    s.inner = G - 1;
+    s.vecbuf = ir_arena_calloc(m->a, (size_t)(k->nbufs ? k->nbufs : 1), 1);
+    k->ctx = &s;
+    k->load = flat_load;
+
+    /* targets: per-element outputs and reduction operands */
+    int32_t nt = 0;
+    ir_ref *targets = ir_arena_calloc(m->a, (size_t)(nouts + nreds + 1), sizeof(ir_ref));
+    for (int32_t o = 0; o < nouts; o++)
+        targets[nt++] = k->bufs[outs[o]].node;
+    for (int32_t r = 0; r < nreds; r++)
+        targets[nt++] = k->f->nodes[reds[r]].args[0];
+
+    /* which buffers move with the innermost group; the vector width from the widest */
+    int maxbytes = 0;
+    s.lo = G;
+    for (int32_t b = 0; b < k->nbufs; b++) {
+        uint32_t mk = k->bufs[b].mask;
+        if (!cg_buf_used(k, b)) continue;
+        if (G && (mk & (1u << s.inner))) {
+            int by = ir_dtypes[k->bufs[b].dtype].bytes;
+            if (by > maxbytes) maxbytes = by;
+        }
+        if (mk && mk != all)
+            for (int32_t g = 0; g < G; g++)
+                if ((mk & (1u << g)) && g < s.lo) s.lo = g;
+    }
+    int w = maxbytes ? 16 / maxbytes : 1;
+    if (w > 8) w = 8;
+    s.w = w;
+    k->flat_tracked = s.lo < G;
+
+    cg_line(k, "const I tid = %s * (I)blockDim.x + (I)threadIdx.x;", bid);
+    cg_line(k, "const I nth = %s * (I)blockDim.x;", nblk);
+    const char *n = cg_size_expr(k, cg_groups_extent(k, all), "n");
+
+    /* values that vary over nothing: once */
+    int32_t mark0 = cg_scope_mark(k);
+    {
+        unsigned char *need = ir_arena_calloc(m->a, (size_t)k->f->nnodes, 1);
+        cg_need(k, targets, nt, need);
+        for (ir_ref r = 0; r < k->f->nnodes; r++)
+            if (need[r] && k->var[r]) need[r] = 0;
+        k->ctx = NULL; /* a uniform read is element 0 */
+        cg_emit_needed(k, need);
+        k->ctx = &s;
+    }
+
+    cg_line(k, "I done = 0;");
+    if (w > 1) {
+        /* the vector path */
+        const char *cond = NULL;
+        if (G > 1 && s.lo < G)
+            cond = cg_fmt(k, "%s %% %d == 0", cg_size_expr(k, k->groups[s.inner].extent, "ext"), w);
+        for (int32_t b = 0; b < k->nbufs; b++) {
+            if (!cg_buf_used(k, b) || !(k->bufs[b].mask & (1u << s.inner))) continue;
+            s.vecbuf[b] = 1;
+            cg_use(k, CG_H_TYPES);
+            const char *c = cg_fmt(k, "fx_vec_ok<%d>(%s)", w, k->bufs[b].name);
+            cond = cond ? cg_fmt(k, "%s && %s", cond, c) : c;
+        }
+        cg_line(k, "if (%s) {", cond ? cond : "true");
+        k->ind++;
+        cg_line(k, "/* %d elements a step */", w);
+        cg_line(k, "const I nv = %s / %d;", n, w);
+        if (s.lo < G)
+            cg_line(k, "const I w_in = %s / %d;", cg_size_expr(k, k->groups[s.inner].extent, "ext"),
+                    w);
+        s.vec = 1;
+        s.i = "i";
+        track_init(k, "tid", "nth");
+        cg_line(k, "#pragma unroll 1");
+        cg_line(k, "for (I i = tid; i < nv; i += nth) {");
+        k->ind++;
+        int32_t mark = cg_scope_mark(k);
+        unsigned char *need = ir_arena_calloc(m->a, (size_t)k->f->nnodes, 1);
+        cg_need(k, targets, nt, need);
+        /* vector loads */
+        for (int32_t b = 0; b < k->nbufs; b++) {
+            const cg_buf *bf = &k->bufs[b];
+            if (bf->output || !s.vecbuf[b] || !need[bf->node]) continue;
+            cg_line(k, "const fx_vec<%s, %d> l%d = fx_ldv<%d>(%s + %s);", cg_stype(bf->dtype), w,
+                    (int)b, w, bf->name, flat_offset(k, b));
+        }
+        /* values the same across the vector */
+        unsigned char *outer = ir_arena_calloc(m->a, (size_t)k->f->nnodes, 1);
+        for (ir_ref r = 0; r < k->f->nnodes; r++)
+            outer[r] = need[r] && !(k->var[r] & (1u << s.inner));
+        cg_emit_needed(k, outer);
+        for (int32_t o = 0; o < nouts; o++)
+            cg_line(k, "fx_vec<%s, %d> s%d;", cg_stype(k->bufs[outs[o]].dtype), w, (int)outs[o]);
+        cg_line(k, "#pragma unroll");
+        cg_line(k, "for (int j = 0; j < %d; j++) {", w);
+        k->ind++;
+        int32_t mark2 = cg_scope_mark(k);
+        cg_emit_needed(k, need);
+        for (int32_t o = 0; o < nouts; o++) {
+            const cg_buf *bf = &k->bufs[outs[o]];
+            cg_line(k, "s%d.v[j] = %s;", (int)outs[o],
+                    cg_to_storage(k, bf->dtype, cg_operand(k, bf->node)));
+        }
+        accumulate(k, reds, nreds);
+        cg_scope_pop(k, mark2);
+        k->ind--;
+        cg_line(k, "}");
+        for (int32_t o = 0; o < nouts; o++)
+            cg_line(k, "fx_stv<%d>(%s + %s, s%d);", w, k->bufs[outs[o]].name,
+                    flat_offset(k, outs[o]), (int)outs[o]);
+        track_advance(k);
+        cg_scope_pop(k, mark);
+        k->ind--;
+        cg_line(k, "}");
+        cg_line(k, "done = nv * %d;", w);
+        k->ind--;
+        cg_line(k, "}");
+        s.vec = 0;
+    }
+
+    /* the scalar path: what the vector path left */
+    cg_line(k, "{");
+    k->ind++;
+    s.i = "i";
+    track_init(k, "done + tid", "nth");
+    cg_line(k, "#pragma unroll 1");
+    cg_line(k, "for (I i = done + tid; i < %s; i += nth) {", n);
+    k->ind++;
+    int32_t mark = cg_scope_mark(k);
+    cg_emit_values(k, targets, nt);
+    for (int32_t o = 0; o < nouts; o++) {
+        const cg_buf *bf = &k->bufs[outs[o]];
+        cg_line(k, "%s[%s] = %s;", bf->name, flat_offset(k, outs[o]),
+                cg_to_storage(k, bf->dtype, cg_operand(k, bf->node)));
+    }
+    accumulate(k, reds, nreds);
+    track_advance(k);
+    cg_scope_pop(k, mark);
+    k->ind--;
+    cg_line(k, "}");
+    k->ind--;
+    cg_line(k, "}");
+    cg_scope_pop(k, mark0);
+    k->ctx = NULL;
+    return w;
+}
+
+/* The grid of one flat part. */
+static cuda_grid flat_grid(cg_kernel *k, int w) {
+    cuda_grid g;
+    memset(&g, 0, sizeof g);
+    g.kind = CUDA_GRID_STRIDE;
+    g.work = cg_groups_extent(k, (1u << k->ngroups) - 1);
+    g.per_thread = w;
+    g.block = BLOCK;
+    g.blocks_per_sm = BLOCKS_PER_SM;
+    return g;
+}
+
+/* Output buffers written by nodes of the current range. */
+static int32_t range_outputs(cg_kernel *k, int32_t *outs) {
+    int32_t n = 0;
+    for (int32_t b = 0; b < k->nbufs; b++)
+        if (k->bufs[b].output && k->in[k->bufs[b].node]) outs[n++] = b;
+    return n;
+}
+
+void cg_gen_elementwise(cg_kernel *k, cuda_launch *l) {
+    cg_module *m = k->m;
+    const ir_kernel *kn = k->kn;
+    int32_t nparts = kn->kind == IR_KERNEL_COMBINED ? kn->nparts : 1;
+    cuda_grid *grids = ir_arena_calloc(m->a, (size_t)nparts, sizeof(cuda_grid));
+    cuda_cond *conds = ir_arena_calloc(m->a, (size_t)nparts, sizeof(cuda_cond));
+    int32_t *outs = ir_arena_calloc(m->a, (size_t)(k->nbufs ? k->nbufs : 1), sizeof(int32_t));
+    const char **starts = ir_arena_calloc(m->a, (size_t)nparts + 1, sizeof(char *));
+    k->index_template = 1;
+    k->reduce_single = kn->kind != IR_KERNEL_POINTWISE && kn->kind != IR_KERNEL_COMBINED;
+
+    if (nparts > 1) {
+        cg_line(k, "const I b = (I)blockIdx.x;");
+        for (int32_t p = 1; p < nparts; p++)
+            starts[p] =
+                cg_special_arg(k, CUDA_ARG_PART_BLOCK, p, cg_fmt(k, "part%d_", (int)p), NULL);
+    }
+    for (int32_t p = 0; p < nparts; p++) {
+        int32_t from = nparts > 1 ? kn->parts[p] : 0;
+        int32_t to = nparts > 1 && p + 1 < nparts ? kn->parts[p + 1] : kn->nbody;
+        const ir_shape *dom = &kn->domain;
+        for (int32_t i = from; i < to && nparts > 1; i++)
+            if (k->f->nodes[kn->body[i]].flags & IR_NODE_STORED) {
+                dom = &k->f->nodes[kn->body[i]].shape;
+                break;
+            }
+        /* a reduction of one element a result: its reduced axes (all of size 1) drop out */
+        cg_space_build(k, dom, nparts > 1 ? 0 : kn->reduce_axes, from, to);
+        if (k->reduced) {
+            cg_fail(m,
+                    "cuda codegen: kernel %d of '%s' reduces axes the element-wise engine "
+                    "cannot",
+                    (int)k->kidx, k->f->name);
+            return;
+        }
+        int32_t nouts = range_outputs(k, outs);
+        if (nparts > 1) {
+            if (p == 0)
+                cg_line(k, "if (b < %s) {", starts[1]);
+            else if (p + 1 < nparts)
+                cg_line(k, "} else if (b < %s) {", starts[p + 1]);
+            else
+                cg_line(k, "} else {");
+            k->ind++;
+            ir_buf sh;
+            ir_buf_init(&sh, m->a);
+            ir_print_shape(&sh, k->f, dom);
+            cg_line(k, "/* part %d, over %s */", (int)p, sh.data);
+        }
+        const char *bid =
+            nparts > 1 ? (p ? cg_fmt(k, "(b - %s)", starts[p]) : "b") : "(I)blockIdx.x";
+        const char *nblk = "(I)gridDim.x";
+        if (nparts > 1) {
+            const char *end = p + 1 < nparts ? starts[p + 1] : "(I)gridDim.x";
+            nblk = p ? cg_fmt(k, "(%s - %s)", end, starts[p]) : end;
+        }
+        cg_line(k, "{");
+        k->ind++;
+        int w = cg_flat_sweep(k, outs, nouts, NULL, 0, bid, nblk);
+        k->ind--;
+        cg_line(k, "}");
+        if (nparts > 1) k->ind--;
+        grids[p] = flat_grid(k, w);
+        conds[p].kind = CUDA_COND_AT_MOST;
+        conds[p].size = grids[p].work;
+        conds[p].value = CUDA_INDEX32_LIMIT - 1;
+    }
+    if (nparts > 1) cg_line(k, "}");
+
+    l->what = kn->kind == IR_KERNEL_COMBINED    ? "combined"
+              : kn->kind == IR_KERNEL_POINTWISE ? "pointwise"
+                                                : "reduction of size-1 axes";
+    l->max_block = BLOCK;
+    cuda_variant *v = ir_arena_calloc(m->a, 2, sizeof(cuda_variant));
+    if (nparts == 1 && !k->flat_tracked && k->nsizes <= 1) {
+        /* one body: 32-bit indexes over chunks of the elements */
+        v[0].name = cg_global_name(k, "");
+        v[0].nparts = 1;
+        v[0].parts = grids;
+        l->nvariants = 1;
+        l->variants = v;
+        cg_emit_function(k, v[0].name, BLOCK, k->body.data ? k->body.data : "", CG_FN_CHUNKED);
+        ir_buf_init(&k->body, m->a);
+        return;
+    }
+    v[0].name = cg_global_name(k, "");
+    v[0].nconds = nparts;
+    v[0].conds = conds;
+    v[0].nparts = nparts;
+    v[0].parts = grids;
+    v[1] = v[0];
+    v[1].name = cg_global_name(k, "_i64");
+    v[1].nconds = 0;
+    v[1].conds = NULL;
+    l->nvariants = 2;
+    l->variants = v;
+    cg_emit_function(k, v[0].name, BLOCK, k->body.data ? k->body.data : "", CG_FN_TEMPLATE);
+    ir_buf_init(&k->body, m->a);
+}

@@ -1,0 +1,914 @@
+/* codegen/cuda/cuda_reduce.c: reduction kernels.
+ *
+ * Every reduction kernel is planned the same way (plan_build): each reduction gets a sweep,
+ * one more than the sweeps of the reductions it depends on; a sweep goes over the reduced
+ * elements once and serves every reduction of its level; the values per result (per row,
+ * per column) that depend on a sweep's reductions follow it; each per-element output is
+ * written by the first sweep that can compute it, or by a last sweep. Threads combine their
+ * partial accumulators in a fixed order (warp butterflies, then warps in order): results are
+ * bit-identical run after run. Floating-point sums over long sweeps are compensated.
+ *
+ * Row reductions (the reduced axes are the innermost): T threads own a row, T a power of two
+ * from 1 to 1024 picked at launch from the row length (a warp or less per row for short rows,
+ * a block per row for long ones). Two variants:
+ *   cached  the row's inputs that several sweeps read, and the expensive values several
+ *           sweeps need (softmax's exp), stay in registers: EPT elements a thread, EPT from a
+ *           budget of 32 registers, so rows up to 1024 * EPT elements are read from memory
+ *           once. Loads and stores move 16-byte vectors where the row allows.
+ *   stream  any length: each sweep reads the row again (from L2 when it fits there). The only
+ *           variant when nothing is read twice (a plain row sum reads each element once).
+ * Column reductions (outer or middle axes reduced): a block owns 32 adjacent results and its
+ * 8 warps split the reduced elements, so each load of a warp is 32 adjacent elements; later
+ * sweeps read the columns again.
+ * Full reductions: a grid-stride sweep writes one partial result per block, then one block
+ * combines the partials in order and computes the scalar epilogue.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "codegen/cuda/cuda_internal.h"
+
+enum {
+    ROW_MAX_T = 1024, /* threads per row at most (a block) */
+    ROW_MIN_BLOCK = 256,
+    ROW_BLOCKS_PER_SM = 8,
+    CACHE_WORDS = 16, /* registers a thread spends on cached rows (64 in all at 1024 threads) */
+    CACHE_EPT = 16,   /* elements a thread caches, at least, when that is possible */
+    STREAM_EPT = 16,  /* elements per thread that size T for streamed rows */
+    COL_W = 32,       /* results a column block owns */
+    COL_H = 8,        /* warps that split the reduced elements */
+    FULL_BLOCK = 256,
+};
+
+typedef struct rplan {
+    ir_ref *reds;
+    int32_t nreds;
+    int32_t *lev;       /* per node: the sweep after which it can be computed (0: before any) */
+    int32_t nsweeps;    /* sweeps of reductions; a last one when `final_sweep` */
+    int final_sweep;    /* per-element outputs wait for all reductions */
+    int32_t *out_sweep; /* per buffer: the sweep that writes a per-element output */
+    unsigned char *cached_node, *cached_buf;
+    int32_t cache_words;
+    int vec; /* the vector width of rows */
+} rplan;
+
+static int per_element(const cg_kernel *k, ir_ref r) {
+    return (k->var[r] & k->reduced) != 0;
+}
+
+/* ---- planning -------------------------------------------------------------------------------- */
+
+/* The targets of sweep s: operands of its reductions, and the outputs it writes. */
+static int32_t sweep_targets(const cg_kernel *k, const rplan *p, int32_t s, ir_ref *t) {
+    int32_t n = 0;
+    for (int32_t i = 0; i < p->nreds; i++)
+        if (p->lev[p->reds[i]] == s) t[n++] = k->f->nodes[p->reds[i]].args[0];
+    for (int32_t b = 0; b < k->nbufs; b++)
+        if (k->bufs[b].output && p->out_sweep[b] == s) t[n++] = k->bufs[b].node;
+    return n;
+}
+
+static void plan_mark(const cg_kernel *k, ir_ref r, unsigned char *need, const int32_t *first,
+                      int32_t s) {
+    const ir_node *n = &k->f->nodes[r];
+    if (need[r] || n->op == IR_OP_CONST || !per_element(k, r)) return;
+    need[r] = 1;
+    if (k->inbuf[r] >= 0) return;
+    if (first[r] > 0 && first[r] < s) return; /* read from the cache */
+    for (int a = 0; a < ir_ops[n->op].arity; a++)
+        plan_mark(k, n->args[a], need, first, s);
+}
+
+/* For the cache set `cached`: sweeps[r] = the sweeps that compute node r (or read input r),
+ * as a bit mask; first[r] = the first sweep that computes a cached node. */
+static void plan_needs(const cg_kernel *k, const rplan *p, const unsigned char *cached,
+                       uint32_t *sweeps, int32_t *first) {
+    int32_t nn = k->f->nnodes;
+    unsigned char *need = ir_arena_alloc(k->m->a, (size_t)nn);
+    ir_ref *t = ir_arena_calloc(k->m->a, (size_t)(p->nreds + k->nbufs + 1), sizeof(ir_ref));
+    memset(sweeps, 0, sizeof(uint32_t) * (size_t)nn);
+    memset(first, 0, sizeof(int32_t) * (size_t)nn);
+    int32_t last = p->nsweeps + (p->final_sweep ? 1 : 0);
+    for (int32_t s = 1; s <= last; s++) {
+        memset(need, 0, (size_t)nn);
+        int32_t nt = sweep_targets(k, p, s, t);
+        for (int32_t i = 0; i < nt; i++)
+            plan_mark(k, t[i], need, first, s);
+        for (ir_ref r = 0; r < nn; r++) {
+            if (!need[r]) continue;
+            sweeps[r] |= 1u << s;
+            if (cached && cached[r] && !first[r]) first[r] = s;
+        }
+    }
+}
+
+static int popcount(uint32_t x) {
+    int n = 0;
+    for (; x; x &= x - 1)
+        n++;
+    return n;
+}
+
+static void plan_build(cg_kernel *k, rplan *p, int with_cache) {
+    cg_module *m = k->m;
+    const ir_func *f = k->f;
+    int32_t nn = f->nnodes;
+    memset(p, 0, sizeof *p);
+    p->lev = ir_arena_calloc(m->a, (size_t)nn, sizeof(int32_t));
+    p->reds = ir_arena_calloc(m->a, (size_t)(k->to - k->from + 1), sizeof(ir_ref));
+    p->out_sweep = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), sizeof(int32_t));
+    p->cached_node = ir_arena_calloc(m->a, (size_t)nn, 1);
+    p->cached_buf = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
+    for (int32_t i = k->from; i < k->to; i++) {
+        ir_ref r = k->kn->body[i];
+        const ir_node *n = &f->nodes[r];
+        int32_t l = 0;
+        for (int a = 0; a < ir_ops[n->op].arity; a++)
+            if (p->lev[n->args[a]] > l) l = p->lev[n->args[a]];
+        if (ir_ops[n->op].cls == IR_CLASS_REDUCE) {
+            l++;
+            p->reds[p->nreds++] = r;
+            if (l > p->nsweeps) p->nsweeps = l;
+        }
+        p->lev[r] = l;
+    }
+    if (p->nsweeps > 30) {
+        cg_fail(m, "cuda codegen: kernel %d of '%s' chains %d reductions (30 at most)",
+                (int)k->kidx, f->name, (int)p->nsweeps);
+        p->nsweeps = 30;
+    }
+    /* each per-element output: the first sweep that can compute it, else a last sweep */
+    for (int32_t b = 0; b < k->nbufs; b++) {
+        const cg_buf *bf = &k->bufs[b];
+        if (!bf->output || !k->in[bf->node] || !per_element(k, bf->node)) continue;
+        int32_t s = p->lev[bf->node] + 1;
+        if (s > p->nsweeps) p->final_sweep = 1;
+        p->out_sweep[b] = s;
+    }
+    if (!with_cache) return;
+
+    /* cache the expensive values several sweeps compute, latest first (caching a later one
+     * may spare an earlier one) */
+    uint32_t *sweeps = ir_arena_calloc(m->a, (size_t)nn, sizeof(uint32_t));
+    int32_t *first = ir_arena_calloc(m->a, (size_t)nn, sizeof(int32_t));
+    for (int32_t i = k->to - 1; i >= k->from; i--) {
+        ir_ref r = k->kn->body[i];
+        if (!(ir_ops[f->nodes[r].op].flags & IR_OPF_EXPENSIVE) || !per_element(k, r)) continue;
+        plan_needs(k, p, p->cached_node, sweeps, first);
+        if (popcount(sweeps[r]) >= 2) p->cached_node[r] = 1;
+    }
+    plan_needs(k, p, p->cached_node, sweeps, first);
+    for (ir_ref r = 0; r < nn; r++)
+        if (p->cached_node[r] && popcount(sweeps[r]) < 2) p->cached_node[r] = 0;
+    /* and the inputs that vary along rows and several sweeps read */
+    for (int32_t b = 0; b < k->nbufs; b++) {
+        const cg_buf *bf = &k->bufs[b];
+        if (bf->output || !per_element(k, bf->node) || !(bf->mask & ~k->reduced)) continue;
+        if (!cg_reduced_linear(k, b)) continue;
+        if (popcount(sweeps[bf->node]) >= 2) p->cached_buf[b] = 1;
+    }
+    int32_t node_words = 0, buf_words = 0;
+    for (ir_ref r = 0; r < nn; r++)
+        if (p->cached_node[r]) node_words += cg_ctype_words(f->nodes[r].dtype);
+    for (int32_t b = 0; b < k->nbufs; b++)
+        if (p->cached_buf[b]) buf_words += cg_ctype_words(k->bufs[b].dtype);
+    /* rows of CACHE_EPT * 1024 elements in registers beat sparing a recomputation: drop the
+     * cached values when they would shorten the rows that fit */
+    if (node_words && buf_words * CACHE_EPT <= CACHE_WORDS &&
+        (buf_words + node_words) * CACHE_EPT > CACHE_WORDS) {
+        memset(p->cached_node, 0, (size_t)nn);
+        node_words = 0;
+        plan_needs(k, p, p->cached_node, sweeps, first);
+        for (int32_t b = 0; b < k->nbufs; b++) {
+            const cg_buf *bf = &k->bufs[b];
+            if (bf->output || !per_element(k, bf->node) || !(bf->mask & ~k->reduced)) continue;
+            if (cg_reduced_linear(k, b) && popcount(sweeps[bf->node]) >= 2 && !p->cached_buf[b]) {
+                p->cached_buf[b] = 1;
+                buf_words += cg_ctype_words(bf->dtype);
+            }
+        }
+    }
+    p->cache_words = node_words + buf_words;
+}
+
+/* ---- shared pieces ----------------------------------------------------------------------------
+ */
+
+static const char *acc_name(cg_kernel *k, ir_ref r) {
+    return cg_fmt(k, "a%d", (int)r);
+}
+
+static void acc_init(cg_kernel *k, const rplan *p, int32_t s, int compensated) {
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] != s) continue;
+        const char *t = cg_ctype(k->f->nodes[r].dtype);
+        cg_line(k, "%s a%d = %s;", t, (int)r, cg_red_init(k, r));
+        if (compensated && cg_red_compensated(k, r)) cg_line(k, "%s a%dc = 0.0f;", t, (int)r);
+    }
+}
+
+static void acc_add(cg_kernel *k, const rplan *p, int32_t s, int compensated) {
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] != s) continue;
+        const ir_node *n = &k->f->nodes[r];
+        const char *x = cg_operand(k, n->args[0]);
+        if (k->f->nodes[n->args[0]].dtype != n->dtype)
+            x = cg_fmt(k, "(%s)%s", cg_ctype(n->dtype), x);
+        if (compensated && cg_red_compensated(k, r)) {
+            cg_use(k, CG_H_NSUM);
+            cg_line(k, "fx_nsum(a%d, a%dc, %s);", (int)r, (int)r, x);
+        } else {
+            cg_line(k, "a%d = %s;", (int)r, cg_red_combine(k, r, acc_name(k, r), x));
+        }
+    }
+}
+
+static void acc_finish_compensated(cg_kernel *k, const rplan *p, int32_t s) {
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] == s && cg_red_compensated(k, r)) {
+            cg_use(k, CG_H_NSUM);
+            cg_line(k, "a%d = fx_nsum_done(a%d, a%dc);", (int)r, (int)r, (int)r);
+        }
+    }
+}
+
+static void shared_decls(cg_kernel *k, const rplan *p, const char *dims) {
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        cg_line(k, "__shared__ %s red%d%s;", cg_ctype(k->f->nodes[r].dtype), (int)r, dims);
+    }
+}
+
+/* Butterfly over the lanes of groups of `width` lanes (an expression, a power of two <= 32). */
+static void warp_combine(cg_kernel *k, const rplan *p, int32_t s, const char *width) {
+    cg_use(k, CG_H_SHFL);
+    cg_line(k, "for (int o = %s >> 1; o > 0; o >>= 1) {", width);
+    k->ind++;
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] != s) continue;
+        const char *a = acc_name(k, r);
+        cg_line(k, "%s = %s;", a, cg_red_combine(k, r, a, cg_fmt(k, "fx_shfl_xor(%s, o)", a)));
+    }
+    k->ind--;
+    cg_line(k, "}");
+}
+
+/* Sets each reduction of sweep s to its finished value: const T v<r> = ... A stored f16 or
+ * bf16 result that the kernel reads again is rounded first, as the reference holds it. */
+static void acc_values(cg_kernel *k, const rplan *p, int32_t s, const char *count) {
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] != s) continue;
+        const ir_node *n = &k->f->nodes[r];
+        const char *x = cg_red_finish(k, r, acc_name(k, r), count);
+        if ((n->flags & IR_NODE_STORED) && k->users[r] > 0 &&
+            (n->dtype == IR_F16 || n->dtype == IR_BF16)) {
+            cg_use(k, n->dtype == IR_F16 ? CG_H_F16 : CG_H_BF16);
+            x = cg_fmt(k, "%s(%s)", n->dtype == IR_F16 ? "fx_rnd_h" : "fx_rnd_b", x);
+        }
+        cg_line(k, "const %s v%d = %s;", cg_ctype(n->dtype), (int)r, x);
+        cg_set_val(k, r, cg_fmt(k, "v%d", (int)r));
+    }
+}
+
+/* Emits the per-result values of level s, then writes the per-result outputs that now have
+ * values and are not written yet (guard: who writes, e.g. "lane == 0 && live"). */
+static void per_result_stage(cg_kernel *k, const rplan *p, int32_t s, unsigned char *written,
+                             const char *guard, const char *o) {
+    for (int32_t i = k->from; i < k->to; i++) {
+        ir_ref r = k->kn->body[i];
+        if (per_element(k, r) || p->lev[r] != s || k->val[r]) continue;
+        if (ir_ops[k->f->nodes[r].op].cls == IR_CLASS_REDUCE) continue;
+        cg_emit_values(k, &r, 1);
+    }
+    for (int32_t b = 0; b < k->nbufs; b++) {
+        const cg_buf *bf = &k->bufs[b];
+        if (!bf->output || written[b] || !k->in[bf->node] || per_element(k, bf->node)) continue;
+        if (!k->val[bf->node]) continue;
+        written[b] = 1;
+        const char *st = cg_fmt(k, "%s[%s] = %s;", bf->name, o ? o : "0",
+                                cg_to_storage(k, bf->dtype, k->val[bf->node]));
+        if (guard)
+            cg_line(k, "if (%s) %s", guard, st);
+        else
+            cg_line(k, "%s", st);
+    }
+}
+
+/* ---- rows ------------------------------------------------------------------------------------ */
+
+typedef struct rowctx {
+    const rplan *p;
+    int cached;            /* the variant */
+    int elem;              /* in the element scope */
+    const char *e;         /* the element index of the current lane (elem scope) */
+    unsigned char *vecbuf; /* per buffer: loaded as a vector before the lanes */
+} rowctx;
+
+/* Buffers read or written along rows, at the row's offset plus the element index. */
+static int row_linear(const cg_kernel *k, int32_t b) {
+    return per_element(k, k->bufs[b].node) && cg_reduced_linear(k, b);
+}
+
+static const char *row_base(cg_kernel *k, int32_t b) {
+    return (k->bufs[b].mask & ~k->reduced) ? cg_fmt(k, "%s + o%d", k->bufs[b].name, (int)b)
+                                           : k->bufs[b].name;
+}
+
+static const char *row_load(cg_kernel *k, int b) {
+    rowctx *c = k->ctx;
+    const cg_buf *bf = &k->bufs[b];
+    const char *v = cg_fmt(k, "v%d", (int)bf->node);
+    const char *x;
+    if (!c->elem) {
+        /* a value per row: the row's element, or nothing past the last row */
+        const char *at = (bf->mask & ~k->reduced) ? cg_fmt(k, "o%d", (int)b) : "0";
+        x = cg_fmt(k, "live ? %s : (%s)0",
+                   cg_from_storage(k, bf->dtype, cg_fmt(k, "%s[%s]", bf->name, at)),
+                   cg_ctype(bf->dtype));
+    } else if (c->cached && c->p->cached_buf[b]) {
+        x = cg_fmt(k, "cb%d[k][j]", (int)b);
+    } else if (c->vecbuf[b]) {
+        x = cg_from_storage(k, bf->dtype, cg_fmt(k, "u%d.v[j]", (int)b));
+    } else {
+        /* spans only some reduced groups: its offset by division (rare) */
+        x = cg_from_storage(
+            k, bf->dtype, cg_fmt(k, "(%s)[%s]", row_base(k, b), cg_offset_reduced(k, b, c->e, "")));
+    }
+    cg_line(k, "const %s %s = %s;", cg_ctype(bf->dtype), v, x);
+    return v;
+}
+
+/* One sweep over the row. Cached: the K chunks of this thread unrolled, each a whole vector
+ * (the launcher takes this variant only for aligned rows of whole vectors), values of the
+ * cached inputs and nodes from registers. Streamed: a loop over the row with vector loads
+ * where aligned, element by element otherwise. */
+static void row_sweep(cg_kernel *k, const rplan *p, rowctx *c, int32_t s, int K) {
+    cg_module *m = k->m;
+    int w = p->vec;
+    int compensated = !c->cached;
+    ir_ref *t = ir_arena_calloc(m->a, (size_t)(p->nreds + k->nbufs + 1), sizeof(ir_ref));
+    int32_t nt = sweep_targets(k, p, s, t);
+    cg_line(k, "/* sweep %d */", (int)s);
+    acc_init(k, p, s, compensated);
+    if (c->cached) {
+        cg_line(k, "#pragma unroll");
+        cg_line(k, "for (int k = 0; k < %d; k++) {", K);
+        k->ind++;
+        cg_line(k, "const int e = (k * T + lane) * %d;", w);
+        cg_line(k, "if (e < n) {");
+    } else {
+        cg_line(k, "for (long long e = (long long)lane * %d; e < n; e += (long long)T * %d) {", w,
+                w);
+    }
+    k->ind++;
+    int32_t mark = cg_scope_mark(k);
+    /* the cone of the sweep's targets, with cached values as leaves */
+    if (c->cached)
+        for (ir_ref r = 0; r < k->f->nnodes; r++)
+            if (p->cached_node[r] && k->cache_first[r] && k->cache_first[r] < s)
+                cg_set_val(k, r, cg_fmt(k, "cv%d[k][j]", (int)r));
+    unsigned char *need = ir_arena_calloc(m->a, (size_t)k->f->nnodes, 1);
+    cg_need(k, t, nt, need);
+    memset(c->vecbuf, 0, (size_t)(k->nbufs + 1));
+    for (int32_t b = 0; b < k->nbufs; b++) {
+        const cg_buf *bf = &k->bufs[b];
+        if (bf->output || !need[bf->node] || (c->cached && p->cached_buf[b])) continue;
+        if (!row_linear(k, b)) continue;
+        c->vecbuf[b] = 1;
+        if (c->cached) {
+            cg_use(k, CG_H_TYPES);
+            cg_line(k, "const fx_vec<%s, %d> u%d = fx_ldv<%d>(%s + e);", cg_stype(bf->dtype), w,
+                    (int)b, w, row_base(k, b));
+        } else {
+            cg_use(k, CG_H_LDVS);
+            cg_line(k, "const fx_vec<%s, %d> u%d = fx_ldvs<%d>(%s, e, n, vec);",
+                    cg_stype(bf->dtype), w, (int)b, w, row_base(k, b));
+        }
+    }
+    for (int32_t b = 0; b < k->nbufs; b++)
+        if (k->bufs[b].output && p->out_sweep[b] == s)
+            cg_line(k, "fx_vec<%s, %d> s%d;", cg_stype(k->bufs[b].dtype), w, (int)b);
+    cg_line(k, "#pragma unroll");
+    cg_line(k, "for (int j = 0; j < %d; j++) {", w);
+    k->ind++;
+    if (!c->cached) {
+        cg_line(k, "if (e + j < n) {");
+        k->ind++;
+    }
+    int32_t mark2 = cg_scope_mark(k);
+    c->elem = 1;
+    c->e = "e + j";
+    cg_emit_needed(k, need);
+    if (c->cached)
+        for (ir_ref r = 0; r < k->f->nnodes; r++)
+            if (p->cached_node[r] && need[r] && k->cache_first[r] == s)
+                cg_line(k, "cv%d[k][j] = v%d;", (int)r, (int)r);
+    acc_add(k, p, s, compensated);
+    for (int32_t b = 0; b < k->nbufs; b++)
+        if (k->bufs[b].output && p->out_sweep[b] == s)
+            cg_line(k, "s%d.v[j] = %s;", (int)b,
+                    cg_to_storage(k, k->bufs[b].dtype, cg_operand(k, k->bufs[b].node)));
+    c->elem = 0;
+    cg_scope_pop(k, mark2);
+    if (!c->cached) {
+        k->ind--;
+        cg_line(k, "}");
+    }
+    k->ind--;
+    cg_line(k, "}");
+    for (int32_t b = 0; b < k->nbufs; b++) {
+        if (!k->bufs[b].output || p->out_sweep[b] != s) continue;
+        if (c->cached) {
+            cg_line(k, "fx_stv<%d>(%s + e, s%d);", w, row_base(k, b), (int)b);
+        } else {
+            cg_use(k, CG_H_LDVS);
+            cg_line(k, "fx_stvs<%d>(%s, e, n, vec, s%d);", w, row_base(k, b), (int)b);
+        }
+    }
+    cg_scope_pop(k, mark);
+    k->ind--;
+    cg_line(k, "}");
+    if (c->cached) {
+        k->ind--;
+        cg_line(k, "}");
+    }
+}
+
+/* Combines the accumulators of sweep s across the T threads of each row. */
+static void row_combine(cg_kernel *k, const rplan *p, int32_t s, int compensated) {
+    int any = 0;
+    for (int32_t i = 0; i < p->nreds; i++)
+        any |= p->lev[p->reds[i]] == s;
+    if (!any) return;
+    if (compensated) acc_finish_compensated(k, p, s);
+    warp_combine(k, p, s, "(T < 32 ? T : 32)");
+    cg_line(k, "if (T > 32) {");
+    k->ind++;
+    cg_line(k, "/* the row's warps, in order */");
+    for (int32_t i = 0; i < p->nreds; i++)
+        if (p->lev[p->reds[i]] == s)
+            cg_line(k, "if ((threadIdx.x & 31) == 0) red%d[threadIdx.x >> 5] = a%d;",
+                    (int)p->reds[i], (int)p->reds[i]);
+    cg_line(k, "__syncthreads();");
+    cg_line(k, "const int w0 = (int)(threadIdx.x / T) * (T >> 5);");
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] != s) continue;
+        cg_line(k, "a%d = red%d[w0];", (int)r, (int)r);
+    }
+    cg_line(k, "for (int w = 1; w < (T >> 5); w++) {");
+    k->ind++;
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] != s) continue;
+        cg_line(k, "a%d = %s;", (int)r,
+                cg_red_combine(k, r, acc_name(k, r), cg_fmt(k, "red%d[w0 + w]", (int)r)));
+    }
+    k->ind--;
+    cg_line(k, "}");
+    cg_line(k, "__syncthreads(); /* before the next row reuses the slots */");
+    k->ind--;
+    cg_line(k, "}");
+}
+
+static void gen_row_variant(cg_kernel *k, const rplan *p, int cached, int ept) {
+    cg_module *m = k->m;
+    int w = p->vec, K = ept / w;
+    uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
+    rowctx c;
+    memset(&c, 0, sizeof c);
+    c.p = p;
+    c.cached = cached;
+    c.vecbuf = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
+    k->ctx = &c;
+    k->load = row_load;
+    const char *rows = cg_size_expr(k, cg_groups_extent(k, kept), "rows");
+    const char *len = cg_size_expr(k, cg_groups_extent(k, k->reduced), "len");
+    const char *tpr = cg_special_arg(k, CUDA_ARG_ROW_THREADS, 0, "tpr_", NULL);
+
+    cg_line(k, "/* T threads a row (a power of two), blockDim.x / T rows a block */");
+    cg_line(k, "const int T = (int)%s;", tpr);
+    cg_line(k, "const int lane = (int)threadIdx.x & (T - 1);");
+    cg_line(k, "const long long rpb = (long long)(blockDim.x / T);");
+    if (cached)
+        cg_line(k,
+                "/* rows of at most %d elements, aligned vectors of %d: the row fits the "
+                "registers */",
+                ROW_MAX_T * ept, w);
+    cg_line(k, "const %s L = %s;", cached ? "int" : "long long",
+            cached ? cg_fmt(k, "(int)%s", len) : len);
+    shared_decls(k, p, "[32]");
+    if (!cached) {
+        /* vectors where every buffer along the row is aligned and rows hold whole vectors */
+        const char *vc = cg_fmt(k, "L %% %d == 0", w);
+        for (int32_t b = 0; b < k->nbufs; b++) {
+            if (!cg_buf_used(k, b) || !row_linear(k, b)) continue;
+            if (k->bufs[b].output && !p->out_sweep[b]) continue;
+            cg_use(k, CG_H_TYPES);
+            vc = cg_fmt(k, "%s && fx_vec_ok<%d>(%s)", vc, w, k->bufs[b].name);
+        }
+        cg_line(k, "const bool vec = %s;", vc);
+    }
+    cg_line(k,
+            "for (long long row0 = (long long)blockIdx.x * rpb; row0 < %s; row0 += "
+            "(long long)gridDim.x * rpb) {",
+            rows);
+    k->ind++;
+    int32_t mark = cg_scope_mark(k);
+    cg_line(k, "const long long row = row0 + (long long)(threadIdx.x / T);");
+    cg_line(k, "const bool live = row < %s;", rows);
+    cg_line(k, "const %s n = live ? L : 0; /* this thread's row's live elements */",
+            cached ? "int" : "long long");
+    for (int32_t b = 0; b < k->nbufs; b++)
+        if (cg_buf_used(k, b) && (k->bufs[b].mask & kept))
+            cg_line(k, "const long long o%d = %s; /* the row in %s */", (int)b,
+                    cg_offset_kept(k, b, "row", ""), k->bufs[b].name);
+    unsigned char *written = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
+    per_result_stage(k, p, 0, written, "lane == 0 && live", "row");
+
+    if (cached) {
+        /* the row in registers */
+        for (ir_ref r = 0; r < k->f->nnodes; r++)
+            if (p->cached_node[r])
+                cg_line(k, "%s cv%d[%d][%d];", cg_ctype(k->f->nodes[r].dtype), (int)r, K, w);
+        for (int32_t b = 0; b < k->nbufs; b++) {
+            if (!p->cached_buf[b]) continue;
+            const cg_buf *bf = &k->bufs[b];
+            cg_use(k, CG_H_TYPES);
+            cg_line(k, "%s cb%d[%d][%d];", cg_ctype(bf->dtype), (int)b, K, w);
+            cg_line(k, "#pragma unroll");
+            cg_line(k, "for (int k = 0; k < %d; k++) {", K);
+            k->ind++;
+            cg_line(k, "const int e = (k * T + lane) * %d;", w);
+            cg_line(k, "fx_vec<%s, %d> t = {};", cg_stype(bf->dtype), w);
+            cg_line(k, "if (e < n) t = fx_ldv<%d>(%s + e);", w, row_base(k, b));
+            cg_line(k, "#pragma unroll");
+            cg_line(k, "for (int j = 0; j < %d; j++) cb%d[k][j] = %s;", w, (int)b,
+                    cg_from_storage(k, bf->dtype, "t.v[j]"));
+            k->ind--;
+            cg_line(k, "}");
+        }
+    }
+    int32_t last = p->nsweeps + (p->final_sweep ? 1 : 0);
+    for (int32_t s = 1; s <= last; s++) {
+        row_sweep(k, p, &c, s, K);
+        if (s > p->nsweeps) break;
+        row_combine(k, p, s, !cached);
+        acc_values(k, p, s, "L");
+        per_result_stage(k, p, s, written, "lane == 0 && live", "row");
+    }
+    cg_scope_pop(k, mark);
+    k->ind--;
+    cg_line(k, "}");
+    k->ctx = NULL;
+}
+
+void cg_gen_row(cg_kernel *k, cuda_launch *l) {
+    cg_module *m = k->m;
+    rplan p;
+    plan_build(k, &p, 1);
+    if (m->fail.failed) return;
+    /* the vector width: 16 bytes of the widest buffer that moves along the row */
+    int maxbytes = 1;
+    for (int32_t b = 0; b < k->nbufs; b++)
+        if (cg_buf_used(k, b) && row_linear(k, b) && ir_dtypes[k->bufs[b].dtype].bytes > maxbytes)
+            maxbytes = ir_dtypes[k->bufs[b].dtype].bytes;
+    p.vec = 16 / maxbytes > 8 ? 8 : 16 / maxbytes;
+    /* elements a thread caches: the register budget over the cached values, a power of two */
+    int ept = 0;
+    if (p.cache_words > 0) {
+        ept = 1;
+        while (ept * 2 * p.cache_words <= CACHE_WORDS && ept < 32)
+            ept *= 2;
+        if (ept < p.vec) ept = p.vec;
+    }
+    cuda_size rows = cg_groups_extent(k, ((1u << k->ngroups) - 1) & ~k->reduced);
+    cuda_size len = cg_groups_extent(k, k->reduced);
+
+    /* both bodies first: the signature holds every size either needs */
+    k->cache_first = ir_arena_calloc(m->a, (size_t)k->f->nnodes, sizeof(int32_t));
+    const char *cached_body = NULL;
+    if (ept) {
+        uint32_t *sweeps = ir_arena_calloc(m->a, (size_t)k->f->nnodes, sizeof(uint32_t));
+        plan_needs(k, &p, p.cached_node, sweeps, k->cache_first);
+        gen_row_variant(k, &p, 1, ept);
+        cached_body = k->body.data ? k->body.data : "";
+        ir_buf_init(&k->body, m->a);
+    }
+    memset(k->cache_first, 0, sizeof(int32_t) * (size_t)k->f->nnodes);
+    gen_row_variant(k, &p, 0, STREAM_EPT);
+    const char *stream_body = k->body.data ? k->body.data : "";
+    ir_buf_init(&k->body, m->a);
+
+    int nv = ept ? 2 : 1;
+    cuda_variant *v = ir_arena_calloc(m->a, 2, sizeof(cuda_variant));
+    cuda_grid *g = ir_arena_calloc(m->a, 2, sizeof(cuda_grid));
+    for (int i = 0; i < nv; i++) {
+        int is_cached = ept && i == 0;
+        g[i].kind = CUDA_GRID_ROWS;
+        g[i].work = rows;
+        g[i].row_len = len;
+        g[i].per_thread = is_cached ? ept : STREAM_EPT;
+        g[i].block = ROW_MIN_BLOCK;
+        g[i].blocks_per_sm = ROW_BLOCKS_PER_SM;
+        v[i].name = cg_global_name(k, is_cached ? "" : "_stream");
+        v[i].nparts = 1;
+        v[i].parts = &g[i];
+    }
+    if (ept) {
+        /* the cached variant: rows that fit, of whole vectors, every row buffer aligned */
+        cuda_cond *c = ir_arena_calloc(m->a, (size_t)(k->nbufs + 2), sizeof(cuda_cond));
+        int32_t nc = 0;
+        c[nc].kind = CUDA_COND_AT_MOST;
+        c[nc].size = len;
+        c[nc++].value = (int64_t)ROW_MAX_T * ept;
+        c[nc].kind = CUDA_COND_MULTIPLE;
+        c[nc].size = len;
+        c[nc++].value = p.vec;
+        for (int32_t b = 0; b < k->nbufs; b++) {
+            if (!cg_buf_used(k, b) || !row_linear(k, b)) continue;
+            c[nc].kind = CUDA_COND_ALIGNED;
+            c[nc].arg = b; /* buffers are the first arguments */
+            c[nc++].value = (int64_t)p.vec * ir_dtypes[k->bufs[b].dtype].bytes;
+        }
+        v[0].nconds = nc;
+        v[0].conds = c;
+    }
+    for (int i = 0; i < nv; i++)
+        cg_emit_function(k, v[i].name, ROW_MAX_T, ept && i == 0 ? cached_body : stream_body,
+                         CG_FN_PLAIN);
+    l->what = "row-reduction";
+    l->nvariants = nv;
+    l->variants = v;
+    l->max_block = ROW_MAX_T;
+}
+
+/* ---- columns ------------------------------------------------------------------------------------
+ */
+
+typedef struct colctx {
+    int elem;
+} colctx;
+
+static const char *col_load(cg_kernel *k, int b) {
+    colctx *c = k->ctx;
+    const cg_buf *bf = &k->bufs[b];
+    const char *v = cg_fmt(k, "v%d", (int)bf->node);
+    const char *base = (bf->mask & ~k->reduced) ? cg_fmt(k, "o%d", (int)b) : "0";
+    const char *x;
+    if (!c->elem) {
+        x = cg_fmt(k, "live ? %s : (%s)0",
+                   cg_from_storage(k, bf->dtype, cg_fmt(k, "%s[%s]", bf->name, base)),
+                   cg_ctype(bf->dtype));
+    } else {
+        const char *ro = cg_offset_reduced(k, b, "e", "");
+        x = cg_from_storage(k, bf->dtype,
+                            cg_fmt(k, "%s[%s%s%s]", bf->name, base, ro ? " + " : "", ro ? ro : ""));
+    }
+    cg_line(k, "const %s %s = %s;", cg_ctype(bf->dtype), v, x);
+    return v;
+}
+
+void cg_gen_column(cg_kernel *k, cuda_launch *l) {
+    cg_module *m = k->m;
+    rplan p;
+    plan_build(k, &p, 0);
+    if (m->fail.failed) return;
+    uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
+    colctx c = {0};
+    k->ctx = &c;
+    k->load = col_load;
+    const char *cols = cg_size_expr(k, cg_groups_extent(k, kept), "cols");
+    const char *len = cg_size_expr(k, cg_groups_extent(k, k->reduced), "len");
+    cg_line(k, "/* %d adjacent results a block; its %d warps split the reduced elements */", COL_W,
+            COL_H);
+    cg_line(k, "const int tx = (int)threadIdx.x & 31, ty = (int)threadIdx.x >> 5;");
+    shared_decls(k, &p, cg_fmt(k, "[%d][%d]", COL_H, COL_W));
+    cg_line(k,
+            "for (long long c0 = (long long)blockIdx.x * %d; c0 < %s; c0 += (long long)gridDim.x "
+            "* %d) {",
+            COL_W, cols, COL_W);
+    k->ind++;
+    int32_t mark = cg_scope_mark(k);
+    cg_line(k, "const long long col = c0 + tx;");
+    cg_line(k, "const bool live = col < %s;", cols);
+    cg_line(k, "const long long n = live ? %s : 0;", len);
+    for (int32_t b = 0; b < k->nbufs; b++)
+        if (cg_buf_used(k, b) && (k->bufs[b].mask & kept))
+            cg_line(k, "const long long o%d = %s;", (int)b, cg_offset_kept(k, b, "col", ""));
+    unsigned char *written = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
+    per_result_stage(k, &p, 0, written, "ty == 0 && live", "col");
+    ir_ref *t = ir_arena_calloc(m->a, (size_t)(p.nreds + k->nbufs + 1), sizeof(ir_ref));
+    int32_t last = p.nsweeps + (p.final_sweep ? 1 : 0);
+    for (int32_t s = 1; s <= last; s++) {
+        int32_t nt = sweep_targets(k, &p, s, t);
+        cg_line(k, "/* sweep %d */", (int)s);
+        acc_init(k, &p, s, 1);
+        cg_line(k, "for (long long e = ty; e < n; e += %d) {", COL_H);
+        k->ind++;
+        int32_t mark2 = cg_scope_mark(k);
+        c.elem = 1;
+        cg_emit_values(k, t, nt);
+        acc_add(k, &p, s, 1);
+        for (int32_t b = 0; b < k->nbufs; b++) {
+            const cg_buf *bf = &k->bufs[b];
+            if (!bf->output || p.out_sweep[b] != s) continue;
+            const char *ro = cg_offset_reduced(k, b, "e", "");
+            cg_line(k, "%s[%s%s%s] = %s;", bf->name,
+                    (bf->mask & kept) ? cg_fmt(k, "o%d", (int)b) : "0", ro ? " + " : "",
+                    ro ? ro : "", cg_to_storage(k, bf->dtype, cg_operand(k, bf->node)));
+        }
+        c.elem = 0;
+        cg_scope_pop(k, mark2);
+        k->ind--;
+        cg_line(k, "}");
+        if (s > p.nsweeps) break;
+        acc_finish_compensated(k, &p, s);
+        cg_line(k, "/* the %d partial results of each column, in order */", COL_H);
+        for (int32_t i = 0; i < p.nreds; i++)
+            if (p.lev[p.reds[i]] == s)
+                cg_line(k, "red%d[ty][tx] = a%d;", (int)p.reds[i], (int)p.reds[i]);
+        cg_line(k, "__syncthreads();");
+        for (int32_t i = 0; i < p.nreds; i++) {
+            ir_ref r = p.reds[i];
+            if (p.lev[r] != s) continue;
+            cg_line(k, "a%d = red%d[0][tx];", (int)r, (int)r);
+            cg_line(k, "for (int w = 1; w < %d; w++) a%d = %s;", COL_H, (int)r,
+                    cg_red_combine(k, r, acc_name(k, r), cg_fmt(k, "red%d[w][tx]", (int)r)));
+        }
+        cg_line(k, "__syncthreads();");
+        acc_values(k, &p, s, len);
+        per_result_stage(k, &p, s, written, "ty == 0 && live", "col");
+    }
+    cg_scope_pop(k, mark);
+    k->ind--;
+    cg_line(k, "}");
+    k->ctx = NULL;
+
+    cuda_variant *v = ir_arena_calloc(m->a, 1, sizeof(cuda_variant));
+    cuda_grid *g = ir_arena_calloc(m->a, 1, sizeof(cuda_grid));
+    g->kind = CUDA_GRID_TILES;
+    g->work = cg_groups_extent(k, kept);
+    g->per_thread = 1;
+    g->block = COL_W * COL_H;
+    g->blocks_per_sm = 2048 / (COL_W * COL_H) * 4;
+    v->name = cg_global_name(k, "");
+    v->nparts = 1;
+    v->parts = g;
+    cg_emit_function(k, v->name, COL_W * COL_H, k->body.data ? k->body.data : "", CG_FN_PLAIN);
+    ir_buf_init(&k->body, m->a);
+    l->what = "column-reduction";
+    l->nvariants = 1;
+    l->variants = v;
+    l->max_block = COL_W * COL_H;
+}
+
+/* ---- full reductions
+ * ------------------------------------------------------------------------------ */
+
+/* Combines each reduction's accumulator over the block; thread 0 ends with the results. */
+static void block_combine(cg_kernel *k, const rplan *p) {
+    warp_combine(k, p, 1, "32");
+    for (int32_t i = 0; i < p->nreds; i++)
+        cg_line(k, "if ((threadIdx.x & 31) == 0) red%d[threadIdx.x >> 5] = a%d;", (int)p->reds[i],
+                (int)p->reds[i]);
+    cg_line(k, "__syncthreads();");
+}
+
+static void block_combine_thread0(cg_kernel *k, const rplan *p) {
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        cg_line(k, "a%d = red%d[0];", (int)r, (int)r);
+        cg_line(k, "for (int w = 1; w < (int)(blockDim.x >> 5); w++) a%d = %s;", (int)r,
+                cg_red_combine(k, r, acc_name(k, r), cg_fmt(k, "red%d[w]", (int)r)));
+    }
+}
+
+static const char *partials_of(cg_kernel *k, ir_ref r, int32_t i, const char *base) {
+    return cg_fmt(k, "reinterpret_cast<%s%s *>(%s + %d)", k->cur_const ? "const " : "",
+                  cg_ctype(k->f->nodes[r].dtype), base, (int)(i * CG_MAX_PARTIALS * 8));
+}
+
+static const char *final_load(cg_kernel *k, int b) {
+    const cg_buf *bf = &k->bufs[b];
+    const char *v = cg_fmt(k, "v%d", (int)bf->node);
+    cg_line(k, "const %s %s = %s;", cg_ctype(bf->dtype), v,
+            cg_from_storage(k, bf->dtype, cg_fmt(k, "%s[0]", bf->name)));
+    return v;
+}
+
+void cg_gen_full(cg_kernel *k, cuda_launch *l2) {
+    cg_module *m = k->m;
+    rplan p;
+    plan_build(k, &p, 0);
+    if (m->fail.failed) return;
+    uint32_t all = (1u << k->ngroups) - 1;
+    int32_t scratch = k->partials_scratch;
+
+    /* stage 1: a grid-stride sweep, one partial result per block */
+    int32_t *outs = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), sizeof(int32_t));
+    int32_t nouts = 0;
+    for (int32_t b = 0; b < k->nbufs; b++)
+        if (k->bufs[b].output && k->in[k->bufs[b].node] && per_element(k, k->bufs[b].node))
+            outs[nouts++] = b;
+    k->index_template = 1;
+    k->cur_const = 0;
+    const char *part =
+        cg_special_arg(k, CUDA_ARG_SCRATCH, scratch, "part_", "unsigned char *__restrict__");
+    shared_decls(k, &p, "[32]");
+    acc_init(k, &p, 1, 1);
+    cg_line(k, "{");
+    k->ind++;
+    int w = cg_flat_sweep(k, outs, nouts, p.reds, p.nreds, "(I)blockIdx.x", "(I)gridDim.x");
+    k->ind--;
+    cg_line(k, "}");
+    acc_finish_compensated(k, &p, 1);
+    block_combine(k, &p);
+    cg_line(k, "if (threadIdx.x == 0) {");
+    k->ind++;
+    block_combine_thread0(k, &p);
+    for (int32_t i = 0; i < p.nreds; i++)
+        cg_line(k, "%s[blockIdx.x] = a%d;", partials_of(k, p.reds[i], i, part), (int)p.reds[i]);
+    k->ind--;
+    cg_line(k, "}");
+    cuda_grid *g1 = ir_arena_calloc(m->a, 1, sizeof(cuda_grid));
+    g1->kind = CUDA_GRID_STRIDE;
+    g1->work = cg_groups_extent(k, all);
+    g1->per_thread = w;
+    g1->block = FULL_BLOCK;
+    g1->blocks_per_sm = 8;
+    g1->max_blocks = CG_MAX_PARTIALS;
+    cuda_variant *v1 = ir_arena_calloc(m->a, 2, sizeof(cuda_variant));
+    cuda_cond *cond = ir_arena_calloc(m->a, 1, sizeof(cuda_cond));
+    cond[0].kind = CUDA_COND_AT_MOST;
+    cond[0].size = g1->work;
+    cond[0].value = CUDA_INDEX32_LIMIT - 1;
+    v1[0].name = cg_global_name(k, "_partial");
+    v1[0].nconds = 1;
+    v1[0].conds = cond;
+    v1[0].nparts = 1;
+    v1[0].parts = g1;
+    v1[1] = v1[0];
+    v1[1].name = cg_global_name(k, "_partial_i64");
+    v1[1].nconds = 0;
+    v1[1].conds = NULL;
+    cuda_launch *l1 = l2 - 1;
+    l1->what = "full-reduction partials";
+    l1->nvariants = 2;
+    l1->variants = v1;
+    l1->max_block = FULL_BLOCK;
+    cg_emit_function(k, v1[0].name, FULL_BLOCK, k->body.data ? k->body.data : "", CG_FN_TEMPLATE);
+    ir_buf_init(&k->body, m->a);
+    cg_launch_args(k, l1);
+
+    /* stage 2: one block combines the partials in order; thread 0 finishes */
+    k->nsizes = 0;
+    k->index_template = 0;
+    k->cur_const = 1;
+    part =
+        cg_special_arg(k, CUDA_ARG_SCRATCH, scratch, "part_", "const unsigned char *__restrict__");
+    const char *np = cg_special_arg(k, CUDA_ARG_GRID_OF, k->launch_index - 1, "nparts_", NULL);
+    const char *n = cg_size_expr(k, cg_groups_extent(k, all), "n");
+    shared_decls(k, &p, "[32]");
+    acc_init(k, &p, 1, 0);
+    cg_line(k, "for (long long b = threadIdx.x; b < %s; b += blockDim.x) {", np);
+    k->ind++;
+    for (int32_t i = 0; i < p.nreds; i++) {
+        ir_ref r = p.reds[i];
+        cg_line(
+            k, "a%d = %s;", (int)r,
+            cg_red_combine(k, r, acc_name(k, r), cg_fmt(k, "%s[b]", partials_of(k, r, i, part))));
+    }
+    k->ind--;
+    cg_line(k, "}");
+    block_combine(k, &p);
+    cg_line(k, "if (threadIdx.x == 0) {");
+    k->ind++;
+    block_combine_thread0(k, &p);
+    k->load = final_load;
+    k->ctx = NULL;
+    acc_values(k, &p, 1, n);
+    unsigned char *written = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
+    per_result_stage(k, &p, 0, written, NULL, NULL);
+    per_result_stage(k, &p, 1, written, NULL, NULL);
+    k->ind--;
+    cg_line(k, "}");
+    cuda_grid *g2 = ir_arena_calloc(m->a, 1, sizeof(cuda_grid));
+    g2->kind = CUDA_GRID_ONE;
+    g2->block = FULL_BLOCK;
+    cuda_variant *v2 = ir_arena_calloc(m->a, 1, sizeof(cuda_variant));
+    v2->name = cg_global_name(k, "_final");
+    v2->nparts = 1;
+    v2->parts = g2;
+    l2->what = "full-reduction final";
+    l2->nvariants = 1;
+    l2->variants = v2;
+    l2->max_block = FULL_BLOCK;
+    cg_emit_function(k, v2->name, FULL_BLOCK, k->body.data ? k->body.data : "", CG_FN_PLAIN);
+    ir_buf_init(&k->body, m->a);
+}

@@ -1,0 +1,729 @@
+/* runtime/cpu/cpu_backend.c: the CPU backend (rt_backend_cpu): every kernel of the partition as
+ * LLVM-generated code (codegen/cpu/llvm.c), built for the host CPU through the disk cache, run on
+ * all cores by the thread pool (runtime/cpu/threadpool.c).
+ *
+ * Compiling plans the module (codegen/cpu/llvm_plan.c, plain C), keys the cache with the printed
+ * partitions, the options, the host CPU (CPUID), LLVM's version and a hash of the code
+ * generator's sources, and looks the object code up. On a miss, libfusec_llvm.so (LLVM and
+ * codegen/cpu/llvm*.c, runtime/cpu/cpu_jit.c) is loaded, builds the object, and its ORC LLJIT loads
+ * it. On a hit in a process without LLVM, runtime/cpu/cpu_elf.c loads it, so that such a process
+ * never loads LLVM at all (FUSEC_CPU_LOADER=orc|elf forces either loader, for tests).
+ *
+ * A launch runs the function's kernels in partition order, each spread over the pool in
+ * contiguous parts of its iteration space, and returns when they are done (there are no
+ * streams on the CPU). The intermediates the partition stores live in one block per launch,
+ * taken from the program's few kept blocks and given back after it: a block of fresh pages
+ * per launch cost more in page faults than the unfused kernels themselves. Results are
+ * bit-identical from run to run: every row, column unit and chunk of a reduction is summed
+ * by one call in an order fixed by the shape, and a full reduction's chunk partials are
+ * combined in index order.
+ *
+ * Built without LLVM (-DFUSEC_LLVM=OFF), the backend reports itself unavailable.
+ */
+#include <stdio.h>
+
+#include "runtime/backend.h"
+
+#if FUSEC_HAVE_LLVM
+
+#include <locale.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "codegen/cpu/llvm.h"
+#include "llvm_codegen_hash.h" /* generated: LLVM_CODEGEN_SOURCE_HASH */
+#include "runtime/cache.h"
+#include "runtime/cpu/cpu_elf.h"
+#include "runtime/cpu/cpu_jit.h"
+#include "runtime/cpu/cpu_target.h"
+#include "runtime/cpu/threadpool.h"
+
+#ifndef FUSEC_LLVM_VERSION
+#define FUSEC_LLVM_VERSION "?"
+#endif
+
+/* Kernels touching fewer elements than this run on the calling thread alone. */
+#define CPU_PARALLEL_MIN_ELEMS 32768
+#define CPU_ALIGN              64
+/* Threads' row caches lie a page apart: a core's hardware prefetchers run ahead of the
+ * scratch it sweeps, and lines they fetch from the next thread's scratch, which that thread
+ * is writing, go back and forth between the cores. Softmax [16384, 4096] f32 on two Zen 5
+ * cores took 8.9 ms with the two 16 KB row caches adjacent, 8.5 with 256 bytes between
+ * them, 7.3 with 2 KB and 7.0-7.1 with 4 KB or more (a copy: 6.9-7.0 ms). */
+#define CPU_SCRATCH_GAP 4096
+
+typedef struct cpu_kernel {
+    llvm_task_fn *tasks; /* one per task */
+    llvm_task_fn finalize;
+} cpu_kernel;
+
+/* Blocks of intermediates a program keeps for its next launches. */
+#define CPU_KEPT_BLOCKS 4
+
+typedef struct cpu_program {
+    const rt_llvm_api *api; /* with jit */
+    rt_jit *jit;            /* loaded by LLVM's JIT, or */
+    rt_elf *elf;            /* by fusec's own loader */
+    const llvm_module_meta *meta;
+    int vector_bytes; /* the widest vector the kernels were built for */
+    /* why launches are refused ("" when they are not): the code is for a CPU whose
+     * instructions the host lacks, so it is built (and cached) but never loaded or run */
+    char refusal[256];
+    cpu_kernel **kernels; /* [func][kernel] */
+    int nfuncs;
+    /* blocks for the intermediates of launches, kept between them (concurrent launches
+     * take one each) */
+    pthread_mutex_t blocks_mu;
+    int nblocks;
+    void *blocks[CPU_KEPT_BLOCKS];
+    size_t block_bytes[CPU_KEPT_BLOCKS];
+} cpu_program;
+
+/* Results of at least LLVM_STREAM_MIN_BYTES are written with streaming stores: through an L1
+ * staging block, without the read-for-ownership of each line (a third of the traffic of a
+ * kernel that reads and writes the same bytes), at the price of a second pass over each
+ * block in L1. A kernel bound by memory gains; one bound by its arithmetic loses. So
+ * reductions stream (a row's epilogue overlaps its writes with the next row's sweeps), and
+ * element-wise kernels stream unless they evaluate a transcendental on a target without
+ * AVX-512, where the arithmetic is the bound (bench/RESULTS.md, [16384, 4096] f32 and 2^26
+ * elements on a Zen 5 core, plain against streamed: gelu with 16-float vectors 7.3 against
+ * 6.8 ms, with 8-float vectors 10.9 against 11.8 ms (and 1.03-1.36x against 1.27-1.43x the
+ * copy on the Zen 3 host); bias + ReLU 7.1 against 6.4 ms with either, its f16 and bf16
+ * forms 5.7 against 4.6 ms). FUSEC_CPU_STREAM_MIN_BYTES sets one threshold for every kernel,
+ * runs of any length included (tests set 0 to stream everything). */
+static pthread_once_t stream_once = PTHREAD_ONCE_INIT;
+static double stream_min_override = -1;
+
+static void stream_init(void) {
+    const char *e = getenv("FUSEC_CPU_STREAM_MIN_BYTES");
+    char *end = NULL;
+    /* read in the "C" locale, so that 1.5e6 means the same under de_DE */
+    locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
+    locale_t old = c ? uselocale(c) : (locale_t)0;
+    double d = e && *e ? strtod(e, &end) : -1;
+    if (old) uselocale(old);
+    if (c) freelocale(c);
+    if (e && *e && end && *end == 0 && d >= 0) stream_min_override = d;
+}
+
+/* Runs of results shorter than this are not streamed, whatever the total: each run is staged
+ * and copied out on its own, partial lines at both ends, which costs more than the reads for
+ * ownership it saves. x * rsqrt(sum(x * x, axis=1)) over [R, C] f32, 2^26 elements, streamed
+ * against not: C = 3 84 against 50 ms, 16 27 against 22, 64 12.9 against 12.3, 256 11.0
+ * against 12.4 (a copy: 12.5); relu(x + b[C]) likewise: C = 3 73 against 56, 16 23 against
+ * 21, 64 10.1 against 12.6. */
+#define CPU_STREAM_MIN_RUN_BYTES 256
+
+/* Whether a launch of km over `elems` elements streams its results. */
+static int streams(const llvm_kernel_meta *km, int vector_bytes, int64_t elems,
+                   const int64_t *syms) {
+    pthread_once(&stream_once, stream_init);
+    if (km->elem_out_bytes <= 0) return 0;
+    double bytes = (double)elems * km->elem_out_bytes;
+    if (stream_min_override >= 0) return bytes >= stream_min_override;
+    int elementwise = km->kind == IR_KERNEL_POINTWISE || km->kind == IR_KERNEL_COMBINED;
+    if (elementwise && km->expensive && vector_bytes < 64) return 0;
+    double run = (double)llvm_shape_count(&km->run_shape, syms) * km->elem_out_bytes;
+    return bytes >= (double)LLVM_STREAM_MIN_BYTES && run >= CPU_STREAM_MIN_RUN_BYTES;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Available when the LLVM module is there to build kernels (its presence is checked, it is
+ * not loaded: --target=auto must stay cheap). */
+static int cpu_available(char *why, size_t whylen) {
+    if (rt_llvm_present()) return 1;
+    char err[512];
+    if (!rt_llvm_open(err, sizeof err)) snprintf(why, whylen, "%s", err);
+    return 0;
+}
+
+/* The options and the identity of the CPU the code is for (a cache key part): a named CPU's
+ * from the table; the host's from CPUID where fusec can load objects itself (so a cache hit
+ * needs no LLVM), else from LLVM. */
+static int target_setup(const rt_backend_request *req, llvm_gen_options *o, const char **arch,
+                        char *err, size_t errlen) {
+    memset(o, 0, sizeof(*o));
+    o->fast_math = req->opt && req->opt->fast_math;
+    if (req->cpu) {
+        o->f16c = req->cpu->f16c;
+        o->x86 = 1;
+        o->vector_bytes = req->cpu->vector_bytes;
+        o->cpu = req->cpu->llvm_cpu;
+        o->cpu_features = req->cpu->llvm_features;
+        *arch =
+            ir_arena_printf(req->arena, "cpu %s: %s %s", req->cpu->name, o->cpu, o->cpu_features);
+        return 0;
+    }
+    if (rt_elf_supported() && *rt_cpu_host_id()) {
+        o->f16c = rt_cpu_host_f16c();
+        o->x86 = 1;
+        o->vector_bytes = rt_cpu_host_vector_bytes();
+        *arch = rt_cpu_host_id();
+        return 0;
+    }
+    const rt_llvm_api *api = rt_llvm_open(err, errlen);
+    if (!api || api->init(err, errlen)) return -1;
+    api->host_options(o);
+    *arch = ir_arena_printf(req->arena, "%s %s", api->cpu_name(), api->cpu_features());
+    return 0;
+}
+
+static fusec_status cpu_emit(const rt_backend_request *req, fusec_emit kind, ir_buf *out, char *err,
+                             size_t errlen) {
+    if (kind != FUSEC_EMIT_LLVM) {
+        snprintf(err, errlen, "the cpu backend emits LLVM IR only");
+        return FUSEC_ERR_UNSUPPORTED;
+    }
+    const rt_llvm_api *api = rt_llvm_open(err, errlen);
+    if (!api || api->init(err, errlen)) return FUSEC_ERR_UNSUPPORTED;
+    llvm_module_meta *meta;
+    if (llvm_plan_module(req->funcs, req->nfuncs, req->arena, &meta, err, errlen))
+        return FUSEC_ERR_INTERNAL;
+    llvm_gen_options o;
+    const char *arch;
+    if (target_setup(req, &o, &arch, err, errlen)) return FUSEC_ERR_UNSUPPORTED;
+    if (api->print_ir(meta, &o, req->arena, out, err, errlen)) return FUSEC_ERR_COMPILER;
+    return FUSEC_OK;
+}
+
+/* ---- building ------------------------------------------------------------------------------ */
+
+typedef struct build_ctx {
+    const llvm_module_meta *meta;
+    const llvm_gen_options *opt;
+    ir_arena *arena;
+    rt_jit_times times;
+    char err[512];
+} build_ctx;
+
+/* Builds on a miss: only now is LLVM loaded. */
+static int build_cb(void *ctx, void **out, size_t *outlen) {
+    build_ctx *b = ctx;
+    const rt_llvm_api *api = rt_llvm_open(b->err, sizeof b->err);
+    if (!api || api->init(b->err, sizeof b->err)) return -1;
+    return api->build(b->meta, b->opt, b->arena, out, outlen, &b->times, b->err, sizeof b->err);
+}
+
+/* The cache key: the partitions (which decide the generated code, with the codegen and math
+ * versions), the options, the host CPU, LLVM's version and fusec's. */
+static void make_key(const rt_backend_request *req, const llvm_gen_options *o, const char *arch,
+                     rt_cache_key *k) {
+    ir_buf src, grp;
+    ir_buf_init(&src, req->arena);
+    ir_buf_init(&grp, req->arena);
+    ir_buf_puts(&grp, "cpu:");
+    for (int i = 0; i < req->nfuncs; i++) {
+        ir_print_func(&src, req->funcs[i]);
+        if (grp.len < 200) ir_buf_printf(&grp, "%s%s", i ? "," : "", req->funcs[i]->name);
+    }
+    rt_cache_key_init(k, grp.data);
+    rt_cache_key_part_str(k, "source", src.data);
+    rt_cache_key_part_str(k, "options",
+                          ir_arena_printf(req->arena, "O3%s%s v%d",
+                                          o->fast_math ? " fast-math" : "", o->f16c ? " f16c" : "",
+                                          o->vector_bytes));
+    rt_cache_key_part_str(k, "arch", arch);
+    rt_cache_key_part_str(k, "compiler", "LLVM " FUSEC_LLVM_VERSION);
+    /* the hash covers codegen/cpu/llvm*.[ch] (the math's source included) and runtime/cpu/cpu_jit.c
+     */
+    rt_cache_key_part_str(k, "fusec",
+                          ir_arena_printf(req->arena, "%s/%s-%s", FUSEC_VERSION_STRING,
+                                          LLVM_CODEGEN_VERSION, LLVM_CODEGEN_SOURCE_HASH));
+}
+
+static void cpu_destroy(void *program) {
+    cpu_program *p = program;
+    if (!p) return;
+    if (p->kernels) {
+        for (int f = 0; f < p->nfuncs; f++) {
+            if (!p->kernels[f]) continue;
+            for (int32_t k = 0; k < p->meta->funcs[f].nkernels; k++)
+                free(p->kernels[f][k].tasks);
+            free(p->kernels[f]);
+        }
+        free(p->kernels);
+    }
+    if (p->jit) p->api->free(p->jit);
+    rt_elf_free(p->elf);
+    for (int i = 0; i < p->nblocks; i++)
+        free(p->blocks[i]);
+    pthread_mutex_destroy(&p->blocks_mu);
+    free(p);
+}
+
+static llvm_task_fn lookup(cpu_program *p, const char *name, char *err, size_t errlen) {
+    void *addr = NULL;
+    if (p->jit) {
+        addr = p->api->lookup(p->jit, name, err, errlen);
+    } else {
+        addr = rt_elf_lookup(p->elf, name);
+        if (!addr) snprintf(err, errlen, "cached object code lacks %s", name);
+    }
+    llvm_task_fn fn;
+    memcpy(&fn, &addr, sizeof fn); /* an object pointer to a function pointer, as dlsym's */
+    return fn;
+}
+
+static int resolve(cpu_program *p, char *err, size_t errlen) {
+    p->nfuncs = p->meta->nfuncs;
+    p->kernels = calloc((size_t)(p->nfuncs ? p->nfuncs : 1), sizeof(*p->kernels));
+    if (!p->kernels) goto oom;
+    for (int f = 0; f < p->nfuncs; f++) {
+        const llvm_func_meta *fm = &p->meta->funcs[f];
+        p->kernels[f] = calloc((size_t)(fm->nkernels ? fm->nkernels : 1), sizeof(cpu_kernel));
+        if (!p->kernels[f]) goto oom;
+        for (int32_t k = 0; k < fm->nkernels; k++) {
+            const llvm_kernel_meta *km = &fm->kernels[k];
+            cpu_kernel *ck = &p->kernels[f][k];
+            ck->tasks = calloc((size_t)km->ntasks, sizeof(*ck->tasks));
+            if (!ck->tasks) goto oom;
+            for (int32_t t = 0; t < km->ntasks; t++)
+                if (!(ck->tasks[t] = lookup(p, km->tasks[t].symbol, err, errlen))) return -1;
+            if (km->finalize && !(ck->finalize = lookup(p, km->finalize, err, errlen))) return -1;
+        }
+    }
+    return 0;
+oom:
+    snprintf(err, errlen, "out of memory");
+    return -1;
+}
+
+/* Loads the object code (freed here) and looks its kernels up: LLVM's JIT when LLVM is in the
+ * process anyway (it just built the object), else fusec's own loader. 0, or -1 with err. */
+static int load(cpu_program *p, void *obj, size_t len, char *err, size_t errlen) {
+    const char *loader = getenv("FUSEC_CPU_LOADER");
+    int use_elf = rt_elf_supported() && !rt_llvm_loaded();
+    if (loader && !strcmp(loader, "elf") && rt_elf_supported()) use_elf = 1;
+    if (loader && !strcmp(loader, "orc")) use_elf = 0;
+    if (use_elf) {
+        p->elf = rt_elf_load(obj, len, err, errlen);
+    } else {
+        p->api = rt_llvm_open(err, errlen);
+        if (p->api && p->api->init(err, errlen) == 0) p->jit = p->api->load(obj, len, err, errlen);
+    }
+    free(obj);
+    if (!p->jit && !p->elf) return -1;
+    return resolve(p, err, errlen);
+}
+
+/* Whether code for cpu cannot run here: then why, in msg. */
+static int refused(const rt_cpu_target *cpu, char *msg, size_t len) {
+    char lack[160];
+    int n = rt_cpu_target_missing(cpu, lack, sizeof lack);
+    if (n == 0) return 0;
+    snprintf(msg, len,
+             "the kernels were built for %s, whose instructions this CPU lacks (%s); they are "
+             "never run here",
+             cpu->name, lack);
+    return 1;
+}
+
+static fusec_status cpu_compile(const rt_backend_request *req, void **program, char *err,
+                                size_t errlen) {
+    *program = NULL;
+    const fusec_options *opt = req->opt;
+    int verbose = opt && opt->verbose && req->report;
+    double t0 = now_ms();
+    llvm_module_meta *meta;
+    if (llvm_plan_module(req->funcs, req->nfuncs, req->arena, &meta, err, errlen))
+        return FUSEC_ERR_INTERNAL;
+    llvm_gen_options o;
+    const char *arch;
+    if (target_setup(req, &o, &arch, err, errlen)) return FUSEC_ERR_UNSUPPORTED;
+    build_ctx bc = {meta, &o, req->arena, {0, 0, 0, 0}, ""};
+    void *obj = NULL;
+    size_t len = 0;
+    fusec_status st = FUSEC_OK;
+    double t1 = now_ms();
+    if (opt && opt->no_cache) {
+        if (build_cb(&bc, &obj, &len) != 0) {
+            snprintf(err, errlen, "%s", bc.err);
+            return FUSEC_ERR_COMPILER;
+        }
+        if (verbose) ir_buf_printf(req->report, "cpu: cache off\n");
+    } else {
+        rt_cache_config cfg = {opt ? opt->cache_dir : NULL, 0, 0, 0};
+        rt_cache *cache = rt_cache_open(&cfg);
+        if (!cache) {
+            snprintf(err, errlen, "out of memory");
+            return FUSEC_ERR_OUT_OF_MEMORY;
+        }
+        rt_cache_key key;
+        make_key(req, &o, arch, &key);
+        rt_cache_info info;
+        rt_cache_status cs = rt_cache_get_or_build(cache, &key, build_cb, &bc, &obj, &len, &info);
+        const char *warn = rt_cache_warning(cache);
+        if (warn && req->report) ir_buf_printf(req->report, "warning: %s\n", warn);
+        if (verbose) ir_buf_printf(req->report, "cpu: cache %s\n", info.reason);
+        rt_cache_close(cache);
+        if (cs == RT_CACHE_BUILD_FAILED) {
+            snprintf(err, errlen, "%s", bc.err);
+            return FUSEC_ERR_COMPILER;
+        }
+        if (cs != RT_CACHE_OK) {
+            snprintf(err, errlen, "kernel cache: %s",
+                     cs == RT_CACHE_NOMEM ? "out of memory" : "invalid key");
+            return cs == RT_CACHE_NOMEM ? FUSEC_ERR_OUT_OF_MEMORY : FUSEC_ERR_INTERNAL;
+        }
+    }
+    double t2 = now_ms();
+    if (verbose)
+        ir_buf_printf(req->report, "cpu: code for %s (%d-byte vectors)\n",
+                      req->cpu ? req->cpu->name : "this host's CPU", o.vector_bytes);
+    cpu_program *p = calloc(1, sizeof(*p));
+    if (!p) {
+        free(obj);
+        snprintf(err, errlen, "out of memory");
+        return FUSEC_ERR_OUT_OF_MEMORY;
+    }
+    p->meta = meta;
+    p->vector_bytes = o.vector_bytes;
+    pthread_mutex_init(&p->blocks_mu, NULL);
+    if (req->cpu && refused(req->cpu, p->refusal, sizeof p->refusal)) {
+        free(obj);
+        *program = p;
+        if (verbose) ir_buf_printf(req->report, "cpu: built, not loaded: %s\n", p->refusal);
+        return FUSEC_OK;
+    }
+    if (load(p, obj, len, err, errlen)) {
+        cpu_destroy(p);
+        return FUSEC_ERR_COMPILER;
+    }
+    double t3 = now_ms();
+    if (verbose) {
+        if (bc.times.gen + bc.times.opt > 0)
+            ir_buf_printf(req->report,
+                          "cpu: build: generate %.3f ms, link math %.3f ms, O3 %.3f ms, "
+                          "codegen %.3f ms\n",
+                          bc.times.gen, bc.times.link, bc.times.opt, bc.times.emit);
+        ir_buf_printf(req->report,
+                      "cpu: plan %.3f ms, build or cache %.3f ms, load %.3f ms (%zu bytes of "
+                      "object code, loaded by %s)\n",
+                      t1 - t0, t2 - t1, t3 - t2, len, p->elf ? "fusec" : "LLVM ORC LLJIT");
+    }
+    *program = p;
+    return st;
+}
+
+/* ---- launching ----------------------------------------------------------------------------- */
+
+typedef struct run_ctx {
+    llvm_task_fn *fns;
+    int64_t *counts; /* items of each task */
+    int ntasks;
+    void *const *bufs;
+    const int64_t *syms;
+    char *scratch;         /* per thread: scratch + worker * scratch_stride; or shared */
+    size_t scratch_stride; /* 0: every worker gets `scratch` */
+    int64_t flags;         /* LLVM_TASK_* */
+} run_ctx;
+
+/* Runs the items [b, e) of the tasks laid end to end. */
+static void run_part(void *vctx, int64_t b, int64_t e, int worker) {
+    run_ctx *r = vctx;
+    void *scratch = r->scratch ? r->scratch + (size_t)worker * r->scratch_stride : NULL;
+    int64_t start = 0;
+    for (int t = 0; t < r->ntasks && start < e; t++) {
+        int64_t lo = b > start ? b - start : 0;
+        int64_t hi = e - start < r->counts[t] ? e - start : r->counts[t];
+        if (lo < hi) r->fns[t](r->bufs, r->syms, lo, hi, scratch, r->flags);
+        start += r->counts[t];
+    }
+}
+
+static void *aligned(size_t n) {
+    size_t sz = (n + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
+    return aligned_alloc(CPU_ALIGN, sz ? sz : CPU_ALIGN);
+}
+
+static fusec_status run_kernel(const llvm_kernel_meta *km, const cpu_kernel *ck, int vector_bytes,
+                               void *const *bufs, const int64_t *syms, char *err, size_t errlen) {
+    int64_t counts[64];
+    llvm_task_fn fns[64];
+    int n = km->ntasks;
+    if (n > 64) {
+        snprintf(err, errlen, "internal error: a kernel of %d parts", n);
+        return FUSEC_ERR_INTERNAL;
+    }
+    int64_t total = 0, elems = llvm_shape_count(&km->domain, syms);
+    for (int t = 0; t < n; t++) {
+        counts[t] = llvm_extent_count(&km->tasks[t].extent, syms);
+        fns[t] = ck->tasks[t];
+        total += counts[t];
+        if (t > 0) elems += llvm_shape_count(&km->tasks[t].extent.outer, syms);
+    }
+    run_ctx r = {fns, counts, n, bufs, syms, NULL, 0, 0};
+    /* results far larger than the caches are streamed to memory */
+    if (streams(km, vector_bytes, elems, syms)) r.flags |= LLVM_TASK_STREAM;
+    int max_parts = elems < CPU_PARALLEL_MIN_ELEMS ? 1 : 0;
+    int threads = max_parts == 1 ? 1 : rt_pool_size();
+    void *scratch = NULL;
+    if (km->scratch_bytes > 0) {
+        /* a row's cached values for each part: workers' indexes are below the parts' count,
+         * which is at most the rows', so rows far longer than the caches, which are few, take
+         * scratch for few threads (the whole is at most the input's size or twice it) */
+        size_t slots = (size_t)(total < threads ? total : threads);
+        size_t per = (size_t)llvm_shape_count(&km->scratch_shape, syms) * (size_t)km->scratch_bytes;
+        r.scratch_stride =
+            (per + CPU_SCRATCH_GAP - 1) / CPU_SCRATCH_GAP * CPU_SCRATCH_GAP + CPU_SCRATCH_GAP;
+        if (slots > 0 && r.scratch_stride > SIZE_MAX / slots) goto oom;
+        scratch = aligned(r.scratch_stride * slots);
+        if (!scratch) goto oom;
+        r.scratch = scratch;
+    }
+    if (ck->finalize) {
+        size_t bytes = (size_t)total * (size_t)km->npartials * 8;
+        scratch = aligned(bytes);
+        if (!scratch) goto oom;
+        r.scratch = scratch;
+        r.scratch_stride = 0;
+    }
+    rt_pool_run(total, max_parts, run_part, &r);
+    if (ck->finalize) ck->finalize(bufs, syms, total, 0, scratch, 0);
+    free(scratch);
+    return FUSEC_OK;
+oom:
+    snprintf(err, errlen, "out of memory");
+    return FUSEC_ERR_OUT_OF_MEMORY;
+}
+
+/* A block of at least `bytes` for a launch's intermediates: a kept one when one is large
+ * enough (the smallest such), else a new one; *got is its size. */
+static char *block_take(cpu_program *p, size_t bytes, size_t *got) {
+    pthread_mutex_lock(&p->blocks_mu);
+    int best = -1;
+    for (int i = 0; i < p->nblocks; i++)
+        if (p->block_bytes[i] >= bytes && (best < 0 || p->block_bytes[i] < p->block_bytes[best]))
+            best = i;
+    char *b = NULL;
+    if (best >= 0) {
+        b = p->blocks[best];
+        *got = p->block_bytes[best];
+        p->nblocks--;
+        p->blocks[best] = p->blocks[p->nblocks];
+        p->block_bytes[best] = p->block_bytes[p->nblocks];
+    }
+    pthread_mutex_unlock(&p->blocks_mu);
+    if (!b) {
+        b = aligned(bytes);
+        *got = bytes;
+    }
+    return b;
+}
+
+/* Keeps a block for later launches; when all places are taken, the smallest kept block (or
+ * this one) is freed. */
+static void block_give(cpu_program *p, char *b, size_t bytes) {
+    pthread_mutex_lock(&p->blocks_mu);
+    if (p->nblocks == CPU_KEPT_BLOCKS) {
+        int small = 0;
+        for (int i = 1; i < p->nblocks; i++)
+            if (p->block_bytes[i] < p->block_bytes[small]) small = i;
+        if (p->block_bytes[small] < bytes) {
+            char *old = p->blocks[small];
+            p->blocks[small] = b;
+            p->block_bytes[small] = bytes;
+            b = old;
+        }
+    } else {
+        p->blocks[p->nblocks] = b;
+        p->block_bytes[p->nblocks++] = bytes;
+        b = NULL;
+    }
+    pthread_mutex_unlock(&p->blocks_mu);
+    free(b);
+}
+
+static fusec_status cpu_launch(void *program, int func, const ir_tensor *args, const int64_t *syms,
+                               void *stream, char *err, size_t errlen) {
+    (void)stream; /* CPU launches complete before they return */
+    cpu_program *p = program;
+    if (p && p->refusal[0]) {
+        snprintf(err, errlen, "%s", p->refusal);
+        return FUSEC_ERR_UNSUPPORTED;
+    }
+    if (!p || func < 0 || func >= p->nfuncs) {
+        snprintf(err, errlen, "internal error: no function %d", func);
+        return FUSEC_ERR_INTERNAL;
+    }
+    const llvm_func_meta *fm = &p->meta->funcs[func];
+    const ir_func *f = fm->func;
+    /* max and min over an empty axis are errors (as the reference has them), found before
+     * anything runs */
+    for (int32_t k = 0; k < fm->nkernels; k++) {
+        const llvm_kernel_meta *km = &fm->kernels[k];
+        for (int32_t i = 0; i < km->nnonempty; i++)
+            if (llvm_shape_count(&km->nonempty[i], syms) == 0) {
+                snprintf(err, errlen, "%s over an empty axis", ir_ops[km->nonempty_op[i]].name);
+                return FUSEC_ERR_RUNTIME;
+            }
+    }
+    void **bufs = calloc((size_t)fm->nbufs + 1, sizeof(void *));
+    size_t *offsets = calloc((size_t)fm->nbufs + 1, sizeof(size_t));
+    if (!bufs || !offsets) {
+        free(bufs);
+        free(offsets);
+        goto oom;
+    }
+    size_t temp_bytes = 0;
+    for (int32_t i = 0; i < fm->nbufs; i++) {
+        const llvm_buf *b = &fm->bufs[i];
+        if (b->kind != LLVM_BUF_TEMP) continue;
+        size_t n = (size_t)llvm_shape_count(&b->shape, syms) * (size_t)ir_dtypes[b->dtype].bytes;
+        offsets[i] = temp_bytes;
+        temp_bytes += (n + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
+    }
+    fusec_status st = FUSEC_OK;
+    size_t block_bytes = 0;
+    char *block = temp_bytes ? block_take(p, temp_bytes, &block_bytes) : NULL;
+    if (temp_bytes && !block) {
+        snprintf(err, errlen, "out of memory for %zu bytes of intermediates", temp_bytes);
+        st = FUSEC_ERR_OUT_OF_MEMORY;
+    }
+    for (int32_t i = 0; i < fm->nbufs && st == FUSEC_OK; i++) {
+        const llvm_buf *b = &fm->bufs[i];
+        switch (b->kind) {
+        case LLVM_BUF_PARAM: bufs[i] = args[b->index].data; break;
+        case LLVM_BUF_RESULT: bufs[i] = args[f->nparams + b->index].data; break;
+        case LLVM_BUF_TEMP: bufs[i] = block + offsets[i]; break;
+        }
+    }
+    for (int32_t k = 0; k < fm->nkernels && st == FUSEC_OK; k++)
+        st = run_kernel(&fm->kernels[k], &p->kernels[func][k], p->vector_bytes, bufs, syms, err,
+                        errlen);
+    if (block) block_give(p, block, block_bytes);
+    free(offsets);
+    free(bufs);
+    return st;
+oom:
+    snprintf(err, errlen, "out of memory");
+    return FUSEC_ERR_OUT_OF_MEMORY;
+}
+
+/* ---- the copy roofline ---------------------------------------------------------------------- */
+
+typedef struct copy_ctx {
+    char *dst;
+    const char *src;
+    size_t bytes;
+    int parts;
+    int fill;
+} copy_ctx;
+
+static void copy_part(void *vctx, int64_t b, int64_t e, int worker) {
+    (void)worker;
+    copy_ctx *c = vctx;
+    /* part i of `parts`: the same bytes every time, so each thread touches its own pages */
+    for (int64_t i = b; i < e; i++) {
+        int64_t lo, hi;
+        rt_pool_part((int64_t)c->bytes, c->parts, (int)i, &lo, &hi);
+        if (c->fill)
+            memset(c->dst + lo, (int)(i & 0x7f) + 1, (size_t)(hi - lo));
+        else
+            memcpy(c->dst + lo, c->src + lo, (size_t)(hi - lo));
+    }
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* `bytes` moved, as fusec bench counts them (runtime/api.c does the same for the reference
+ * target): bytes / 2 read and bytes / 2 written, by memcpy on every thread of the pool. */
+static fusec_status cpu_copy_time(size_t moved, int reps, double *median_ms, char *err,
+                                  size_t errlen) {
+    *median_ms = 0;
+    if (reps < 1) reps = 1;
+    size_t bytes = moved / 2 ? moved / 2 : 1;
+    char *src = aligned(bytes), *dst = aligned(bytes);
+    double *t = calloc((size_t)reps, sizeof(double));
+    if (!src || !dst || !t) {
+        free(src);
+        free(dst);
+        free(t);
+        snprintf(err, errlen, "out of memory for a copy of %zu bytes", bytes);
+        return FUSEC_ERR_OUT_OF_MEMORY;
+    }
+    int parts = rt_pool_size();
+    copy_ctx fill_src = {src, NULL, bytes, parts, 1}, fill_dst = {dst, NULL, bytes, parts, 1};
+    rt_pool_run(parts, 0, copy_part, &fill_src); /* first touch on the thread that copies */
+    rt_pool_run(parts, 0, copy_part, &fill_dst);
+    copy_ctx c = {dst, src, bytes, parts, 0};
+    rt_pool_run(parts, 0, copy_part, &c); /* warm-up */
+    for (int i = 0; i < reps; i++) {
+        double t0 = now_ms();
+        rt_pool_run(parts, 0, copy_part, &c);
+        t[i] = now_ms() - t0;
+    }
+    qsort(t, (size_t)reps, sizeof(double), cmp_double);
+    *median_ms = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    free(src);
+    free(dst);
+    free(t);
+    return FUSEC_OK;
+}
+
+#else /* !FUSEC_HAVE_LLVM */
+
+static int cpu_available(char *why, size_t whylen) {
+    snprintf(why, whylen,
+             "the cpu backend is not part of this build of fusec (built without LLVM)");
+    return 0;
+}
+
+static fusec_status cpu_emit(const rt_backend_request *req, fusec_emit kind, ir_buf *out, char *err,
+                             size_t errlen) {
+    (void)req, (void)kind, (void)out;
+    cpu_available(err, errlen);
+    return FUSEC_ERR_UNSUPPORTED;
+}
+
+static fusec_status cpu_compile(const rt_backend_request *req, void **program, char *err,
+                                size_t errlen) {
+    (void)req;
+    *program = NULL;
+    cpu_available(err, errlen);
+    return FUSEC_ERR_UNSUPPORTED;
+}
+
+static fusec_status cpu_launch(void *program, int func, const ir_tensor *args, const int64_t *syms,
+                               void *stream, char *err, size_t errlen) {
+    (void)program, (void)func, (void)args, (void)syms, (void)stream;
+    cpu_available(err, errlen);
+    return FUSEC_ERR_UNSUPPORTED;
+}
+
+static void cpu_destroy(void *program) {
+    (void)program;
+}
+
+static fusec_status cpu_copy_time(size_t bytes, int reps, double *median_ms, char *err,
+                                  size_t errlen) {
+    (void)bytes, (void)reps;
+    *median_ms = 0;
+    cpu_available(err, errlen);
+    return FUSEC_ERR_UNSUPPORTED;
+}
+
+#endif
+
+const rt_backend rt_backend_cpu = {
+    .name = "cpu",
+    .target = FUSEC_TARGET_CPU,
+    .available = cpu_available,
+    .emit = cpu_emit,
+    .compile = cpu_compile,
+    .launch = cpu_launch,
+    .destroy = cpu_destroy,
+    .copy_time = cpu_copy_time,
+};

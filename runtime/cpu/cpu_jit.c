@@ -1,0 +1,372 @@
+/* runtime/cpu/cpu_jit.c: building planned modules into host object code and loading it with
+ * ORC LLJIT, through the LLVM-C API: the table of libfusec_llvm.so (see cpu_jit.h), the only
+ * file of runtime/ that the module holds (with the code generator, the IR helpers and LLVM).
+ *
+ * A build: a fresh context and module; the kernels generated (codegen/cpu/llvm.c); the math
+ * bitcode (codegen/cpu/llvm_math.c, compiled by clang when fusec was built and embedded as
+ * llvm_math_bitcode) parsed, cut down to the functions the kernels call, linked, and its
+ * functions made internal and always-inline, so that they vanish into the kernels' loops; the
+ * O3 pipeline run (LLVMRunPasses "default<O3>") with a target machine for the host CPU (its
+ * name and features) or the CPU the options name; the object file emitted to memory. Loading
+ * follows LLVM's OrcV2CBindingsBasicUsage: an LLJIT, a process symbol generator on its main
+ * JITDylib (for the few libm calls of f64 math), the object added under a resource tracker, symbols
+ * looked up, and everything disposed of in reverse order.
+ *
+ * Every LLVMErrorRef goes through take_error, which copies the message and disposes of it.
+ */
+#include "runtime/cpu/cpu_jit.h"
+
+#include "codegen/cpu/llvm_gen.h"
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Linker.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Support.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* codegen/cpu/llvm_math.c as bitcode: generated into the build tree by CMake */
+extern const unsigned char llvm_math_bitcode[];
+extern const size_t llvm_math_bitcode_size;
+
+static struct {
+    pthread_once_t once;
+    int ok;
+    char err[256];
+    char *triple, *cpu, *features;
+    int f16c, x86, vector_bytes;
+} host = {.once = PTHREAD_ONCE_INIT};
+
+/* Copies an error's message into err and disposes of the error. 0 when there was none. */
+static int take_error(LLVMErrorRef e, const char *what, char *err, size_t errlen) {
+    if (!e) return 0;
+    char *msg = LLVMGetErrorMessage(e); /* consumes e */
+    snprintf(err, errlen, "%s: %s", what, msg);
+    LLVMDisposeErrorMessage(msg);
+    return -1;
+}
+
+/* Copies an LLVM message (if any) into err and disposes of it. Returns -1. */
+static int take_message(char *msg, const char *what, char *err, size_t errlen) {
+    snprintf(err, errlen, "%s: %s", what, msg ? msg : "unknown error");
+    if (msg) LLVMDisposeMessage(msg);
+    return -1;
+}
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void host_init(void) {
+    if (LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter()) {
+        snprintf(host.err, sizeof host.err, "LLVM has no native target for this machine");
+        return;
+    }
+    /* The module's private copy of LLVM (its symbols are hidden) has its own options: no
+     * vectorized epilogue loops. fusec's loops run over blocks whose lengths are multiples of
+     * the main vector loop's step, so that third copy of each body would only cost compile
+     * time (a third of it for gelu). No non-trivial loop unswitching either: it copies a
+     * kernel's block loop for its invariant `stream` flag, whose two values only select
+     * where the stores go (gelu: 6 ms more compile time, no faster). */
+    const char *argv[] = {"fusec", "-enable-epilogue-vectorization=false",
+                          "-enable-npm-O3-nontrivial-unswitch=false"};
+    LLVMParseCommandLineOptions(3, argv, "fusec");
+    host.triple = LLVMGetDefaultTargetTriple();
+    host.cpu = LLVMGetHostCPUName();
+    host.features = LLVMGetHostCPUFeatures();
+    /* LLVM's strings, kept for the process's lifetime */
+    int x86 = strncmp(host.triple, "x86_64", 6) == 0 || strncmp(host.triple, "i686", 4) == 0;
+    host.f16c = !x86 || strstr(host.features, "+f16c") != NULL;
+    host.x86 = x86;
+    host.vector_bytes = strstr(host.features, "+avx512f") ? 64
+                        : strstr(host.features, "+avx,")  ? 32
+                                                          : 16;
+    host.ok = 1;
+}
+
+static int jit_init(char *err, size_t errlen) {
+    pthread_once(&host.once, host_init);
+    if (!host.ok) {
+        snprintf(err, errlen, "%s", host.err);
+        return -1;
+    }
+    return 0;
+}
+
+static const char *jit_cpu_name(void) {
+    return host.cpu ? host.cpu : "";
+}
+
+static const char *jit_cpu_features(void) {
+    return host.features ? host.features : "";
+}
+
+static void jit_host_options(llvm_gen_options *o) {
+    o->f16c = host.f16c;
+    o->x86 = host.x86;
+    o->vector_bytes = host.vector_bytes;
+}
+
+/* A target machine for the CPU o names (o->cpu, o->cpu_features), else the host's: O3,
+ * position independent, small code model (the JIT keeps code and constants within 2 GiB of
+ * each other; the large model would load every constant through a 64-bit address and spill
+ * them). A named CPU gets its processor's features, changed by o->cpu_features. */
+static LLVMTargetMachineRef target_machine(const llvm_gen_options *o, char *err, size_t errlen) {
+    LLVMTargetRef target;
+    char *msg = NULL;
+    if (LLVMGetTargetFromTriple(host.triple, &target, &msg)) {
+        take_message(msg, "LLVM target", err, errlen);
+        return NULL;
+    }
+    const char *cpu = o && o->cpu ? o->cpu : host.cpu;
+    const char *features = o && o->cpu ? (o->cpu_features ? o->cpu_features : "") : host.features;
+    LLVMTargetMachineRef tm =
+        LLVMCreateTargetMachine(target, host.triple, cpu, features, LLVMCodeGenLevelAggressive,
+                                LLVMRelocPIC, LLVMCodeModelSmall);
+    if (!tm) snprintf(err, errlen, "LLVM: cannot create a target machine for %s", cpu);
+    return tm;
+}
+
+/* Generates the planned module into a new module of ctx, laid out for tm. */
+static LLVMModuleRef generate(LLVMContextRef ctx, LLVMTargetMachineRef tm,
+                              const llvm_module_meta *meta, const llvm_gen_options *o,
+                              ir_arena *arena, char *err, size_t errlen) {
+    LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("fusec", ctx);
+    LLVMSetTarget(mod, host.triple);
+    if (tm) {
+        LLVMTargetDataRef dl = LLVMCreateTargetDataLayout(tm);
+        LLVMSetModuleDataLayout(mod, dl);
+        LLVMDisposeTargetData(dl);
+    }
+    if (llvm_gen_module(ctx, mod, meta, o, arena, err, errlen) != 0) {
+        LLVMDisposeModule(mod);
+        return NULL;
+    }
+    char *msg = NULL;
+    if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+        take_message(msg, "internal error: the generated LLVM IR does not verify", err, errlen);
+        LLVMDisposeModule(mod);
+        return NULL;
+    }
+    LLVMDisposeMessage(msg);
+    return mod;
+}
+
+/* Links the math functions `mod` declares from the embedded bitcode, internal and
+ * always-inline. */
+static int link_math(LLVMContextRef ctx, LLVMModuleRef mod, char *err, size_t errlen) {
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(
+        (const char *)llvm_math_bitcode, llvm_math_bitcode_size, "llvm_math.bc", 0);
+    LLVMModuleRef math = NULL;
+    LLVMBool bad = LLVMParseBitcodeInContext2(ctx, buf, &math);
+    LLVMDisposeMemoryBuffer(buf); /* the module is fully read: it keeps no reference */
+    if (bad || !math) {
+        snprintf(err, errlen, "internal error: the embedded math bitcode does not parse");
+        return -1;
+    }
+    LLVMSetTarget(math, LLVMGetTarget(mod));
+    LLVMSetDataLayout(math, LLVMGetDataLayoutStr(mod));
+    /* only what the kernels call stays external; globaldce then drops the rest */
+    for (LLVMValueRef fn = LLVMGetFirstFunction(math); fn; fn = LLVMGetNextFunction(fn)) {
+        if (LLVMIsDeclaration(fn)) continue;
+        const char *name = LLVMGetValueName(fn);
+        if (!LLVMGetNamedFunction(mod, name)) LLVMSetLinkage(fn, LLVMInternalLinkage);
+    }
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef e = LLVMRunPasses(math, "globaldce", NULL, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (take_error(e, "LLVM passes on the math bitcode", err, errlen)) {
+        LLVMDisposeModule(math);
+        return -1;
+    }
+    if (LLVMLinkModules2(mod, math)) { /* math is destroyed either way */
+        snprintf(err, errlen, "internal error: linking the math bitcode failed");
+        return -1;
+    }
+    unsigned always = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+    unsigned noinline = LLVMGetEnumAttributeKindForName("noinline", 8);
+    unsigned optnone = LLVMGetEnumAttributeKindForName("optnone", 7);
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
+        if (LLVMIsDeclaration(fn) || strncmp(LLVMGetValueName(fn), "llvm_math_", 10) != 0) continue;
+        LLVMSetLinkage(fn, LLVMInternalLinkage);
+        LLVMRemoveEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex, noinline);
+        LLVMRemoveEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex, optnone);
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateEnumAttribute(ctx, always, 0));
+    }
+    return 0;
+}
+
+static int jit_build(const llvm_module_meta *meta, const llvm_gen_options *o, ir_arena *arena,
+                     void **obj, size_t *len, rt_jit_times *times, char *err, size_t errlen) {
+    *obj = NULL;
+    *len = 0;
+    rt_jit_times tm_ = {0, 0, 0, 0};
+    if (jit_init(err, errlen)) return -1;
+    int rc = -1;
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMModuleRef mod = NULL;
+    LLVMMemoryBufferRef out = NULL;
+    LLVMPassBuilderOptionsRef po = NULL;
+    LLVMTargetMachineRef tm = target_machine(o, err, errlen);
+    if (!tm) goto done;
+
+    double t0 = now_ms();
+    mod = generate(ctx, tm, meta, o, arena, err, errlen);
+    if (!mod) goto done;
+    double t1 = now_ms();
+    if (link_math(ctx, mod, err, errlen)) goto done;
+    double t2 = now_ms();
+    po = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
+    LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
+    LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
+    /* no unrolling beyond the vectorizer's interleaving: the bodies are long (inlined math),
+     * unrolling them gains nothing measurable and doubles the compile time */
+    LLVMPassBuilderOptionsSetLoopUnrolling(po, 0);
+    if (take_error(LLVMRunPasses(mod, "default<O3>", tm, po), "LLVM O3 pipeline", err, errlen))
+        goto done;
+    llvm_lower_prefetch_hints(mod);
+    if (take_error(LLVMRunPasses(mod, "globaldce", tm, po), "LLVM globaldce", err, errlen))
+        goto done;
+    double t3 = now_ms();
+    char *msg = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &out)) {
+        take_message(msg, "LLVM code generation", err, errlen);
+        out = NULL;
+        goto done;
+    }
+    double t4 = now_ms();
+    size_t n = LLVMGetBufferSize(out);
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    memcpy(p, LLVMGetBufferStart(out), n);
+    *obj = p; /* owned by the caller now */
+    *len = n;
+    tm_.gen = t1 - t0;
+    tm_.link = t2 - t1;
+    tm_.opt = t3 - t2;
+    tm_.emit = t4 - t3;
+    rc = 0;
+done:
+    if (times) *times = tm_;
+    if (out) LLVMDisposeMemoryBuffer(out);
+    if (po) LLVMDisposePassBuilderOptions(po);
+    if (mod) LLVMDisposeModule(mod);
+    if (tm) LLVMDisposeTargetMachine(tm);
+    LLVMContextDispose(ctx);
+    return rc;
+}
+
+static int jit_print_ir(const llvm_module_meta *meta, const llvm_gen_options *o, ir_arena *arena,
+                        ir_buf *buf, char *err, size_t errlen) {
+    if (jit_init(err, errlen)) return -1;
+    LLVMContextRef ctx = LLVMContextCreate();
+    LLVMTargetMachineRef tm = target_machine(o, err, errlen);
+    int rc = -1;
+    if (tm) {
+        LLVMModuleRef mod = generate(ctx, tm, meta, o, arena, err, errlen);
+        if (mod) {
+            char *text = LLVMPrintModuleToString(mod);
+            ir_buf_puts(buf, text);
+            LLVMDisposeMessage(text);
+            LLVMDisposeModule(mod);
+            rc = 0;
+        }
+        LLVMDisposeTargetMachine(tm);
+    }
+    LLVMContextDispose(ctx);
+    return rc;
+}
+
+struct rt_jit {
+    LLVMOrcLLJITRef jit;
+    LLVMOrcResourceTrackerRef rt;
+};
+
+static void jit_free(rt_jit *j);
+
+static rt_jit *jit_load(const void *obj, size_t len, char *err, size_t errlen) {
+    if (jit_init(err, errlen)) return NULL;
+    rt_jit *j = calloc(1, sizeof(*j));
+    if (!j) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (take_error(LLVMOrcCreateLLJIT(&j->jit, NULL), "LLVM LLJIT", err, errlen)) goto fail;
+    LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(j->jit);
+    LLVMOrcDefinitionGeneratorRef gen = NULL;
+    if (take_error(LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+                       &gen, LLVMOrcLLJITGetGlobalPrefix(j->jit), NULL, NULL),
+                   "LLVM process symbols", err, errlen))
+        goto fail;
+    LLVMOrcJITDylibAddGenerator(jd, gen); /* gen is owned by the JITDylib now */
+    j->rt = LLVMOrcJITDylibCreateResourceTracker(jd);
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, len, "fusec.o");
+    /* buf is owned by the JIT from here on, whether adding succeeds or not */
+    if (take_error(LLVMOrcLLJITAddObjectFileWithRT(j->jit, j->rt, buf), "LLVM adding object code",
+                   err, errlen))
+        goto fail;
+    return j;
+fail:
+    jit_free(j);
+    return NULL;
+}
+
+static void *jit_lookup(rt_jit *j, const char *name, char *err, size_t errlen) {
+    LLVMOrcExecutorAddress addr = 0;
+    if (take_error(LLVMOrcLLJITLookup(j->jit, &addr, name), "LLVM symbol lookup", err, errlen))
+        return NULL;
+    return (void *)(uintptr_t)addr;
+}
+
+static void jit_free(rt_jit *j) {
+    if (!j) return;
+    if (j->rt) {
+        char err[256];
+        /* the code goes with its tracker; a failure here leaves nothing to act on */
+        take_error(LLVMOrcResourceTrackerRemove(j->rt), "LLVM", err, sizeof err);
+        LLVMOrcReleaseResourceTracker(j->rt);
+    }
+    if (j->jit) {
+        char err[256];
+        take_error(LLVMOrcDisposeLLJIT(j->jit), "LLVM", err, sizeof err);
+    }
+    free(j);
+}
+
+static const rt_llvm_api api = {
+    .version = RT_LLVM_API_VERSION,
+    .size = sizeof(rt_llvm_api),
+    .init = jit_init,
+    .cpu_name = jit_cpu_name,
+    .cpu_features = jit_cpu_features,
+    .host_options = jit_host_options,
+    .build = jit_build,
+    .print_ir = jit_print_ir,
+    .load = jit_load,
+    .lookup = jit_lookup,
+    .free = jit_free,
+};
+
+/* The module's one exported symbol (RT_LLVM_MODULE_ENTRY). */
+__attribute__((visibility("default"))) const rt_llvm_api *fusec_llvm_module_api(void);
+
+const rt_llvm_api *fusec_llvm_module_api(void) {
+    return &api;
+}

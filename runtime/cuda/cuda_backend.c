@@ -1,0 +1,426 @@
+/* runtime/cuda/cuda_backend.c: the cuda backend: CUDA C from the code generator
+ * (codegen/cuda/cuda.c), built by NVRTC (runtime/cuda/nvrtc.c) through the kernel cache
+ * (runtime/cache.c).
+ *
+ * All kernels of a module are one translation unit, so one NVRTC run (one cache entry) builds
+ * them all. The architecture is --arch, else the GPU's own; without either, emitting PTX or a
+ * cubin uses RT_CUDA_DEFAULT_ARCH (said with -v) while building for a run fails: there is
+ * nothing to run on. With a GPU, compile also loads the cubin (runtime/cuda/cuda_launch.c), so a
+ * built module is ready to launch.
+ *
+ * The only state shared between modules is the cache handles: one per cache configuration,
+ * opened on first use, kept for the process, behind a mutex.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "codegen/cuda/cuda.h"
+#include "runtime/backend.h"
+#include "runtime/cache.h"
+#include "runtime/cuda/cuda_driver.h"
+#include "runtime/cuda/cuda_launch.h"
+#include "runtime/cuda/nvrtc.h"
+
+/* The architecture emitted without --arch and without a GPU. */
+#define RT_CUDA_DEFAULT_ARCH "sm_90"
+
+#define RT_CUDA_NO_DEVICE                                                                          \
+    "no CUDA driver or device was found (libcuda.so.1 could not be loaded); pass --arch=sm_XX "    \
+    "to build without one"
+
+/* What compile hands to launch: the generated module and its cubin. */
+typedef struct rt_cuda_program {
+    cuda_module *module; /* in the module's arena */
+    void *cubin;         /* malloc'd; NULL when the module has no kernel */
+    size_t cubin_len;
+    char arch[32];
+    rt_cuda_gpu *gpu;         /* loaded on the device; NULL without one */
+    fusec_status load_status; /* why gpu is NULL when a device is present */
+    char load_err[512];
+} rt_cuda_program;
+
+static double now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- cache handles: one per configuration, for the process ---------------------------------- */
+
+#define RT_CUDA_MAX_CACHES 16
+
+typedef struct cache_slot {
+    char *dir; /* the explicit directory, NULL: the default */
+    int off;   /* --no-cache */
+    rt_cache *cache;
+} cache_slot;
+
+static pthread_mutex_t caches_mu = PTHREAD_MUTEX_INITIALIZER;
+static cache_slot caches[RT_CUDA_MAX_CACHES];
+static int ncaches;
+
+/* The handle for a configuration; *owned set when it is a one-off the caller closes (the
+ * table is full). NULL when memory runs out. */
+static rt_cache *cache_for(const fusec_options *opt, int *owned) {
+    const char *dir = opt->cache_dir && *opt->cache_dir ? opt->cache_dir : NULL;
+    int off = opt->no_cache != 0;
+    rt_cache_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.dir = dir;
+    cfg.no_disk = off;
+    cfg.no_memory = off;
+    *owned = 0;
+    pthread_mutex_lock(&caches_mu);
+    rt_cache *c = NULL;
+    for (int i = 0; i < ncaches && !c; i++)
+        if (caches[i].off == off &&
+            ((!dir && !caches[i].dir) || (dir && caches[i].dir && strcmp(dir, caches[i].dir) == 0)))
+            c = caches[i].cache;
+    if (!c) {
+        c = rt_cache_open(&cfg);
+        if (c && ncaches < RT_CUDA_MAX_CACHES) {
+            char *d = dir ? strdup(dir) : NULL;
+            if (!dir || d) {
+                caches[ncaches].dir = d;
+                caches[ncaches].off = off;
+                caches[ncaches].cache = c;
+                ncaches++;
+            } else {
+                *owned = 1;
+            }
+        } else if (c) {
+            *owned = 1;
+        }
+    }
+    pthread_mutex_unlock(&caches_mu);
+    return c;
+}
+
+/* ---- building -----------------------------------------------------------------------------------
+ */
+
+/* The architecture to build for: --arch, else the GPU's own; else, when `allow_default`, the
+ * default (noted in the report), else FUSEC_ERR_NO_DEVICE. */
+static fusec_status pick_arch(const rt_backend_request *req, int want_ptx, int allow_default,
+                              char *arch, size_t len, char *err, size_t errlen) {
+    const fusec_options *opt = req->opt;
+    if (opt->arch && *opt->arch) {
+        snprintf(arch, len, "%s", opt->arch);
+        return FUSEC_OK;
+    }
+    rt_cuda_device d;
+    char why[512];
+    if (rt_cuda_probe(&d, why, sizeof why)) {
+        int use_ptx = 0;
+        rt_nvrtc_status s = rt_nvrtc_pick_arch(d.major, d.minor, arch, len, &use_ptx);
+        if (s == RT_NVRTC_ERR_LOAD) {
+            rt_nvrtc_load(err, errlen);
+            return FUSEC_ERR_COMPILER;
+        }
+        if (s != RT_NVRTC_OK) {
+            snprintf(err, errlen, "NVRTC cannot build for the GPU (compute capability %d.%d)",
+                     d.major, d.minor);
+            return FUSEC_ERR_COMPILER;
+        }
+        if (use_ptx && !want_ptx) {
+            /* NVRTC is older than the GPU: the driver JIT-compiles PTX (the launcher's case) */
+            snprintf(err, errlen,
+                     "NVRTC cannot make a cubin for the GPU (compute capability %d.%d); the "
+                     "newest it can is %s",
+                     d.major, d.minor, arch);
+            return FUSEC_ERR_COMPILER;
+        }
+        if (use_ptx) {
+            char num[16];
+            snprintf(num, sizeof num, "%s", arch + strlen("compute_"));
+            snprintf(arch, len, "sm_%s", num);
+        }
+        if (opt->verbose) ir_buf_printf(req->report, "cuda: building for %s (the GPU's)\n", arch);
+        return FUSEC_OK;
+    }
+    if (!allow_default) {
+        if (strstr(why, "libcuda.so.1 could not be loaded"))
+            snprintf(err, errlen, "%s", RT_CUDA_NO_DEVICE);
+        else
+            snprintf(err, errlen, "%s; pass --arch=sm_XX to build without one", why);
+        return FUSEC_ERR_NO_DEVICE;
+    }
+    snprintf(arch, len, "%s", RT_CUDA_DEFAULT_ARCH);
+    if (opt->verbose)
+        ir_buf_printf(req->report, "cuda: no --arch and no GPU: building for %s (the default)\n",
+                      arch);
+    return FUSEC_OK;
+}
+
+typedef struct build_ctx {
+    const char *source;
+    const char *arch;
+    int fast_math, want_ptx;
+    rt_nvrtc_status status;
+    char *log; /* malloc'd */
+} build_ctx;
+
+static int build(void *vctx, void **out, size_t *outlen) {
+    build_ctx *b = vctx;
+    b->status = rt_nvrtc_compile(b->source, "fusec.cu", b->arch, b->fast_math, b->want_ptx, out,
+                                 outlen, &b->log);
+    return b->status != RT_NVRTC_OK;
+}
+
+/* The module's kernels as a cache key group name: "cuda:<function>,<function>,...". */
+static const char *group_name(const rt_backend_request *req) {
+    ir_buf g;
+    ir_buf_init(&g, req->arena);
+    ir_buf_puts(&g, "cuda:");
+    for (int i = 0; i < req->nfuncs && g.len < 200; i++)
+        ir_buf_printf(&g, "%s%s", i ? "," : "", req->funcs[i]->name);
+    return g.data;
+}
+
+/* Builds `mod` for `arch` (a cubin, or PTX) through the cache: *image malloc'd. */
+static fusec_status build_cached(const rt_backend_request *req, const cuda_module *mod,
+                                 const char *arch, int want_ptx, void **image, size_t *len,
+                                 char *err, size_t errlen) {
+    const fusec_options *opt = req->opt;
+    char options[256], compiler[4200], fusec_id[64];
+    *image = NULL;
+    *len = 0;
+    if (rt_nvrtc_options_string(arch, opt->fast_math, want_ptx, options, sizeof options) !=
+        RT_NVRTC_OK) {
+        snprintf(err, errlen, "invalid CUDA architecture '%s' (expected sm_XY)", arch);
+        return FUSEC_ERR_INVALID_ARGUMENT;
+    }
+    if (rt_nvrtc_identity(compiler, sizeof compiler) != RT_NVRTC_OK) {
+        rt_nvrtc_load(err, errlen);
+        return FUSEC_ERR_COMPILER;
+    }
+    snprintf(fusec_id, sizeof fusec_id, "%s/cuda-codegen-%d", FUSEC_VERSION_STRING,
+             CUDA_CODEGEN_VERSION);
+    rt_cache_key key;
+    rt_cache_key_init(&key, group_name(req));
+    rt_cache_key_part_str(&key, "source", mod->source);
+    rt_cache_key_part_str(&key, "options", options);
+    rt_cache_key_part_str(&key, "arch", arch);
+    rt_cache_key_part_str(&key, "compiler", compiler);
+    rt_cache_key_part_str(&key, "fusec", fusec_id);
+
+    int owned = 0;
+    rt_cache *c = cache_for(opt, &owned);
+    if (!c) {
+        snprintf(err, errlen, "out of memory opening the kernel cache");
+        return FUSEC_ERR_OUT_OF_MEMORY;
+    }
+    const char *warning = rt_cache_warning(c);
+    if (warning) ir_buf_printf(req->report, "warning: %s\n", warning);
+    build_ctx b = {mod->source, arch, opt->fast_math, want_ptx, RT_NVRTC_OK, NULL};
+    rt_cache_info info;
+    memset(&info, 0, sizeof info);
+    rt_cache_status cs = rt_cache_get_or_build(c, &key, build, &b, image, len, &info);
+    if (owned) rt_cache_close(c);
+    if (opt->verbose) {
+        ir_buf_printf(req->report, "cuda: module [");
+        for (int i = 0; i < mod->nfuncs; i++)
+            ir_buf_printf(req->report, "%s%s (%d launch%s)", i ? ", " : "", mod->funcs[i].name,
+                          (int)mod->funcs[i].nlaunches, mod->funcs[i].nlaunches == 1 ? "" : "es");
+        ir_buf_printf(req->report, "] %s for %s: %s", want_ptx ? "PTX" : "cubin", arch,
+                      info.reason[0] ? info.reason : "?");
+        if (info.source == RT_CACHE_FROM_BUILD)
+            ir_buf_printf(req->report, "; NVRTC %.1f ms\n", info.build_ms);
+        else
+            ir_buf_printf(req->report, " (%.2f ms)\n", info.lookup_ms);
+    }
+    fusec_status st = FUSEC_OK;
+    if (cs == RT_CACHE_BUILD_FAILED) {
+        if (b.status == RT_NVRTC_ERR_COMPILE) {
+            /* the generated code did not compile: a bug in fusec, with NVRTC's words */
+            st = FUSEC_ERR_COMPILER;
+            snprintf(err, errlen, "NVRTC rejected the generated CUDA C (a fusec bug):\n%s",
+                     b.log ? b.log : "");
+        } else {
+            st = b.status == RT_NVRTC_ERR_ARCH ? FUSEC_ERR_INVALID_ARGUMENT : FUSEC_ERR_COMPILER;
+            snprintf(err, errlen, "%s: %s", rt_nvrtc_status_string(b.status),
+                     b.log ? b.log : "no details");
+        }
+    } else if (cs == RT_CACHE_NOMEM) {
+        snprintf(err, errlen, "out of memory in the kernel cache");
+        st = FUSEC_ERR_OUT_OF_MEMORY;
+    } else if (cs != RT_CACHE_OK) {
+        snprintf(err, errlen, "the kernel cache failed (status %d)", (int)cs);
+        st = FUSEC_ERR_INTERNAL;
+    }
+    free(b.log);
+    return st;
+}
+
+static fusec_status generate(const rt_backend_request *req, cuda_module **mod, char *err,
+                             size_t errlen) {
+    double t0 = now_ms();
+    if (cuda_generate(req->arena, req->funcs, req->nfuncs, mod, err, errlen) != 0)
+        return FUSEC_ERR_INTERNAL;
+    if (req->opt->verbose)
+        ir_buf_printf(req->report, "time: cuda codegen %.3f ms (%zu bytes of CUDA C)\n",
+                      now_ms() - t0, (*mod)->source_len);
+    return FUSEC_OK;
+}
+
+/* ---- the backend --------------------------------------------------------------------------------
+ */
+
+static int rt_cuda_available(char *why, size_t whylen) {
+    return rt_cuda_probe(NULL, why, whylen);
+}
+
+static fusec_status rt_cuda_emit(const rt_backend_request *req, fusec_emit kind, ir_buf *out,
+                                 char *err, size_t errlen) {
+    cuda_module *mod = NULL;
+    fusec_status st = generate(req, &mod, err, errlen);
+    if (st != FUSEC_OK) return st;
+    if (kind == FUSEC_EMIT_CUDA) {
+        ir_buf_putn(out, mod->source, mod->source_len);
+        return FUSEC_OK;
+    }
+    if (kind != FUSEC_EMIT_PTX && kind != FUSEC_EMIT_CUBIN) {
+        snprintf(err, errlen, "the cuda backend emits cuda, ptx or cubin");
+        return FUSEC_ERR_INVALID_ARGUMENT;
+    }
+    int want_ptx = kind == FUSEC_EMIT_PTX;
+    char arch[32];
+    st = pick_arch(req, want_ptx, 1, arch, sizeof arch, err, errlen);
+    if (st != FUSEC_OK) return st;
+    void *image = NULL;
+    size_t len = 0;
+    st = build_cached(req, mod, arch, want_ptx, &image, &len, err, errlen);
+    if (st != FUSEC_OK) return st;
+    ir_buf_putn(out, image, len);
+    free(image);
+    return FUSEC_OK;
+}
+
+static void rt_cuda_destroy(void *program);
+
+static fusec_status rt_cuda_compile(const rt_backend_request *req, void **program, char *err,
+                                    size_t errlen) {
+    *program = NULL;
+    char arch[32];
+    fusec_status st = pick_arch(req, 0, 0, arch, sizeof arch, err, errlen);
+    if (st != FUSEC_OK) return st;
+    cuda_module *mod = NULL;
+    st = generate(req, &mod, err, errlen);
+    if (st != FUSEC_OK) return st;
+    rt_cuda_program *p = calloc(1, sizeof *p);
+    if (!p) {
+        snprintf(err, errlen, "out of memory");
+        return FUSEC_ERR_OUT_OF_MEMORY;
+    }
+    p->module = mod;
+    snprintf(p->arch, sizeof p->arch, "%s", arch);
+    if (mod->nnames > 0) {
+        st = build_cached(req, mod, arch, 0, &p->cubin, &p->cubin_len, err, errlen);
+        if (st != FUSEC_OK) {
+            free(p->cubin);
+            free(p);
+            return st;
+        }
+    }
+    if (rt_cuda_probe(NULL, NULL, 0)) {
+        double t0 = now_ms();
+        p->load_status =
+            rt_cuda_gpu_load(mod, p->cubin, p->cubin_len, &p->gpu, p->load_err, sizeof p->load_err);
+        if (req->opt->verbose)
+            ir_buf_printf(req->report, "cuda: loading the kernels %.3f ms%s%s\n", now_ms() - t0,
+                          p->load_status == FUSEC_OK ? "" : ": ", p->load_err);
+        /* built for the GPU's own architecture, the kernels must load; built for an --arch
+         * of the caller's, the failure waits for a launch (emitting needs no device) */
+        if (p->load_status != FUSEC_OK && !(req->opt->arch && *req->opt->arch)) {
+            snprintf(err, errlen, "%s", p->load_err);
+            st = p->load_status;
+            rt_cuda_destroy(p);
+            return st;
+        }
+    }
+    *program = p;
+    return FUSEC_OK;
+}
+
+/* Why nothing can run: no device, or the device could not load the kernels. */
+static fusec_status no_launch(const rt_cuda_program *p, char *err, size_t errlen) {
+    char why[512];
+    if (!rt_cuda_probe(NULL, why, sizeof why)) {
+        if (strstr(why, "libcuda.so.1 could not be loaded"))
+            snprintf(err, errlen, "%s", RT_CUDA_NO_DEVICE);
+        else
+            snprintf(err, errlen, "%s", why);
+        return FUSEC_ERR_NO_DEVICE;
+    }
+    snprintf(err, errlen, "%s", p && p->load_err[0] ? p->load_err : "the kernels are not loaded");
+    return p && p->load_status != FUSEC_OK ? p->load_status : FUSEC_ERR_INTERNAL;
+}
+
+static fusec_status rt_cuda_launch(void *program, int func, const ir_tensor *args,
+                                   const int64_t *syms, void *stream, char *err, size_t errlen) {
+    rt_cuda_program *p = program;
+    if (!p->gpu) return no_launch(p, err, errlen);
+    return rt_cuda_gpu_launch(p->gpu, func, args, syms, stream, err, errlen);
+}
+
+static void rt_cuda_destroy(void *program) {
+    rt_cuda_program *p = program;
+    if (!p) return;
+    rt_cuda_gpu_free(p->gpu);
+    free(p->cubin);
+    free(p);
+}
+
+static fusec_status rt_cuda_plan_create_(void *program, int func, const ir_tensor *args,
+                                         const int64_t *syms, void *stream, void **plan, char *err,
+                                         size_t errlen) {
+    rt_cuda_program *p = program;
+    *plan = NULL;
+    if (!p->gpu) return no_launch(p, err, errlen);
+    return rt_cuda_plan_create(p->gpu, func, args, syms, stream, (rt_cuda_plan **)plan, err,
+                               errlen);
+}
+
+static fusec_status rt_cuda_plan_launch_(void *plan, void *stream, char *err, size_t errlen) {
+    return rt_cuda_plan_launch(plan, stream, err, errlen);
+}
+
+static fusec_status rt_cuda_plan_rebind_(void *plan, const ir_tensor *args, char *err,
+                                         size_t errlen) {
+    return rt_cuda_plan_rebind(plan, args, err, errlen);
+}
+
+static void rt_cuda_plan_destroy_(void *plan) {
+    rt_cuda_plan_free(plan);
+}
+
+static fusec_status rt_cuda_time_launches_(void *program, void *plan, int func,
+                                           const ir_tensor *args, const int64_t *syms, int reps,
+                                           double *times_ms, char *err, size_t errlen) {
+    rt_cuda_program *p = program;
+    if (!p->gpu) return no_launch(p, err, errlen);
+    return rt_cuda_time_launches(p->gpu, plan, func, args, syms, reps, times_ms, err, errlen);
+}
+
+const rt_backend rt_backend_cuda = {
+    .name = "cuda",
+    .target = FUSEC_TARGET_CUDA,
+    .available = rt_cuda_available,
+    .emit = rt_cuda_emit,
+    .compile = rt_cuda_compile,
+    .launch = rt_cuda_launch,
+    .destroy = rt_cuda_destroy,
+    .copy_time = rt_cuda_copy_time,
+    .mem_alloc = rt_cuda_mem_alloc,
+    .mem_free = rt_cuda_mem_free,
+    .mem_copy = rt_cuda_mem_copy,
+    .synchronize = rt_cuda_synchronize,
+    .plan_create = rt_cuda_plan_create_,
+    .plan_launch = rt_cuda_plan_launch_,
+    .plan_rebind = rt_cuda_plan_rebind_,
+    .plan_destroy = rt_cuda_plan_destroy_,
+    .time_launches = rt_cuda_time_launches_,
+};

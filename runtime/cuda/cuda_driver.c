@@ -1,0 +1,184 @@
+/* runtime/cuda/cuda_driver.c: loading the CUDA driver through dlopen (see cuda_driver.h). The
+ * entry points are declared in cuda_api.h, which keeps the toolkit out of the build. State
+ * is written once under pthread_once and only read afterwards. */
+#include "runtime/cuda/cuda_driver.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static rt_cuda_device device;
+static rt_cu_api api;
+static int present;
+static char reason[512];
+
+/* dlsym's object pointer into a function pointer, through memcpy (POSIX guarantees it). */
+static int sym(void *lib, const char *name, const char *fallback, void *fp, size_t fpsize) {
+    void *p = dlsym(lib, name);
+    if (!p && fallback) p = dlsym(lib, fallback);
+    if (!p) return 0;
+    memcpy(fp, &p, fpsize);
+    return 1;
+}
+
+static void probe(void) {
+    /* FUSEC_CUDA_DRIVER names another library with the driver API (the tests' stand-in):
+     * only fusec loads it, while NVRTC, which looks for libcuda.so.1 itself, never sees it */
+    const char *path = getenv("FUSEC_CUDA_DRIVER");
+    void *lib = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib) {
+        snprintf(reason, sizeof reason,
+                 "no CUDA driver or device was found (libcuda.so.1 could not be loaded)");
+        return;
+    }
+    rt_cu_api a;
+#define RT_CU_LOAD(member, symbol, fallback, params)                                               \
+    if (!sym(lib, symbol, fallback, &a.member, sizeof a.member)) {                                 \
+        snprintf(reason, sizeof reason,                                                            \
+                 "the CUDA driver (libcuda.so.1) is too old: it lacks %s (CUDA 12.3 or newer is "  \
+                 "needed)",                                                                        \
+                 symbol);                                                                          \
+        return;                                                                                    \
+    }
+    RT_CU_FUNCTIONS(RT_CU_LOAD)
+#undef RT_CU_LOAD
+    /* the library stays loaded from here on: unloading a driver buys nothing */
+    rt_cu_result r = a.Init(0);
+    if (r != RT_CU_SUCCESS) {
+        const char *s = NULL;
+        a.GetErrorString(r, &s);
+        snprintf(reason, sizeof reason, "the CUDA driver failed to initialize: %s (error %d)",
+                 s ? s : "unknown error", r);
+        return;
+    }
+    int n = 0;
+    rt_cu_device d0 = 0;
+    if (a.DeviceGetCount(&n) != RT_CU_SUCCESS || n < 1 || a.DeviceGet(&d0, 0) != RT_CU_SUCCESS) {
+        snprintf(reason, sizeof reason, "the CUDA driver reports no device");
+        return;
+    }
+    device.count = n;
+    device.handle = d0;
+    if (a.DeviceGetAttribute(&device.major, RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d0) !=
+            RT_CU_SUCCESS ||
+        a.DeviceGetAttribute(&device.minor, RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d0) !=
+            RT_CU_SUCCESS ||
+        a.DeviceGetAttribute(&device.sm_count, RT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d0) !=
+            RT_CU_SUCCESS ||
+        a.DeviceGetAttribute(&device.max_threads, RT_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                             d0) != RT_CU_SUCCESS ||
+        a.DeviceGetName(device.name, (int)sizeof device.name, d0) != RT_CU_SUCCESS ||
+        a.DriverGetVersion(&device.driver_version) != RT_CU_SUCCESS) {
+        snprintf(reason, sizeof reason, "the CUDA driver cannot describe device 0");
+        return;
+    }
+    api = a;
+    present = 1;
+}
+
+int rt_cuda_probe(rt_cuda_device *d, char *why, size_t whylen) {
+    pthread_once(&probe_once, probe);
+    if (present) {
+        if (d) *d = device;
+        if (why && whylen) why[0] = 0;
+        return 1;
+    }
+    if (d) memset(d, 0, sizeof *d);
+    if (why && whylen) snprintf(why, whylen, "%s", reason);
+    return 0;
+}
+
+const rt_cu_api *rt_cuda_api(void) {
+    pthread_once(&probe_once, probe);
+    return present ? &api : NULL;
+}
+
+const char *rt_cuda_error(rt_cu_result r, const char *call, char *buf, size_t len) {
+    const char *name = NULL, *text = NULL;
+    if (present) {
+        api.GetErrorName(r, &name);
+        api.GetErrorString(r, &text);
+    }
+    snprintf(buf, len, "%s: %s (%s)", call, name ? name : "CUDA error", text ? text : "?");
+    return buf;
+}
+
+/* ---- the primary context and the pool: made once, kept for the process ------------------- */
+
+static pthread_mutex_t state_mu = PTHREAD_MUTEX_INITIALIZER;
+static rt_cu_context primary;
+static rt_cu_mempool pool;
+
+int rt_cuda_enter(int *pushed, char *err, size_t errlen) {
+    *pushed = 0;
+    const rt_cu_api *cu = rt_cuda_api();
+    if (!cu) {
+        rt_cuda_probe(NULL, err, errlen);
+        return -1;
+    }
+    pthread_mutex_lock(&state_mu);
+    rt_cu_result r = RT_CU_SUCCESS;
+    if (!primary) r = cu->DevicePrimaryCtxRetain(&primary, device.handle);
+    rt_cu_context ctx = primary;
+    pthread_mutex_unlock(&state_mu);
+    if (r != RT_CU_SUCCESS) {
+        rt_cuda_error(r, "cuDevicePrimaryCtxRetain", err, errlen);
+        return -1;
+    }
+    rt_cu_context cur = NULL;
+    r = cu->CtxGetCurrent(&cur);
+    if (r == RT_CU_SUCCESS && cur == ctx) return 0;
+    if (r == RT_CU_SUCCESS) r = cu->CtxPushCurrent(ctx);
+    if (r != RT_CU_SUCCESS) {
+        rt_cuda_error(r, "cuCtxPushCurrent", err, errlen);
+        return -1;
+    }
+    *pushed = 1;
+    return 0;
+}
+
+void rt_cuda_leave(int pushed) {
+    if (!pushed) return;
+    rt_cu_context popped = NULL;
+    api.CtxPopCurrent(&popped);
+}
+
+rt_cu_mempool rt_cuda_pool(char *err, size_t errlen) {
+    const rt_cu_api *cu = &api;
+    pthread_mutex_lock(&state_mu);
+    if (!pool) {
+        int supported = 0;
+        rt_cu_result r = cu->DeviceGetAttribute(
+            &supported, RT_CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, device.handle);
+        if (r != RT_CU_SUCCESS || !supported) {
+            snprintf(err, errlen, "device 0 (%s) has no stream-ordered memory pools", device.name);
+        } else {
+            rt_cu_mempool_props props;
+            memset(&props, 0, sizeof props);
+            props.alloc_type = RT_CU_MEM_ALLOCATION_TYPE_PINNED;
+            props.handle_types = RT_CU_MEM_HANDLE_TYPE_NONE;
+            props.location.type = RT_CU_MEM_LOCATION_TYPE_DEVICE;
+            props.location.id = device.handle;
+            rt_cu_mempool p = NULL;
+            r = cu->MemPoolCreate(&p, &props);
+            if (r == RT_CU_SUCCESS) {
+                unsigned long long keep_all = ~0ull;
+                r = cu->MemPoolSetAttribute(p, RT_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all);
+                if (r != RT_CU_SUCCESS) {
+                    cu->MemPoolDestroy(p);
+                    rt_cuda_error(r, "cuMemPoolSetAttribute", err, errlen);
+                } else {
+                    pool = p;
+                }
+            } else {
+                rt_cuda_error(r, "cuMemPoolCreate", err, errlen);
+            }
+        }
+    }
+    rt_cu_mempool p = pool;
+    pthread_mutex_unlock(&state_mu);
+    return p;
+}

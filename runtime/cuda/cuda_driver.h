@@ -1,0 +1,50 @@
+/* runtime/cuda/cuda_driver.h: the CUDA driver (libcuda.so.1), loaded with dlopen on first use so
+ * fusec runs where there is none: whether a device is present, what it is, and the table of
+ * driver entry points (runtime/cuda/cuda_api.h) the launcher calls.
+ *
+ * $FUSEC_CUDA_DRIVER, when set, is the path of the library loaded instead of libcuda.so.1.
+ * fusec runs on device 0 of those the driver shows (CUDA_VISIBLE_DEVICES chooses), in its
+ * primary context: the one the CUDA runtime and most libraries share.
+ *
+ * Thread safety: every function may be called from any thread; probing happens once.
+ */
+#ifndef FUSEC_RUNTIME_CUDA_DRIVER_H
+#define FUSEC_RUNTIME_CUDA_DRIVER_H
+
+#include <stddef.h>
+
+#include "runtime/cuda/cuda_api.h"
+
+typedef struct rt_cuda_device {
+    int count;        /* devices the driver reports */
+    int major, minor; /* compute capability of device 0 */
+    int sm_count;     /* its multiprocessors */
+    int max_threads;  /* per block */
+    int driver_version;
+    rt_cu_device handle;
+    char name[128];
+} rt_cuda_device;
+
+/* 1 and *d filled (may be NULL) when libcuda.so.1 loads, initializes and reports at least
+ * one device; else 0 with the reason in why (may be NULL). */
+int rt_cuda_probe(rt_cuda_device *d, char *why, size_t whylen);
+
+/* The driver's entry points; NULL unless rt_cuda_probe succeeds. */
+const rt_cu_api *rt_cuda_api(void);
+
+/* Makes device 0's primary context current on this thread when it is not (retained once
+ * for the process, never released: the CUDA runtime's own rule). *pushed says whether
+ * rt_cuda_leave must pop it. 0, or -1 with the driver's message in err. */
+int rt_cuda_enter(int *pushed, char *err, size_t errlen);
+void rt_cuda_leave(int pushed);
+
+/* fusec's stream-ordered memory pool on device 0, made once (between rt_cuda_enter and
+ * rt_cuda_leave): scratch memory between kernels comes from it. It keeps what it was given
+ * (release threshold: all), so allocations after the first are sub-allocations. NULL with a
+ * message when the device has no memory pools. */
+rt_cu_mempool rt_cuda_pool(char *err, size_t errlen);
+
+/* "cuLaunchKernel: CUDA_ERROR_INVALID_VALUE (invalid argument)" into buf; returns buf. */
+const char *rt_cuda_error(rt_cu_result r, const char *call, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,742 @@
+/* runtime/cuda/cuda_launch.c: the Driver API launcher (see cuda_launch.h). codegen/cuda/cuda.h says
+ * what each launch of a function takes; cuda_resolve turns it into grids and argument values
+ * for given dims, and this file keeps the last resolution of each function, so that a call
+ * with the same dims (and pointers of the same alignment) packs its arguments from it and
+ * goes straight to cuLaunchKernel. */
+#include "runtime/cuda/cuda_launch.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/cuda/cuda_driver.h"
+
+/* Scratch buffers are carved from one pool allocation at this alignment (cuda_resolve's
+ * rule; the pool's own allocations are at least this aligned). */
+#define RT_CUDA_SCRATCH_ALIGN 256u
+
+/* One resolution of a function for given dims: what its launches need. */
+typedef struct resolution {
+    cuda_config *configs;  /* [nlaunches] */
+    int64_t *values;       /* [nvalues], as cuda_resolve lays them out */
+    uint64_t *scratch_off; /* [nscratch] byte offsets into the scratch block */
+    uint64_t scratch_bytes;
+} resolution;
+
+typedef struct rt_cuda_fn {
+    const cuda_func *meta;
+    rt_cu_function *funcs; /* funcs[var_base[l] + variant] */
+    int32_t *var_base;     /* [nlaunches] */
+    int32_t *arg_base;     /* [nlaunches]: launch l's first value */
+    int32_t nvalues, max_args, nptrs, nkey;
+    /* the last resolution and its key (dims, then the low byte of every pointer) */
+    pthread_mutex_t mu;
+    int cached;
+    int64_t *key;
+    resolution last;
+} rt_cuda_fn;
+
+struct rt_cuda_gpu {
+    rt_cuda_device dev;
+    rt_cu_module module;
+    int nfuncs;
+    rt_cuda_fn *fns;
+};
+
+struct rt_cuda_plan {
+    rt_cuda_gpu *g;
+    rt_cuda_fn *fn;
+    int64_t *syms; /* the dims it was made for */
+    resolution res;
+    void *res_mem;
+    rt_cu_deviceptr scratch;
+    rt_cu_stream last_stream;
+    rt_cu_graph graph;
+    rt_cu_graph_exec exec;
+    int32_t nnodes;
+    rt_cu_graph_node *nodes;
+    int32_t *node_launch; /* the launch each node runs */
+};
+
+static fusec_status driver_failed(rt_cu_result r, const char *call, char *err, size_t errlen) {
+    rt_cuda_error(r, call, err, errlen);
+    return FUSEC_ERR_DRIVER;
+}
+
+static fusec_status no_memory(char *err, size_t errlen) {
+    snprintf(err, errlen, "out of memory");
+    return FUSEC_ERR_OUT_OF_MEMORY;
+}
+
+/* ---- loading ------------------------------------------------------------------------- */
+
+static void fn_free(rt_cuda_fn *fn) {
+    free(fn->funcs);
+    free(fn->var_base);
+    free(fn->arg_base);
+    free(fn->key);
+    free(fn->last.configs);
+    free(fn->last.values);
+    free(fn->last.scratch_off);
+    pthread_mutex_destroy(&fn->mu);
+}
+
+static fusec_status fn_load(rt_cuda_gpu *g, const cuda_func *meta, rt_cuda_fn *fn, char *err,
+                            size_t errlen) {
+    const rt_cu_api *cu = rt_cuda_api();
+    fn->meta = meta;
+    pthread_mutex_init(&fn->mu, NULL);
+    int32_t nvar = 0, nl = meta->nlaunches > 0 ? meta->nlaunches : 1;
+    for (int32_t l = 0; l < meta->nlaunches; l++)
+        nvar += meta->launches[l].nvariants;
+    fn->funcs = calloc((size_t)(nvar ? nvar : 1), sizeof *fn->funcs);
+    fn->var_base = calloc((size_t)nl, sizeof *fn->var_base);
+    fn->arg_base = calloc((size_t)nl, sizeof *fn->arg_base);
+    fn->nptrs = meta->nparams + meta->nresults;
+    fn->nkey = meta->nsyms + fn->nptrs;
+    fn->key = calloc((size_t)(fn->nkey ? fn->nkey : 1), sizeof *fn->key);
+    fn->last.configs = calloc((size_t)nl, sizeof *fn->last.configs);
+    fn->nvalues = cuda_func_nargs(meta);
+    fn->last.values = calloc((size_t)(fn->nvalues ? fn->nvalues : 1), sizeof(int64_t));
+    fn->last.scratch_off = calloc((size_t)(meta->nscratch ? meta->nscratch : 1), sizeof(uint64_t));
+    if (!fn->funcs || !fn->var_base || !fn->arg_base || !fn->key || !fn->last.configs ||
+        !fn->last.values || !fn->last.scratch_off)
+        return no_memory(err, errlen);
+    int32_t v = 0, a = 0;
+    for (int32_t l = 0; l < meta->nlaunches; l++) {
+        const cuda_launch *ln = &meta->launches[l];
+        fn->var_base[l] = v;
+        fn->arg_base[l] = a;
+        a += ln->nargs;
+        if (ln->nargs > fn->max_args) fn->max_args = ln->nargs;
+        for (int32_t k = 0; k < ln->nvariants; k++, v++) {
+            rt_cu_result r = cu->ModuleGetFunction(&fn->funcs[v], g->module, ln->variants[k].name);
+            if (r != RT_CU_SUCCESS) {
+                char why[256];
+                snprintf(err, errlen, "kernel %s of '%s': %s", ln->variants[k].name, meta->name,
+                         rt_cuda_error(r, "cuModuleGetFunction", why, sizeof why));
+                return FUSEC_ERR_DRIVER;
+            }
+        }
+    }
+    return FUSEC_OK;
+}
+
+void rt_cuda_gpu_free(rt_cuda_gpu *g) {
+    if (!g) return;
+    for (int i = 0; i < g->nfuncs; i++)
+        fn_free(&g->fns[i]);
+    free(g->fns);
+    if (g->module) {
+        int pushed = 0;
+        char err[256];
+        if (rt_cuda_enter(&pushed, err, sizeof err) == 0) {
+            rt_cuda_api()->ModuleUnload(g->module);
+            rt_cuda_leave(pushed);
+        }
+    }
+    free(g);
+}
+
+fusec_status rt_cuda_gpu_load(const cuda_module *mod, const void *cubin, size_t len,
+                              rt_cuda_gpu **out, char *err, size_t errlen) {
+    *out = NULL;
+    rt_cuda_gpu *g = calloc(1, sizeof *g);
+    if (!g) return no_memory(err, errlen);
+    if (!rt_cuda_probe(&g->dev, err, errlen)) {
+        free(g);
+        return FUSEC_ERR_NO_DEVICE;
+    }
+    int pushed = 0;
+    if (rt_cuda_enter(&pushed, err, errlen) != 0) {
+        free(g);
+        return FUSEC_ERR_DRIVER;
+    }
+    const rt_cu_api *cu = rt_cuda_api();
+    fusec_status st = FUSEC_OK;
+    if (cubin && len) {
+        rt_cu_result r = cu->ModuleLoadData(&g->module, cubin);
+        if (r != RT_CU_SUCCESS) {
+            char why[256];
+            snprintf(err, errlen,
+                     "the kernels cannot be loaded on %s (compute capability %d.%d): %s",
+                     g->dev.name, g->dev.major, g->dev.minor,
+                     rt_cuda_error(r, "cuModuleLoadData", why, sizeof why));
+            g->module = NULL;
+            st = FUSEC_ERR_DRIVER;
+        }
+    }
+    if (st == FUSEC_OK) {
+        g->fns = calloc((size_t)(mod->nfuncs ? mod->nfuncs : 1), sizeof *g->fns);
+        if (!g->fns) st = no_memory(err, errlen);
+    }
+    for (int i = 0; st == FUSEC_OK && i < mod->nfuncs; i++) {
+        g->nfuncs = i + 1;
+        st = fn_load(g, &mod->funcs[i], &g->fns[i], err, errlen);
+    }
+    rt_cuda_leave(pushed);
+    if (st != FUSEC_OK) {
+        rt_cuda_gpu_free(g);
+        return st;
+    }
+    *out = g;
+    return FUSEC_OK;
+}
+
+/* ---- resolving and packing ------------------------------------------------------------- */
+
+/* The per-call copy of a resolution, on the stack when it fits. */
+typedef struct call {
+    resolution res;
+    void *heap;
+    union {
+        int64_t align;
+        unsigned char bytes[8192];
+    } stack;
+} call;
+
+static size_t resolution_size(const rt_cuda_fn *fn) {
+    return sizeof(cuda_config) * (size_t)fn->meta->nlaunches +
+           sizeof(int64_t) * (size_t)fn->nvalues + sizeof(uint64_t) * (size_t)fn->meta->nscratch;
+}
+
+/* Points res's arrays into mem (resolution_size bytes; cuda_config holds int64s first). */
+static void resolution_place(const rt_cuda_fn *fn, resolution *res, void *mem) {
+    unsigned char *p = mem;
+    res->values = (int64_t *)p;
+    p += sizeof(int64_t) * (size_t)fn->nvalues;
+    res->scratch_off = (uint64_t *)p;
+    p += sizeof(uint64_t) * (size_t)fn->meta->nscratch;
+    res->configs = (cuda_config *)p;
+}
+
+static void resolution_copy(const rt_cuda_fn *fn, resolution *dst, const resolution *src) {
+    memcpy(dst->configs, src->configs, sizeof(cuda_config) * (size_t)fn->meta->nlaunches);
+    memcpy(dst->values, src->values, sizeof(int64_t) * (size_t)fn->nvalues);
+    memcpy(dst->scratch_off, src->scratch_off, sizeof(uint64_t) * (size_t)fn->meta->nscratch);
+    dst->scratch_bytes = src->scratch_bytes;
+}
+
+static int call_init(const rt_cuda_fn *fn, call *c) {
+    size_t need = resolution_size(fn);
+    c->heap = NULL;
+    void *mem = c->stack.bytes;
+    if (need > sizeof c->stack.bytes) {
+        mem = c->heap = malloc(need);
+        if (!mem) return -1;
+    }
+    resolution_place(fn, &c->res, mem);
+    return 0;
+}
+
+static void call_done(call *c) {
+    free(c->heap);
+}
+
+/* Resolves fn for these dims and pointers into c->res (from the function's last resolution
+ * when the key matches). */
+static fusec_status resolve(const rt_cuda_gpu *g, rt_cuda_fn *fn, const ir_tensor *args,
+                            const int64_t *syms, call *c, char *err, size_t errlen) {
+    const cuda_func *meta = fn->meta;
+    int64_t key_stack[64], *key = key_stack;
+    uint64_t ptr_stack[64], *ptrs = ptr_stack;
+    if (fn->nkey > 64 || fn->nptrs > 64) {
+        key = malloc(sizeof(int64_t) * (size_t)fn->nkey);
+        ptrs = malloc(sizeof(uint64_t) * (size_t)fn->nptrs);
+        if (!key || !ptrs) {
+            free(key != key_stack ? key : NULL);
+            free(ptrs != ptr_stack ? ptrs : NULL);
+            return no_memory(err, errlen);
+        }
+    }
+    for (int32_t i = 0; i < meta->nsyms; i++)
+        key[i] = syms[i];
+    for (int32_t i = 0; i < fn->nptrs; i++) {
+        ptrs[i] = (uint64_t)(uintptr_t)args[i].data;
+        key[meta->nsyms + i] = (int64_t)(ptrs[i] & 0xff); /* all alignment conditions need */
+    }
+    fusec_status st = FUSEC_OK;
+    int hit = 0;
+    pthread_mutex_lock(&fn->mu);
+    if (fn->cached && memcmp(fn->key, key, sizeof(int64_t) * (size_t)fn->nkey) == 0) {
+        resolution_copy(fn, &c->res, &fn->last);
+        hit = 1;
+    }
+    pthread_mutex_unlock(&fn->mu);
+    if (!hit) {
+        if (cuda_resolve(meta, syms, ptrs, ptrs + meta->nparams, g->dev.sm_count, c->res.configs,
+                         c->res.values, err, errlen) != 0) {
+            st = FUSEC_ERR_RUNTIME;
+        } else {
+            uint64_t total = 0;
+            for (int32_t k = 0; k < meta->nscratch && st == FUSEC_OK; k++) {
+                int64_t b = cuda_size_eval(&meta->scratch[k].bytes, syms);
+                if (b < 0 || (uint64_t)b > (UINT64_MAX >> 2)) {
+                    snprintf(err, errlen, "scratch buffer %d of '%s' is too large", (int)k,
+                             meta->name);
+                    st = FUSEC_ERR_OUT_OF_MEMORY;
+                    break;
+                }
+                c->res.scratch_off[k] = total;
+                total += ((uint64_t)(b ? b : 1) + RT_CUDA_SCRATCH_ALIGN - 1) &
+                         ~(uint64_t)(RT_CUDA_SCRATCH_ALIGN - 1);
+            }
+            c->res.scratch_bytes = total;
+        }
+        if (st == FUSEC_OK) {
+            pthread_mutex_lock(&fn->mu);
+            memcpy(fn->key, key, sizeof(int64_t) * (size_t)fn->nkey);
+            resolution_copy(fn, &fn->last, &c->res);
+            fn->cached = 1;
+            pthread_mutex_unlock(&fn->mu);
+        }
+    }
+    if (key != key_stack) free(key);
+    if (ptrs != ptr_stack) free(ptrs);
+    return st;
+}
+
+/* Launch li's kernel arguments: slots[j] holds argument j, kp[j] points at it. */
+static void pack(const rt_cuda_fn *fn, const resolution *res, int32_t li, const ir_tensor *args,
+                 rt_cu_deviceptr scratch, uint64_t *slots, void **kp) {
+    const cuda_launch *ln = &fn->meta->launches[li];
+    const int64_t *values = res->values + fn->arg_base[li];
+    for (int32_t j = 0; j < ln->nargs; j++) {
+        const cuda_arg *a = &ln->args[j];
+        switch (a->kind) {
+        case CUDA_ARG_PARAM: slots[j] = (uint64_t)(uintptr_t)args[a->index].data; break;
+        case CUDA_ARG_RESULT:
+            slots[j] = (uint64_t)(uintptr_t)args[fn->meta->nparams + a->index].data;
+            break;
+        case CUDA_ARG_SCRATCH: slots[j] = scratch + res->scratch_off[a->index]; break;
+        default: slots[j] = (uint64_t)values[j]; break;
+        }
+        kp[j] = &slots[j];
+    }
+}
+
+/* Room for one launch's packed arguments: on the stack unless a launch has many. */
+typedef struct arg_buffer {
+    uint64_t *slots;
+    void **kp;
+    uint64_t slot_stack[128];
+    void *kp_stack[128];
+} arg_buffer;
+
+static int arg_buffer_init(arg_buffer *b, int32_t max_args) {
+    b->slots = b->slot_stack;
+    b->kp = b->kp_stack;
+    if (max_args <= 128) return 0;
+    b->slots = malloc(sizeof *b->slots * (size_t)max_args);
+    b->kp = malloc(sizeof *b->kp * (size_t)max_args);
+    if (b->slots && b->kp) return 0;
+    free(b->slots);
+    free(b->kp);
+    return -1;
+}
+
+static void arg_buffer_done(arg_buffer *b) {
+    if (b->slots != b->slot_stack) free(b->slots);
+    if (b->kp != b->kp_stack) free(b->kp);
+}
+
+static rt_cu_function variant_function(const rt_cuda_fn *fn, const resolution *res, int32_t li) {
+    return fn->funcs[fn->var_base[li] + res->configs[li].variant];
+}
+
+/* Scratch for one call: one block from the pool, ordered on `stream`. */
+static fusec_status scratch_alloc(uint64_t bytes, rt_cu_stream stream, rt_cu_deviceptr *out,
+                                  char *err, size_t errlen) {
+    *out = 0;
+    if (!bytes) return FUSEC_OK;
+    rt_cu_mempool pool = rt_cuda_pool(err, errlen);
+    if (!pool) return FUSEC_ERR_UNSUPPORTED;
+    rt_cu_result r = rt_cuda_api()->MemAllocFromPoolAsync(out, (size_t)bytes, pool, stream);
+    if (r != RT_CU_SUCCESS) return driver_failed(r, "cuMemAllocFromPoolAsync", err, errlen);
+    if (*out % RT_CUDA_SCRATCH_ALIGN) {
+        rt_cuda_api()->MemFreeAsync(*out, stream);
+        snprintf(err, errlen, "the memory pool returned memory aligned to less than %u bytes",
+                 RT_CUDA_SCRATCH_ALIGN);
+        return FUSEC_ERR_INTERNAL;
+    }
+    return FUSEC_OK;
+}
+
+/* ---- stream launches ------------------------------------------------------------------- */
+
+static fusec_status launch_all(const rt_cuda_fn *fn, const resolution *res, const ir_tensor *args,
+                               rt_cu_deviceptr scratch, rt_cu_stream stream, char *err,
+                               size_t errlen) {
+    const rt_cu_api *cu = rt_cuda_api();
+    arg_buffer ab;
+    if (arg_buffer_init(&ab, fn->max_args) != 0) return no_memory(err, errlen);
+    uint64_t *slots = ab.slots;
+    void **kp = ab.kp;
+    fusec_status st = FUSEC_OK;
+    for (int32_t li = 0; li < fn->meta->nlaunches && st == FUSEC_OK; li++) {
+        const cuda_config *cf = &res->configs[li];
+        if (cf->skip) continue;
+        pack(fn, res, li, args, scratch, slots, kp);
+        rt_cu_result r = cu->LaunchKernel(variant_function(fn, res, li), cf->grid, 1, 1, cf->block,
+                                          1, 1, cf->smem_bytes, stream, kp, NULL);
+        if (r != RT_CU_SUCCESS) {
+            char why[256];
+            snprintf(err, errlen, "launching %s: %s", cf->name,
+                     rt_cuda_error(r, "cuLaunchKernel", why, sizeof why));
+            st = FUSEC_ERR_DRIVER;
+        }
+    }
+    arg_buffer_done(&ab);
+    return st;
+}
+
+fusec_status rt_cuda_gpu_launch(rt_cuda_gpu *g, int func, const ir_tensor *args,
+                                const int64_t *syms, void *stream, char *err, size_t errlen) {
+    rt_cuda_fn *fn = &g->fns[func];
+    call c;
+    if (call_init(fn, &c) != 0) return no_memory(err, errlen);
+    int pushed = 0;
+    fusec_status st = FUSEC_OK;
+    if (rt_cuda_enter(&pushed, err, errlen) != 0) {
+        call_done(&c);
+        return FUSEC_ERR_DRIVER;
+    }
+    st = resolve(g, fn, args, syms, &c, err, errlen);
+    rt_cu_deviceptr scratch = 0;
+    rt_cu_stream s = (rt_cu_stream)stream;
+    if (st == FUSEC_OK) st = scratch_alloc(c.res.scratch_bytes, s, &scratch, err, errlen);
+    if (st == FUSEC_OK) {
+        st = launch_all(fn, &c.res, args, scratch, s, err, errlen);
+        /* ordered after the launches on the same stream: the next call may reuse it */
+        if (scratch) rt_cuda_api()->MemFreeAsync(scratch, s);
+    }
+    rt_cuda_leave(pushed);
+    call_done(&c);
+    return st;
+}
+
+/* ---- plans ------------------------------------------------------------------------------- */
+
+static void node_params(const rt_cuda_fn *fn, const resolution *res, int32_t li, void **kp,
+                        rt_cu_kernel_node_params *np) {
+    const cuda_config *cf = &res->configs[li];
+    memset(np, 0, sizeof *np);
+    np->func = variant_function(fn, res, li);
+    np->grid_x = cf->grid;
+    np->grid_y = np->grid_z = 1;
+    np->block_x = cf->block;
+    np->block_y = np->block_z = 1;
+    np->shared_mem_bytes = cf->smem_bytes;
+    np->kernel_params = kp;
+}
+
+/* Sets (node == NULL: adds, after `prev`) the kernel node of launch li. The driver copies
+ * the argument values, so the slots are scratch space. */
+static fusec_status plan_node(rt_cuda_plan *p, int32_t li, const ir_tensor *args, int32_t node,
+                              rt_cu_graph_node prev, char *err, size_t errlen) {
+    const rt_cu_api *cu = rt_cuda_api();
+    const rt_cuda_fn *fn = p->fn;
+    arg_buffer ab;
+    if (arg_buffer_init(&ab, fn->max_args) != 0) return no_memory(err, errlen);
+    uint64_t *slots = ab.slots;
+    void **kp = ab.kp;
+    pack(fn, &p->res, li, args, p->scratch, slots, kp);
+    rt_cu_kernel_node_params np;
+    node_params(fn, &p->res, li, kp, &np);
+    rt_cu_result r;
+    const char *what;
+    if (node < p->nnodes) {
+        what = "cuGraphExecKernelNodeSetParams";
+        r = cu->GraphExecKernelNodeSetParams(p->exec, p->nodes[node], &np);
+    } else {
+        what = "cuGraphAddKernelNode";
+        r = cu->GraphAddKernelNode(&p->nodes[node], p->graph, prev ? &prev : NULL, prev ? 1 : 0,
+                                   &np);
+    }
+    arg_buffer_done(&ab);
+    if (r != RT_CU_SUCCESS) return driver_failed(r, what, err, errlen);
+    return FUSEC_OK;
+}
+
+void rt_cuda_plan_free(rt_cuda_plan *p) {
+    if (!p) return;
+    int pushed = 0;
+    char err[256];
+    if (rt_cuda_enter(&pushed, err, sizeof err) == 0) {
+        const rt_cu_api *cu = rt_cuda_api();
+        /* an executable graph still running is freed when it completes (the driver's rule) */
+        if (p->exec) cu->GraphExecDestroy(p->exec);
+        if (p->graph) cu->GraphDestroy(p->graph);
+        if (p->scratch) cu->MemFreeAsync(p->scratch, p->last_stream);
+        rt_cuda_leave(pushed);
+    }
+    free(p->syms);
+    free(p->res_mem);
+    free(p->nodes);
+    free(p->node_launch);
+    free(p);
+}
+
+fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args,
+                                 const int64_t *syms, void *stream, rt_cuda_plan **out, char *err,
+                                 size_t errlen) {
+    *out = NULL;
+    rt_cuda_fn *fn = &g->fns[func];
+    rt_cuda_plan *p = calloc(1, sizeof *p);
+    if (!p) return no_memory(err, errlen);
+    p->g = g;
+    p->fn = fn;
+    p->last_stream = (rt_cu_stream)stream;
+    int32_t nl = fn->meta->nlaunches;
+    p->res_mem = malloc(resolution_size(fn) + 1);
+    p->syms = malloc(sizeof(int64_t) * (size_t)(fn->meta->nsyms + 1));
+    p->nodes = calloc((size_t)(nl ? nl : 1), sizeof *p->nodes);
+    p->node_launch = calloc((size_t)(nl ? nl : 1), sizeof *p->node_launch);
+    if (!p->res_mem || !p->syms || !p->nodes || !p->node_launch) {
+        rt_cuda_plan_free(p);
+        return no_memory(err, errlen);
+    }
+    resolution_place(fn, &p->res, p->res_mem);
+    memcpy(p->syms, syms, sizeof(int64_t) * (size_t)fn->meta->nsyms);
+    int pushed = 0;
+    if (rt_cuda_enter(&pushed, err, errlen) != 0) {
+        rt_cuda_plan_free(p);
+        return FUSEC_ERR_DRIVER;
+    }
+    const rt_cu_api *cu = rt_cuda_api();
+    call c;
+    fusec_status st = call_init(fn, &c) == 0 ? FUSEC_OK : no_memory(err, errlen);
+    if (st == FUSEC_OK) {
+        st = resolve(g, fn, args, syms, &c, err, errlen);
+        if (st == FUSEC_OK) resolution_copy(fn, &p->res, &c.res);
+        call_done(&c);
+    }
+    if (st == FUSEC_OK)
+        st = scratch_alloc(p->res.scratch_bytes, p->last_stream, &p->scratch, err, errlen);
+    if (st == FUSEC_OK && p->scratch) {
+        /* replays may run on other streams: the memory must be there before any of them */
+        rt_cu_result r = cu->StreamSynchronize(p->last_stream);
+        if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuStreamSynchronize", err, errlen);
+    }
+    if (st == FUSEC_OK) {
+        rt_cu_result r = cu->GraphCreate(&p->graph, 0);
+        if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuGraphCreate", err, errlen);
+    }
+    /* launches in order, each depending on the one before: the partition's order is a
+     * topological order of the kernels, and a chain keeps the graph's scheduling trivial */
+    rt_cu_graph_node prev = NULL;
+    for (int32_t li = 0; li < nl && st == FUSEC_OK; li++) {
+        if (p->res.configs[li].skip) continue;
+        int32_t node = p->nnodes;
+        st = plan_node(p, li, args, node, prev, err, errlen);
+        if (st == FUSEC_OK) {
+            p->node_launch[node] = li;
+            prev = p->nodes[node];
+            p->nnodes++;
+        }
+    }
+    if (st == FUSEC_OK) {
+        rt_cu_result r = cu->GraphInstantiateWithFlags(&p->exec, p->graph, 0);
+        if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuGraphInstantiateWithFlags", err, errlen);
+    }
+    rt_cuda_leave(pushed);
+    if (st != FUSEC_OK) {
+        rt_cuda_plan_free(p);
+        return st;
+    }
+    *out = p;
+    return FUSEC_OK;
+}
+
+fusec_status rt_cuda_plan_launch(rt_cuda_plan *p, void *stream, char *err, size_t errlen) {
+    int pushed = 0;
+    if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_DRIVER;
+    rt_cu_result r = rt_cuda_api()->GraphLaunch(p->exec, (rt_cu_stream)stream);
+    rt_cuda_leave(pushed);
+    if (r != RT_CU_SUCCESS) return driver_failed(r, "cuGraphLaunch", err, errlen);
+    p->last_stream = (rt_cu_stream)stream;
+    return FUSEC_OK;
+}
+
+fusec_status rt_cuda_plan_rebind(rt_cuda_plan *p, const ir_tensor *args, char *err, size_t errlen) {
+    rt_cuda_fn *fn = p->fn;
+    int pushed = 0;
+    if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_DRIVER;
+    /* the dims are the plan's, so the same launches run; new pointers may pick other
+     * variants (alignment), and a kernel node may change its function */
+    call c;
+    fusec_status st = call_init(fn, &c) == 0 ? FUSEC_OK : no_memory(err, errlen);
+    if (st == FUSEC_OK) {
+        st = resolve(p->g, fn, args, p->syms, &c, err, errlen);
+        if (st == FUSEC_OK) resolution_copy(fn, &p->res, &c.res);
+        call_done(&c);
+    }
+    for (int32_t n = 0; n < p->nnodes && st == FUSEC_OK; n++)
+        st = plan_node(p, p->node_launch[n], args, n, NULL, err, errlen);
+    rt_cuda_leave(pushed);
+    return st;
+}
+
+/* ---- timing ---------------------------------------------------------------------------- */
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* Events around each of `reps` runs of `run` (after a warm-up) on a stream of fusec's own,
+ * recorded back to back so the device never waits for the host between runs. */
+typedef fusec_status (*timed_fn)(void *ctx, rt_cu_stream s, char *err, size_t errlen);
+
+static fusec_status time_runs(timed_fn run, void *ctx, int reps, double *times_ms, char *err,
+                              size_t errlen) {
+    const rt_cu_api *cu = rt_cuda_api();
+    rt_cu_stream s = NULL;
+    rt_cu_result r = cu->StreamCreate(&s, RT_CU_STREAM_NON_BLOCKING);
+    if (r != RT_CU_SUCCESS) return driver_failed(r, "cuStreamCreate", err, errlen);
+    rt_cu_event *ev = calloc((size_t)reps * 2, sizeof *ev);
+    fusec_status st = ev ? FUSEC_OK : no_memory(err, errlen);
+    for (int i = 0; i < 2 * reps && st == FUSEC_OK; i++) {
+        r = cu->EventCreate(&ev[i], RT_CU_EVENT_DEFAULT);
+        if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuEventCreate", err, errlen);
+    }
+    if (st == FUSEC_OK) st = run(ctx, s, err, errlen);
+    for (int i = 0; i < reps && st == FUSEC_OK; i++) {
+        r = cu->EventRecord(ev[2 * i], s);
+        if (r == RT_CU_SUCCESS) st = run(ctx, s, err, errlen);
+        if (r == RT_CU_SUCCESS && st == FUSEC_OK) r = cu->EventRecord(ev[2 * i + 1], s);
+        if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuEventRecord", err, errlen);
+    }
+    if (st == FUSEC_OK) {
+        r = cu->StreamSynchronize(s);
+        if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuStreamSynchronize", err, errlen);
+    }
+    for (int i = 0; i < reps && st == FUSEC_OK; i++) {
+        float ms = 0;
+        r = cu->EventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1]);
+        if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuEventElapsedTime", err, errlen);
+        times_ms[i] = ms;
+    }
+    if (st != FUSEC_OK) cu->StreamSynchronize(s); /* nothing may still use what is freed */
+    for (int i = 0; ev && i < 2 * reps; i++)
+        if (ev[i]) cu->EventDestroy(ev[i]);
+    free(ev);
+    cu->StreamDestroy(s);
+    return st;
+}
+
+typedef struct launch_ctx {
+    rt_cuda_gpu *g;
+    rt_cuda_plan *plan;
+    int func;
+    const ir_tensor *args;
+    const int64_t *syms;
+} launch_ctx;
+
+static fusec_status run_launch(void *vctx, rt_cu_stream s, char *err, size_t errlen) {
+    launch_ctx *c = vctx;
+    if (c->plan) return rt_cuda_plan_launch(c->plan, s, err, errlen);
+    return rt_cuda_gpu_launch(c->g, c->func, c->args, c->syms, s, err, errlen);
+}
+
+fusec_status rt_cuda_time_launches(rt_cuda_gpu *g, rt_cuda_plan *plan, int func,
+                                   const ir_tensor *args, const int64_t *syms, int reps,
+                                   double *times_ms, char *err, size_t errlen) {
+    int pushed = 0;
+    if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_DRIVER;
+    launch_ctx c = {g, plan, func, args, syms};
+    fusec_status st = time_runs(run_launch, &c, reps, times_ms, err, errlen);
+    rt_cuda_leave(pushed);
+    return st;
+}
+
+typedef struct copy_ctx {
+    rt_cu_deviceptr a, b;
+    size_t half;
+} copy_ctx;
+
+static fusec_status run_copy(void *vctx, rt_cu_stream s, char *err, size_t errlen) {
+    copy_ctx *c = vctx;
+    rt_cu_result r = rt_cuda_api()->MemcpyDtoDAsync(c->b, c->a, c->half, s);
+    if (r != RT_CU_SUCCESS) return driver_failed(r, "cuMemcpyDtoDAsync", err, errlen);
+    return FUSEC_OK;
+}
+
+fusec_status rt_cuda_copy_time(size_t bytes, int reps, double *median_ms, char *err,
+                               size_t errlen) {
+    *median_ms = 0;
+    int pushed = 0;
+    if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_NO_DEVICE;
+    const rt_cu_api *cu = rt_cuda_api();
+    copy_ctx c = {0, 0, bytes / 2 ? bytes / 2 : 1};
+    fusec_status st = FUSEC_OK;
+    rt_cu_result r = cu->MemAlloc(&c.a, c.half);
+    if (r == RT_CU_SUCCESS) r = cu->MemAlloc(&c.b, c.half);
+    if (r != RT_CU_SUCCESS) {
+        st = driver_failed(r, "cuMemAlloc", err, errlen);
+        if (r == 2) st = FUSEC_ERR_OUT_OF_MEMORY; /* CUDA_ERROR_OUT_OF_MEMORY */
+    }
+    double *t = st == FUSEC_OK ? malloc(sizeof(double) * (size_t)reps) : NULL;
+    if (st == FUSEC_OK && !t) st = no_memory(err, errlen);
+    if (st == FUSEC_OK) st = time_runs(run_copy, &c, reps, t, err, errlen);
+    if (st == FUSEC_OK) {
+        qsort(t, (size_t)reps, sizeof *t, cmp_double);
+        *median_ms = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    }
+    free(t);
+    if (c.a) cu->MemFree(c.a);
+    if (c.b) cu->MemFree(c.b);
+    rt_cuda_leave(pushed);
+    return st;
+}
+
+/* ---- device memory -------------------------------------------------------------------- */
+
+fusec_status rt_cuda_mem_alloc(size_t bytes, void **ptr, char *err, size_t errlen) {
+    *ptr = NULL;
+    int pushed = 0;
+    if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_NO_DEVICE;
+    rt_cu_deviceptr d = 0;
+    rt_cu_result r = rt_cuda_api()->MemAlloc(&d, bytes ? bytes : 1);
+    rt_cuda_leave(pushed);
+    if (r != RT_CU_SUCCESS) {
+        fusec_status st = driver_failed(r, "cuMemAlloc", err, errlen);
+        return r == 2 ? FUSEC_ERR_OUT_OF_MEMORY : st; /* CUDA_ERROR_OUT_OF_MEMORY */
+    }
+    *ptr = (void *)(uintptr_t)d;
+    return FUSEC_OK;
+}
+
+fusec_status rt_cuda_mem_free(void *ptr, char *err, size_t errlen) {
+    if (!ptr) return FUSEC_OK;
+    int pushed = 0;
+    if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_NO_DEVICE;
+    rt_cu_result r = rt_cuda_api()->MemFree((rt_cu_deviceptr)(uintptr_t)ptr);
+    rt_cuda_leave(pushed);
+    if (r != RT_CU_SUCCESS) return driver_failed(r, "cuMemFree", err, errlen);
+    return FUSEC_OK;
+}
+
+fusec_status rt_cuda_mem_copy(void *dst, const void *src, size_t bytes, int to_device, char *err,
+                              size_t errlen) {
+    if (!bytes) return FUSEC_OK;
+    int pushed = 0;
+    if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_NO_DEVICE;
+    const rt_cu_api *cu = rt_cuda_api();
+    rt_cu_result r = to_device ? cu->MemcpyHtoD((rt_cu_deviceptr)(uintptr_t)dst, src, bytes)
+                               : cu->MemcpyDtoH(dst, (rt_cu_deviceptr)(uintptr_t)src, bytes);
+    rt_cuda_leave(pushed);
+    if (r != RT_CU_SUCCESS)
+        return driver_failed(r, to_device ? "cuMemcpyHtoD" : "cuMemcpyDtoH", err, errlen);
+    return FUSEC_OK;
+}
+
+fusec_status rt_cuda_synchronize(void *stream, char *err, size_t errlen) {
+    int pushed = 0;
+    if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_NO_DEVICE;
+    rt_cu_result r = rt_cuda_api()->StreamSynchronize((rt_cu_stream)stream);
+    rt_cuda_leave(pushed);
+    if (r != RT_CU_SUCCESS) return driver_failed(r, "cuStreamSynchronize", err, errlen);
+    return FUSEC_OK;
+}

@@ -1,0 +1,62 @@
+/* runtime/cuda/cuda_launch.h: running a module's kernels on the GPU through the Driver API: the
+ * cubin loaded once, every kernel looked up once, launches on the caller's stream with
+ * scratch memory from the stream-ordered pool, plans (CUDA graphs) that are instantiated once
+ * and re-bound to new pointers in place, timing by CUDA events, and device memory.
+ *
+ * Thread safety: a loaded program and its plans may be used from several threads at once,
+ * except that a plan must not be re-bound or freed while another thread uses it.
+ */
+#ifndef FUSEC_RUNTIME_CUDA_LAUNCH_H
+#define FUSEC_RUNTIME_CUDA_LAUNCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codegen/cuda/cuda.h"
+#include "fusec.h"
+#include "ir/ir.h"
+
+typedef struct rt_cuda_gpu rt_cuda_gpu;
+typedef struct rt_cuda_plan rt_cuda_plan;
+
+/* Loads `cubin` (built from `mod`) into device 0's primary context and looks up every
+ * function of every variant of every launch. */
+fusec_status rt_cuda_gpu_load(const cuda_module *mod, const void *cubin, size_t len,
+                              rt_cuda_gpu **out, char *err, size_t errlen);
+void rt_cuda_gpu_free(rt_cuda_gpu *g); /* NULL accepted */
+
+/* Runs function `func`: args are its parameters then its results (device pointers), syms
+ * the values of its symbolic dims. Asynchronous on `stream` (a CUstream; NULL: the legacy
+ * default stream). */
+fusec_status rt_cuda_gpu_launch(rt_cuda_gpu *g, int func, const ir_tensor *args,
+                                const int64_t *syms, void *stream, char *err, size_t errlen);
+
+/* A graph of function `func`'s kernels for these dims and pointers; its scratch memory is
+ * taken from the pool on `stream` (and ready when this returns). */
+fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args,
+                                 const int64_t *syms, void *stream, rt_cuda_plan **out, char *err,
+                                 size_t errlen);
+fusec_status rt_cuda_plan_launch(rt_cuda_plan *p, void *stream, char *err, size_t errlen);
+/* New pointers for the same dims: the instantiated graph's kernel nodes are updated. */
+fusec_status rt_cuda_plan_rebind(rt_cuda_plan *p, const ir_tensor *args, char *err, size_t errlen);
+/* Frees the plan; its scratch returns to the pool ordered after its last launch's stream.
+ * NULL accepted. */
+void rt_cuda_plan_free(rt_cuda_plan *p);
+
+/* Device time of `reps` launches of func (plan: replays of it; else stream launches), each
+ * timed by a pair of events on a stream of fusec's own, after one warm-up: times[reps]. */
+fusec_status rt_cuda_time_launches(rt_cuda_gpu *g, rt_cuda_plan *plan, int func,
+                                   const ir_tensor *args, const int64_t *syms, int reps,
+                                   double *times_ms, char *err, size_t errlen);
+
+/* The median device time of copying bytes / 2 bytes device to device (cuMemcpyDtoDAsync). */
+fusec_status rt_cuda_copy_time(size_t bytes, int reps, double *median_ms, char *err, size_t errlen);
+
+/* Device memory with cuMemAlloc (not managed), and synchronous copies. */
+fusec_status rt_cuda_mem_alloc(size_t bytes, void **ptr, char *err, size_t errlen);
+fusec_status rt_cuda_mem_free(void *ptr, char *err, size_t errlen);
+fusec_status rt_cuda_mem_copy(void *dst, const void *src, size_t bytes, int to_device, char *err,
+                              size_t errlen);
+fusec_status rt_cuda_synchronize(void *stream, char *err, size_t errlen);
+
+#endif
