@@ -1,10 +1,11 @@
 /* tests/unit/test_passes.c: the pass pipeline. Each clean-up pass's effect on hand-built
- * IR; the kernel counts of the fusion passes on tests/programs/fusion_*.fuse (and of
- * --no-fuse); ir_verify on every partition; the verifier rejecting broken partitions;
- * --dump-after and the report; and every program's partitioned result against the
- * unpartitioned function in the reference interpreter, on random inputs at several odd
+ * IR; what the split programs of tests/programs/fusion_*.fuse store, and --no-fuse's one
+ * kernel an operation; ir_verify on every partition; the verifier rejecting broken
+ * partitions; --dump-after and the report; and every program's partitioned result against
+ * the unpartitioned function in the reference interpreter, on random inputs at several odd
  * shapes (f32 to a tight tolerance, f16/bf16 allowing the rounding of stored
- * intermediates, integers exactly). */
+ * intermediates, integers exactly). The kernel counts and kinds of every program are in
+ * its `# expect` lines, checked by tests/py/test_fusion_expect.py. */
 #include "frontend/frontend.h"
 #include "passes/passes.h"
 
@@ -193,13 +194,39 @@ static void compare_all(const ir_func *ref, const ir_func *part, int no_fuse) {
     }
 }
 
-/* ---- kernel counts and agreement of the example programs --------------------------------- */
+/* ---- agreement of the example programs ------------------------------------------------- */
 
-typedef struct expect {
-    const char *func;
-    int kernels;         /* fused */
-    ir_kernel_kind kind; /* of kernel 0 when kernels == 1 */
-} expect;
+/* Every function of path, fused and --no-fuse, verified and run against the unpartitioned
+ * function. (How many kernels of which kinds: the file's `# expect` lines.) */
+static void test_program(const char *path) {
+    char *text = read_text(path);
+    CHECK_MSG(text != NULL, "cannot read %s", path);
+    if (!text) return;
+    ir_arena a;
+    ir_arena_init(&a);
+    ir_module *m = compile(&a, path, text);
+    free(text);
+    for (int32_t i = 0; m && i < m->nfuncs; i++) {
+        ir_func *f = m->funcs[i];
+        ir_func *fused = partition(&a, f, 0);
+        ir_func *unfused = partition(&a, f, 1);
+        if (!fused || !unfused) continue;
+        int nk = fused->partition->nkernels;
+        CHECK_MSG(printed_kernels(&a, fused) == nk, "%s: printed kernel lines", f->name);
+        CHECK_MSG(unfused->partition->nkernels >= nk, "%s: --no-fuse has fewer kernels", f->name);
+        compare_all(f, fused, 0);
+        compare_all(f, unfused, 1);
+    }
+    ir_arena_free(&a);
+}
+
+static void test_programs(void) {
+    test_program("tests/programs/fusion_models.fuse");
+    test_program("tests/programs/fusion_split.fuse");
+    test_program("tests/programs/fusion_misc.fuse");
+    test_program("tests/programs/fusion_types.fuse");
+    test_program("tests/programs/fusion_edge.fuse");
+}
 
 static int count_ew(const ir_func *f) {
     int n = 0;
@@ -208,85 +235,6 @@ static int count_ew(const ir_func *f) {
         if (k == IR_CLASS_EW) n++;
     }
     return n;
-}
-
-static void test_program(const char *path, const expect *ex, int nex) {
-    char *text = read_text(path);
-    CHECK_MSG(text != NULL, "cannot read %s", path);
-    if (!text) return;
-    ir_arena a;
-    ir_arena_init(&a);
-    ir_module *m = compile(&a, path, text);
-    free(text);
-    for (int j = 0; m && j < nex; j++)
-        CHECK_MSG(ir_module_find(m, ex[j].func) != NULL, "%s: no function %s", path, ex[j].func);
-    for (int32_t i = 0; m && i < m->nfuncs; i++) {
-        ir_func *f = m->funcs[i];
-        const expect *e = NULL;
-        for (int j = 0; j < nex; j++)
-            if (!strcmp(ex[j].func, f->name)) e = &ex[j];
-        ir_func *fused = partition(&a, f, 0);
-        ir_func *unfused = partition(&a, f, 1);
-        if (!fused || !unfused) continue;
-        int nk = fused->partition->nkernels;
-        CHECK_MSG(printed_kernels(&a, fused) == nk, "%s: printed kernel lines", f->name);
-        if (e) {
-            CHECK_MSG(nk == e->kernels, "%s: %d kernels, want %d", f->name, nk, e->kernels);
-            if (e->kernels == 1 && nk == 1)
-                CHECK_MSG(fused->partition->kernels[0].kind == e->kind, "%s: kind %d, want %d",
-                          f->name, (int)fused->partition->kernels[0].kind, (int)e->kind);
-        }
-        CHECK_MSG(unfused->partition->nkernels >= nk, "%s: --no-fuse has fewer kernels", f->name);
-        compare_all(f, fused, 0);
-        compare_all(f, unfused, 1);
-    }
-    ir_arena_free(&a);
-}
-
-static void test_counts(void) {
-    static const expect models[] = {
-        {"gelu", 1, IR_KERNEL_POINTWISE},
-        {"bias_relu", 1, IR_KERNEL_POINTWISE},
-        {"bias_gelu", 1, IR_KERNEL_POINTWISE},
-        {"softmax", 1, IR_KERNEL_ROW_REDUCTION},
-        {"log_softmax", 1, IR_KERNEL_ROW_REDUCTION},
-        {"layernorm", 1, IR_KERNEL_ROW_REDUCTION},
-        {"rmsnorm", 1, IR_KERNEL_ROW_REDUCTION},
-        {"stats", 1, IR_KERNEL_FULL_REDUCTION},
-        {"mul_add", 1, IR_KERNEL_POINTWISE},
-    };
-    test_program("tests/programs/fusion_models.fuse", models,
-                 (int)(sizeof models / sizeof *models));
-    static const expect split[] = {
-        {"sum_and_other", 2, 0}, {"rowsum_scale", 2, 0},  {"two_axes", 2, 0},
-        {"center", 2, 0},        {"wide_two_axes", 2, 0},
-    };
-    test_program("tests/programs/fusion_split.fuse", split, (int)(sizeof split / sizeof *split));
-    static const expect misc[] = {
-        {"two_domains", 1, IR_KERNEL_COMBINED},  {"softmax_cols", 1, IR_KERNEL_COLUMN_REDUCTION},
-        {"scaled_bias", 1, IR_KERNEL_POINTWISE}, {"exp_and_sum", 1, IR_KERNEL_ROW_REDUCTION},
-        {"identity", 1, IR_KERNEL_POINTWISE},    {"norm3", 1, IR_KERNEL_ROW_REDUCTION},
-        {"rms", 1, IR_KERNEL_FULL_REDUCTION},    {"sum_and_twice", 1, IR_KERNEL_FULL_REDUCTION},
-    };
-    test_program("tests/programs/fusion_misc.fuse", misc, (int)(sizeof misc / sizeof *misc));
-    static const expect types[] = {
-        {"int_ops", 1, IR_KERNEL_FULL_REDUCTION},     {"half_chain", 1, IR_KERNEL_ROW_REDUCTION},
-        {"bf16_softmax", 1, IR_KERNEL_ROW_REDUCTION}, {"mixed", 1, IR_KERNEL_POINTWISE},
-        {"compare", 1, IR_KERNEL_POINTWISE},
-    };
-    test_program("tests/programs/fusion_types.fuse", types, (int)(sizeof types / sizeof *types));
-    static const expect edge[] = {
-        {"twice", 1, IR_KERNEL_POINTWISE},
-        {"constant", 1, IR_KERNEL_POINTWISE},
-        {"unit_axis", 1, IR_KERNEL_ROW_REDUCTION},
-        {"nested", 2, 0},
-        {"gelu", 1, IR_KERNEL_POINTWISE},
-        {"bias_gelu_stats", 1, IR_KERNEL_ROW_REDUCTION},
-        {"softmax_and_exp", 1, IR_KERNEL_ROW_REDUCTION},
-        {"count_positive", 1, IR_KERNEL_ROW_REDUCTION},
-        {"col_norm", 1, IR_KERNEL_COLUMN_REDUCTION},
-    };
-    test_program("tests/programs/fusion_edge.fuse", edge, (int)(sizeof edge / sizeof *edge));
 }
 
 /* --no-fuse gelu: one kernel per element-wise op; the split cases store what they must. */
@@ -781,7 +729,7 @@ int main(void) {
     test_fold();
     test_simplify();
     test_cse_dce();
-    test_counts();
+    test_programs();
     test_nofuse_and_splits();
     test_verify_partition();
     test_pipeline_options();
