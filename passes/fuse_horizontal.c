@@ -23,23 +23,16 @@ static int want_any(const pass_ksig *a, const pass_ksig *b) {
     return 1;
 }
 
+/* A round's merges: kernels over a common domain, into multi-output kernels. */
+static void merge_multi_output(pass_kgraph *g) {
+    pass_kgraph_merge_pairs(g, 0, want_any);
+}
+
 /* Requires: a partition from fuse_reduction (or any partition without combined kernels). */
 int pass_fuse_horizontal(ir_func *f, pass_ctx *c) {
     if (!f->partition) return pass_fail(c, "fuse_horizontal: the function is not partitioned");
-    for (int round = 0; round < 4; round++) {
-        int32_t nl = f->partition->nkernels;
-        pass_ksig *sig = pass_sigs_of_partition(f);
-        pass_kgraph *g = sig ? pass_kgraph_new(f, nl, sig) : NULL;
-        if (!g) return pass_fail(c, "out of memory");
-        pass_kgraph_merge_pairs(g, 0, want_any);
-        nl = pass_kgraph_relabel(g, NULL);
-        if (nl < 0) return pass_fail(c, "out of memory");
-        /* a merge can give a kernel the inputs to recompute what it read from another */
-        int copied = pass_recompute(f, nl, NULL, c);
-        if (copied < 0) return -1;
-        if (pass_partition_build(f, nl, NULL, c)) return -1;
-        if (!copied) break;
-    }
+    /* a merge can give a kernel the inputs to recompute what it read from another */
+    if (pass_fuse_rounds(f, c, merge_multi_output)) return -1;
 
     /* Rule 2 */
     int32_t nl = f->partition->nkernels;

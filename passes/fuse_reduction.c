@@ -29,23 +29,15 @@ static int want_siblings(const pass_ksig *a, const pass_ksig *b) {
     return a->red && b->red;
 }
 
+/* A round's merges: prologues and epilogues, then siblings. */
+static void merge_around_reductions(pass_kgraph *g) {
+    pass_kgraph_merge_edges(g, want_around_reduction);
+    pass_kgraph_merge_pairs(g, 1, want_siblings);
+}
+
 /* Requires: a partition from fuse_pointwise (or a later pass). */
 int pass_fuse_reduction(ir_func *f, pass_ctx *c) {
     if (!f->partition) return pass_fail(c, "fuse_reduction: the function is not partitioned");
-    for (int round = 0; round < 4; round++) {
-        int32_t nl = f->partition->nkernels;
-        pass_ksig *sig = pass_sigs_of_partition(f);
-        pass_kgraph *g = sig ? pass_kgraph_new(f, nl, sig) : NULL;
-        if (!g) return pass_fail(c, "out of memory");
-        pass_kgraph_merge_edges(g, want_around_reduction);
-        pass_kgraph_merge_pairs(g, 1, want_siblings);
-        nl = pass_kgraph_relabel(g, NULL);
-        if (nl < 0) return pass_fail(c, "out of memory");
-        int copied = pass_recompute(f, nl, NULL, c);
-        if (copied < 0) return -1;
-        if (pass_partition_build(f, nl, NULL, c)) return -1;
-        /* a recomputed value can leave its kernel with nothing to do, or free a merge */
-        if (!copied) break;
-    }
-    return 0;
+    /* a recomputed value can leave its kernel with nothing to do, or free a merge */
+    return pass_fuse_rounds(f, c, merge_around_reductions);
 }

@@ -293,10 +293,40 @@ static int32_t *order_launches(const ir_func *f, const ir_ref *topo, int32_t nto
     return rank;
 }
 
-int pass_partition_build(ir_func *f, int32_t nlabels, const int32_t *group, pass_ctx *c) {
-    ir_arena *A = f->arena;
+/* What the steps of pass_partition_build share. Node arrays are indexed by the old refs
+ * (n of them, the copy kernels' nodes included) unless said otherwise. */
+typedef struct build {
+    ir_func *f;
+    pass_ctx *c;
+    int32_t nlabels;        /* the labels the pass gave */
+    int32_t nl;             /* with a label more per copy kernel */
+    int32_t n;              /* nodes in the old numbering */
+    int32_t *grp;           /* label -> its launch group (a label) */
+    ir_ref *topo;           /* the live nodes, in topological order */
+    int32_t ntopo;          /* how many */
+    ir_ref *canon;          /* node -> the identical node of its kernel that stays */
+    int32_t nlaunch;        /* launches */
+    int32_t *launch_of_grp; /* launch group -> launch (dense, in order of first node) */
+    int32_t *lkey;          /* launch -> topological position of its first node */
+    int32_t *labkey;        /* label -> topological position of its first node */
+    int32_t *lof;           /* label -> launch */
+    int32_t *rank;          /* launch -> its place in dependency order */
+    ir_ref *newidx;         /* old ref -> new ref (IR_NONE: dropped) */
+    ir_ref *old_of;         /* new ref -> old ref */
+    int32_t m;              /* new refs given so far; at the end, the new node count */
+    int32_t *bucket_start;  /* launch rank -> its first kernel node, counted from the first */
+    ir_ref *kn;             /* the kernel nodes (old refs) in their new order */
+    int32_t nk;             /* how many */
+    int32_t first_kernel;   /* the new ref of kn[0] */
+    ir_node *nodes;         /* the new node array */
+    int32_t *part_label;    /* kernel node (new order) -> its label: the part it is in */
+} build;
 
-    /* every result is written by a kernel: a returned leaf gets a copy kernel */
+/* Step 1: every result is written by a kernel. An OUTPUT of a leaf (a parameter or a
+ * constant returned as is) reads a copy kernel instead: a cast to the leaf's own dtype,
+ * labelled past the pass's labels. Sets nl and n. */
+static int add_copy_kernels(build *b) {
+    ir_func *f = b->f;
     int32_t nextra = 0;
     for (int32_t o = 0; o < f->noutputs; o++) {
         ir_ref out = f->outputs[o].node;
@@ -310,190 +340,262 @@ int pass_partition_build(ir_func *f, int32_t nlabels, const int32_t *group, pass
         copy.axes = 0;
         memset(&copy.value, 0, sizeof copy.value);
         copy.flags = 0;
-        copy.kernel = nlabels + nextra;
+        copy.kernel = b->nlabels + nextra;
         ir_ref r = append_node(f, &copy);
-        if (r == IR_NONE) return pass_fail(c, "out of memory");
+        if (r == IR_NONE) return pass_fail(b->c, "out of memory");
         f->nodes[out].args[0] = r;
         nextra++;
     }
-    int32_t nl = nlabels + nextra;
-    int32_t n = f->nnodes;
-    int32_t *grp = ir_arena_calloc(A, (size_t)nl + 1, sizeof(int32_t));
-    if (!grp) return pass_fail(c, "out of memory");
+    b->nl = b->nlabels + nextra;
+    b->n = f->nnodes;
+    return 0;
+}
+
+/* Step 2: the launch group of each label (group's, or the label alone), and a check that
+ * every kernel node has a label and every label a group in range: a pass that broke
+ * either fails here with a message naming the node, instead of corrupting the arrays. */
+static int check_labels(build *b, const int32_t *group) {
+    const ir_func *f = b->f;
+    int32_t nl = b->nl;
+    b->grp = ir_arena_calloc(f->arena, (size_t)nl + 1, sizeof(int32_t));
+    if (!b->grp) return pass_fail(b->c, "out of memory");
     for (int32_t l = 0; l < nl; l++)
-        grp[l] = group && l < nlabels ? group[l] : l;
-    for (ir_ref r = 0; r < n; r++) {
+        b->grp[l] = group && l < b->nlabels ? group[l] : l;
+    for (ir_ref r = 0; r < b->n; r++) {
         const ir_node *nd = &f->nodes[r];
         if (pass_is_leaf(nd) || nd->op == IR_OP_OUTPUT) continue;
         if (nd->kernel < 0 || nd->kernel >= nl)
-            return pass_fail(c, "internal: %%%d (%s) has kernel label %d of %d", (int)r,
+            return pass_fail(b->c, "internal: %%%d (%s) has kernel label %d of %d", (int)r,
                              ir_ops[nd->op].name, (int)nd->kernel, (int)nl);
-        if (grp[nd->kernel] < 0 || grp[nd->kernel] >= nl)
-            return pass_fail(c, "internal: label %d has launch group %d", (int)nd->kernel,
-                             (int)grp[nd->kernel]);
+        if (b->grp[nd->kernel] < 0 || b->grp[nd->kernel] >= nl)
+            return pass_fail(b->c, "internal: label %d has launch group %d", (int)nd->kernel,
+                             (int)b->grp[nd->kernel]);
     }
+    return 0;
+}
 
-    /* topological order of the live nodes: depth-first from the results (post-order) */
-    ir_ref *topo = ir_arena_calloc(A, (size_t)n + 1, sizeof(ir_ref));
-    ir_ref *stack = ir_arena_calloc(A, (size_t)n + 1, sizeof(ir_ref));
-    unsigned char *state = ir_arena_calloc(A, (size_t)n + 1, 1); /* 0 new, 1 open, 2 done */
-    int32_t *argi = ir_arena_calloc(A, (size_t)n + 1, sizeof(int32_t));
-    if (!topo || !stack || !state || !argi) return pass_fail(c, "out of memory");
-    int32_t ntopo = 0;
-    for (int32_t pass = 0; pass < 2; pass++) {
-        int32_t nroots = pass == 0 ? f->nparams : f->noutputs;
-        for (int32_t i = 0; i < nroots; i++) {
-            ir_ref root = pass == 0 ? f->params[i].node : f->outputs[i].node;
-            if (state[root]) continue;
-            int32_t sp = 0;
-            stack[sp++] = root;
-            state[root] = 1;
-            argi[root] = 0;
-            while (sp > 0) {
-                ir_ref r = stack[sp - 1];
-                const ir_node *nd = &f->nodes[r];
-                if (argi[r] < ir_ops[nd->op].arity) {
-                    ir_ref a = nd->args[argi[r]++];
-                    if (a < 0 || a >= n)
-                        return pass_fail(c, "internal: %%%d reads %%%d", (int)r, (int)a);
-                    if (state[a] == 1)
-                        return pass_fail(c, "internal: a cycle through %%%d", (int)a);
-                    if (state[a] == 0) {
-                        state[a] = 1;
-                        argi[a] = 0;
-                        stack[sp++] = a;
-                    }
-                    continue;
-                }
-                state[r] = 2;
-                sp--;
-                topo[ntopo++] = r;
+/* Scratch of the depth-first walk of step 3. */
+typedef struct walk {
+    ir_ref *stack;
+    unsigned char *state; /* 0 new, 1 open, 2 done */
+    int32_t *argi;        /* the next operand to visit */
+} walk;
+
+/* Appends to topo, in post-order, the nodes reachable from root not yet visited. A read
+ * out of range or a cycle (a pass wired the nodes wrongly) fails. */
+static int visit_from(build *b, walk *w, ir_ref root) {
+    const ir_func *f = b->f;
+    int32_t sp = 0;
+    w->stack[sp++] = root;
+    w->state[root] = 1;
+    w->argi[root] = 0;
+    while (sp > 0) {
+        ir_ref r = w->stack[sp - 1];
+        const ir_node *nd = &f->nodes[r];
+        if (w->argi[r] < ir_ops[nd->op].arity) {
+            ir_ref a = nd->args[w->argi[r]++];
+            if (a < 0 || a >= b->n)
+                return pass_fail(b->c, "internal: %%%d reads %%%d", (int)r, (int)a);
+            if (w->state[a] == 1) return pass_fail(b->c, "internal: a cycle through %%%d", (int)a);
+            if (w->state[a] == 0) {
+                w->state[a] = 1;
+                w->argi[a] = 0;
+                w->stack[sp++] = a;
             }
+            continue;
         }
+        w->state[r] = 2;
+        sp--;
+        b->topo[b->ntopo++] = r;
     }
+    return 0;
+}
 
-    /* merge identical nodes of one kernel (merged kernels may each hold a copy of a value) */
-    ir_ref *canon = ir_arena_calloc(A, (size_t)n + 1, sizeof(ir_ref));
+/* Step 3: the live nodes in topological order, walked from the parameters (they all stay)
+ * and then from the results. What no result needs is never reached, so it is dropped; the
+ * clones that passes append out of order land in their place. */
+static int order_nodes(build *b) {
+    ir_arena *A = b->f->arena;
+    const ir_func *f = b->f;
+    int32_t n = b->n;
+    b->topo = ir_arena_calloc(A, (size_t)n + 1, sizeof(ir_ref));
+    walk w;
+    w.stack = ir_arena_calloc(A, (size_t)n + 1, sizeof(ir_ref));
+    w.state = ir_arena_calloc(A, (size_t)n + 1, 1);
+    w.argi = ir_arena_calloc(A, (size_t)n + 1, sizeof(int32_t));
+    if (!b->topo || !w.stack || !w.state || !w.argi) return pass_fail(b->c, "out of memory");
+    b->ntopo = 0;
+    for (int32_t i = 0; i < f->nparams; i++)
+        if (!w.state[f->params[i].node] && visit_from(b, &w, f->params[i].node)) return -1;
+    for (int32_t i = 0; i < f->noutputs; i++)
+        if (!w.state[f->outputs[i].node] && visit_from(b, &w, f->outputs[i].node)) return -1;
+    return 0;
+}
+
+/* Step 4: identical nodes of one kernel become one (canon), since kernels merged from
+ * several may each hold a copy of a value (Rule 1 clones). Leaves and OUTPUT nodes lose
+ * their label here: only kernel nodes keep one. */
+static int merge_identical(build *b) {
+    ir_func *f = b->f;
+    b->canon = ir_arena_calloc(f->arena, (size_t)b->n + 1, sizeof(ir_ref));
     node_set set;
-    if (!canon || set_init(A, &set, ntopo)) return pass_fail(c, "out of memory");
-    for (ir_ref r = 0; r < n; r++)
-        canon[r] = r;
-    for (int32_t i = 0; i < ntopo; i++) {
-        ir_ref r = topo[i];
+    if (!b->canon || set_init(f->arena, &set, b->ntopo)) return pass_fail(b->c, "out of memory");
+    for (ir_ref r = 0; r < b->n; r++)
+        b->canon[r] = r;
+    for (int32_t i = 0; i < b->ntopo; i++) {
+        ir_ref r = b->topo[i];
         ir_node *nd = &f->nodes[r];
         for (int k = 0; k < ir_ops[nd->op].arity; k++)
-            nd->args[k] = canon[nd->args[k]];
+            nd->args[k] = b->canon[nd->args[k]];
         if (pass_is_leaf(nd) || nd->op == IR_OP_OUTPUT) nd->kernel = -1;
         if (nd->op == IR_OP_INPUT || nd->op == IR_OP_OUTPUT) continue;
-        canon[r] = set_intern(&set, f, r);
+        b->canon[r] = set_intern(&set, f, r);
     }
+    return 0;
+}
 
-    /* launches: dense ids, each keyed by the first topological position of its nodes */
-    int32_t *launch_of_grp = ir_arena_calloc(A, (size_t)nl + 1, sizeof(int32_t));
-    int32_t *lkey = ir_arena_calloc(A, (size_t)nl + 1, sizeof(int32_t));
-    int32_t *labkey = ir_arena_calloc(A, (size_t)nl + 1, sizeof(int32_t));
-    if (!launch_of_grp || !lkey || !labkey) return pass_fail(c, "out of memory");
+/* Step 5: the launches, dense ids in the order of their first node, each keyed by that
+ * node's topological position (labkey likewise per label, for the order of parts); then
+ * their order by dependencies (rank), which fails on a cycle between launches. */
+static int number_launches(build *b) {
+    ir_arena *A = b->f->arena;
+    const ir_func *f = b->f;
+    int32_t nl = b->nl;
+    b->launch_of_grp = ir_arena_calloc(A, (size_t)nl + 1, sizeof(int32_t));
+    b->lkey = ir_arena_calloc(A, (size_t)nl + 1, sizeof(int32_t));
+    b->labkey = ir_arena_calloc(A, (size_t)nl + 1, sizeof(int32_t));
+    if (!b->launch_of_grp || !b->lkey || !b->labkey) return pass_fail(b->c, "out of memory");
     for (int32_t l = 0; l < nl; l++) {
-        launch_of_grp[l] = -1;
-        labkey[l] = -1;
+        b->launch_of_grp[l] = -1;
+        b->labkey[l] = -1;
     }
-    int32_t nlaunch = 0;
-    for (int32_t i = 0; i < ntopo; i++) {
-        ir_ref r = topo[i];
+    b->nlaunch = 0;
+    for (int32_t i = 0; i < b->ntopo; i++) {
+        ir_ref r = b->topo[i];
         const ir_node *nd = &f->nodes[r];
-        if (canon[r] != r || nd->kernel < 0) continue;
-        int32_t g = grp[nd->kernel];
-        if (launch_of_grp[g] < 0) {
-            launch_of_grp[g] = nlaunch;
-            lkey[nlaunch] = i;
-            nlaunch++;
+        if (b->canon[r] != r || nd->kernel < 0) continue;
+        int32_t g = b->grp[nd->kernel];
+        if (b->launch_of_grp[g] < 0) {
+            b->launch_of_grp[g] = b->nlaunch;
+            b->lkey[b->nlaunch] = i;
+            b->nlaunch++;
         }
-        if (labkey[nd->kernel] < 0) labkey[nd->kernel] = i;
+        if (b->labkey[nd->kernel] < 0) b->labkey[nd->kernel] = i;
     }
-    int32_t *lof = ir_arena_calloc(A, (size_t)nl + 1, sizeof(int32_t)); /* label -> launch */
-    if (!lof) return pass_fail(c, "out of memory");
+    b->lof = ir_arena_calloc(A, (size_t)nl + 1, sizeof(int32_t));
+    if (!b->lof) return pass_fail(b->c, "out of memory");
     for (int32_t l = 0; l < nl; l++)
-        lof[l] = launch_of_grp[grp[l]];
-    int32_t *rank = order_launches(f, topo, ntopo, canon, lof, nlaunch, lkey, c);
-    if (!rank) return -1;
+        b->lof[l] = b->launch_of_grp[b->grp[l]];
+    b->rank = order_launches(f, b->topo, b->ntopo, b->canon, b->lof, b->nlaunch, b->lkey, b->c);
+    return b->rank ? 0 : -1;
+}
 
-    /* new numbering: inputs, constants, each launch's parts in turn, outputs */
-    int32_t *bucket_start = ir_arena_calloc(A, (size_t)nlaunch + 2, sizeof(int32_t));
-    ir_ref *newidx = ir_arena_calloc(A, (size_t)n + 1, sizeof(ir_ref));
-    ir_node *nodes = ir_arena_calloc(A, (size_t)n + 1, sizeof(ir_node));
-    ir_ref *old_of = ir_arena_calloc(A, (size_t)n + 1, sizeof(ir_ref));
-    if (!bucket_start || !newidx || !nodes || !old_of) return pass_fail(c, "out of memory");
-    for (ir_ref r = 0; r < n; r++)
-        newidx[r] = IR_NONE;
-    int32_t m = 0;
-    for (int32_t i = 0; i < f->nparams; i++)
-        old_of[newidx[f->params[i].node] = m++] = f->params[i].node;
-    for (int32_t i = 0; i < ntopo; i++) {
-        ir_ref r = topo[i];
-        if (f->nodes[r].op == IR_OP_CONST && canon[r] == r) old_of[newidx[r] = m++] = r;
-    }
-    /* kernel nodes in (launch rank, part key, topological) order: first each label's nodes
-     * in topological order, then the labels by launch rank and key */
+/* Sorts a[0..n) ascending by key[a[i]] (shell sort). */
+static void sort_by_key(int32_t *a, int32_t n, const int64_t *key) {
+    for (int32_t gap = n / 2; gap > 0; gap /= 2)
+        for (int32_t i = gap; i < n; i++) {
+            int32_t x = a[i], j = i;
+            while (j >= gap && key[a[j - gap]] > key[x]) {
+                a[j] = a[j - gap];
+                j -= gap;
+            }
+            a[j] = x;
+        }
+}
+
+/* Step 6b: the kernel nodes in their new order, kn: by launch rank, then within a launch by
+ * part (each label's first topological position), then topologically. Each label's nodes
+ * are bucketed in topological order, then the labels sorted. Also bucket_start, where
+ * each launch's nodes begin in kn. */
+static int order_kernel_nodes(build *b) {
+    ir_arena *A = b->f->arena;
+    const ir_func *f = b->f;
+    int32_t nl = b->nl;
     int32_t *lstart = ir_arena_calloc(A, (size_t)nl + 2, sizeof(int32_t));
     int32_t *lfill = ir_arena_calloc(A, (size_t)nl + 1, sizeof(int32_t));
     int32_t *labs = ir_arena_calloc(A, (size_t)nl + 1, sizeof(int32_t));
     int64_t *lsort = ir_arena_calloc(A, (size_t)nl + 1, sizeof(int64_t));
-    if (!lstart || !lfill || !labs || !lsort) return pass_fail(c, "out of memory");
-    for (int32_t i = 0; i < ntopo; i++) {
-        ir_ref r = topo[i];
-        if (canon[r] == r && f->nodes[r].kernel >= 0) lstart[f->nodes[r].kernel + 1]++;
+    if (!lstart || !lfill || !labs || !lsort) return pass_fail(b->c, "out of memory");
+    for (int32_t i = 0; i < b->ntopo; i++) {
+        ir_ref r = b->topo[i];
+        if (b->canon[r] == r && f->nodes[r].kernel >= 0) lstart[f->nodes[r].kernel + 1]++;
     }
     int32_t nlabs = 0;
     for (int32_t l = 0; l < nl; l++) {
         if (lstart[l + 1] > 0) {
             labs[nlabs++] = l;
-            lsort[l] = (int64_t)rank[lof[l]] * ((int64_t)ntopo + 1) + labkey[l];
-            bucket_start[rank[lof[l]] + 1] += lstart[l + 1];
+            lsort[l] = (int64_t)b->rank[b->lof[l]] * ((int64_t)b->ntopo + 1) + b->labkey[l];
+            b->bucket_start[b->rank[b->lof[l]] + 1] += lstart[l + 1];
         }
         lstart[l + 1] += lstart[l];
     }
-    int32_t nk = lstart[nl];
-    for (int32_t l = 0; l < nlaunch; l++)
-        bucket_start[l + 1] += bucket_start[l];
-    ir_ref *lnodes = ir_arena_calloc(A, (size_t)nk + 1, sizeof(ir_ref));
-    ir_ref *kn = ir_arena_calloc(A, (size_t)nk + 1, sizeof(ir_ref));
-    if (!lnodes || !kn) return pass_fail(c, "out of memory");
-    for (int32_t i = 0; i < ntopo; i++) {
-        ir_ref r = topo[i];
+    b->nk = lstart[nl];
+    for (int32_t l = 0; l < b->nlaunch; l++)
+        b->bucket_start[l + 1] += b->bucket_start[l];
+    ir_ref *lnodes = ir_arena_calloc(A, (size_t)b->nk + 1, sizeof(ir_ref));
+    b->kn = ir_arena_calloc(A, (size_t)b->nk + 1, sizeof(ir_ref));
+    if (!lnodes || !b->kn) return pass_fail(b->c, "out of memory");
+    for (int32_t i = 0; i < b->ntopo; i++) {
+        ir_ref r = b->topo[i];
         int32_t l = f->nodes[r].kernel;
-        if (canon[r] == r && l >= 0) lnodes[lstart[l] + lfill[l]++] = r;
+        if (b->canon[r] == r && l >= 0) lnodes[lstart[l] + lfill[l]++] = r;
     }
-    for (int32_t gap = nlabs / 2; gap > 0; gap /= 2) /* shell sort of the labels */
-        for (int32_t i = gap; i < nlabs; i++) {
-            int32_t x = labs[i], j = i;
-            while (j >= gap && lsort[labs[j - gap]] > lsort[x]) {
-                labs[j] = labs[j - gap];
-                j -= gap;
-            }
-            labs[j] = x;
-        }
+    sort_by_key(labs, nlabs, lsort);
     for (int32_t i = 0, k = 0; i < nlabs; i++)
         for (int32_t j = lstart[labs[i]]; j < lstart[labs[i] + 1]; j++)
-            kn[k++] = lnodes[j];
-    int32_t first_kernel_node = m;
-    for (int32_t i = 0; i < nk; i++)
-        old_of[newidx[kn[i]] = m++] = kn[i];
-    for (int32_t i = 0; i < f->noutputs; i++)
-        old_of[newidx[f->outputs[i].node] = m++] = f->outputs[i].node;
+            b->kn[k++] = lnodes[j];
+    return 0;
+}
 
-    /* the new node array */
-    for (int32_t i = 0; i < m; i++) {
-        ir_node nd = f->nodes[old_of[i]];
+/* Step 6: the new numbering (newidx, old_of): the parameters, the constants, the kernel
+ * nodes launch by launch, then the OUTPUT nodes, the order the printer and the code
+ * generators expect. */
+static int number_nodes(build *b) {
+    ir_arena *A = b->f->arena;
+    const ir_func *f = b->f;
+    int32_t n = b->n;
+    b->bucket_start = ir_arena_calloc(A, (size_t)b->nlaunch + 2, sizeof(int32_t));
+    b->newidx = ir_arena_calloc(A, (size_t)n + 1, sizeof(ir_ref));
+    b->nodes = ir_arena_calloc(A, (size_t)n + 1, sizeof(ir_node));
+    b->old_of = ir_arena_calloc(A, (size_t)n + 1, sizeof(ir_ref));
+    if (!b->bucket_start || !b->newidx || !b->nodes || !b->old_of)
+        return pass_fail(b->c, "out of memory");
+    for (ir_ref r = 0; r < n; r++)
+        b->newidx[r] = IR_NONE;
+    b->m = 0;
+    for (int32_t i = 0; i < f->nparams; i++)
+        b->old_of[b->newidx[f->params[i].node] = b->m++] = f->params[i].node;
+    for (int32_t i = 0; i < b->ntopo; i++) {
+        ir_ref r = b->topo[i];
+        if (f->nodes[r].op == IR_OP_CONST && b->canon[r] == r) b->old_of[b->newidx[r] = b->m++] = r;
+    }
+    if (order_kernel_nodes(b)) return -1;
+    b->first_kernel = b->m;
+    for (int32_t i = 0; i < b->nk; i++)
+        b->old_of[b->newidx[b->kn[i]] = b->m++] = b->kn[i];
+    for (int32_t i = 0; i < f->noutputs; i++)
+        b->old_of[b->newidx[f->outputs[i].node] = b->m++] = f->outputs[i].node;
+    return 0;
+}
+
+/* Step 7: the new node array replaces f's: operands renumbered (through canon), each
+ * kernel node labelled with its launch's rank, IR_NODE_STORED on exactly the values
+ * another kernel or an OUTPUT reads. part_label keeps each kernel node's old label, the
+ * part of a combined kernel it belongs to. */
+static int rewrite_nodes(build *b) {
+    ir_func *f = b->f;
+    ir_node *nodes = b->nodes;
+    for (int32_t i = 0; i < b->m; i++) {
+        ir_node nd = f->nodes[b->old_of[i]];
         for (int k = 0; k < ir_ops[nd.op].arity; k++)
-            nd.args[k] = newidx[canon[nd.args[k]]];
+            nd.args[k] = b->newidx[b->canon[nd.args[k]]];
         nd.flags &= ~(uint32_t)IR_NODE_STORED;
         if (nd.kernel >= 0) {
-            nd.kernel = rank[launch_of_grp[grp[nd.kernel]]];
+            nd.kernel = b->rank[b->launch_of_grp[b->grp[nd.kernel]]];
         }
         nodes[i] = nd;
     }
-    /* stored: read by another kernel or by an OUTPUT */
-    for (int32_t i = 0; i < m; i++) {
+    for (int32_t i = 0; i < b->m; i++) {
         const ir_node *nd = &nodes[i];
         if (pass_is_leaf(nd)) continue;
         for (int k = 0; k < ir_ops[nd->op].arity; k++) {
@@ -502,80 +604,112 @@ int pass_partition_build(ir_func *f, int32_t nlabels, const int32_t *group, pass
             if (nd->op == IR_OP_OUTPUT || an->kernel != nd->kernel) an->flags |= IR_NODE_STORED;
         }
     }
-    /* the part (old label) of each kernel node, for the parts of combined kernels */
-    int32_t *part_label = ir_arena_calloc(A, (size_t)nk + 1, sizeof(int32_t));
-    if (!part_label) return pass_fail(c, "out of memory");
-    for (int32_t i = 0; i < nk; i++)
-        part_label[i] = f->nodes[kn[i]].kernel;
+    b->part_label = ir_arena_calloc(f->arena, (size_t)b->nk + 1, sizeof(int32_t));
+    if (!b->part_label) return pass_fail(b->c, "out of memory");
+    for (int32_t i = 0; i < b->nk; i++)
+        b->part_label[i] = f->nodes[b->kn[i]].kernel;
 
     f->nodes = nodes;
-    f->nnodes = m;
-    f->cap_nodes = n + 1;
+    f->nnodes = b->m;
+    f->cap_nodes = b->n + 1;
     for (int32_t i = 0; i < f->nparams; i++)
-        f->params[i].node = newidx[f->params[i].node];
+        f->params[i].node = b->newidx[f->params[i].node];
     for (int32_t i = 0; i < f->noutputs; i++)
-        f->outputs[i].node = newidx[f->outputs[i].node];
+        f->outputs[i].node = b->newidx[f->outputs[i].node];
+    return 0;
+}
 
-    /* the partition */
-    ir_partition *p = ir_arena_alloc(A, sizeof(*p));
-    ir_kernel *ks = ir_arena_calloc(A, (size_t)nlaunch + 1, sizeof(ir_kernel));
-    unsigned char *seen = ir_arena_calloc(A, (size_t)m + 1, 1);
-    if (!p || !ks || !seen) return pass_fail(c, "out of memory");
-    p->kernels = ks;
-    p->nkernels = nlaunch;
-    p->cap_kernels = nlaunch + 1;
-    for (int32_t l = 0; l < nlaunch; l++) {
-        ir_kernel *k = &ks[l];
-        int32_t from = bucket_start[l], to = bucket_start[l + 1];
-        int32_t nb = to - from;
-        k->body = ir_arena_calloc(A, (size_t)nb + 1, sizeof(ir_ref));
-        k->inputs = ir_arena_calloc(A, (size_t)nb * 3 + 1, sizeof(ir_ref));
-        k->outputs = ir_arena_calloc(A, (size_t)nb + 1, sizeof(ir_ref));
-        if (!k->body || !k->inputs || !k->outputs) return pass_fail(c, "out of memory");
-        k->cap_body = nb + 1;
-        k->cap_inputs = nb * 3 + 1;
-        k->cap_outputs = nb + 1;
-        int32_t nparts = 0;
-        for (int32_t i = from; i < to; i++) {
-            ir_ref r = first_kernel_node + i;
-            k->body[k->nbody++] = r;
-            if (nodes[r].flags & IR_NODE_STORED) k->outputs[k->noutputs++] = r;
-            if (i == from || part_label[i] != part_label[i - 1]) nparts++;
-            const ir_node *nd = &nodes[r];
-            for (int a = 0; a < ir_ops[nd->op].arity; a++) {
-                ir_ref q = nd->args[a];
-                const ir_node *qn = &nodes[q];
-                if (qn->op == IR_OP_CONST || qn->kernel == l || seen[q]) continue;
-                seen[q] = 1;
-                k->inputs[k->ninputs++] = q;
-            }
+/* Sorts refs a[0..n) ascending (insertion sort: a kernel has few inputs). */
+static void sort_refs(ir_ref *a, int32_t n) {
+    for (int32_t i = 1; i < n; i++) {
+        ir_ref v = a[i];
+        int32_t j = i - 1;
+        while (j >= 0 && a[j] > v) {
+            a[j + 1] = a[j];
+            j--;
         }
-        for (int32_t i = 0; i < k->ninputs; i++)
-            seen[k->inputs[i]] = 0;
-        /* inputs in ascending order, for a stable text form */
-        for (int32_t i = 1; i < k->ninputs; i++) {
-            ir_ref v = k->inputs[i];
-            int32_t j = i - 1;
-            while (j >= 0 && k->inputs[j] > v) {
-                k->inputs[j + 1] = k->inputs[j];
-                j--;
-            }
-            k->inputs[j + 1] = v;
-        }
-        if (nparts <= 1) {
-            describe_part(&(ir_func){.nodes = nodes}, k->body, 0, k->nbody, k);
-            continue;
-        }
-        k->parts = ir_arena_calloc(A, (size_t)nparts, sizeof(int32_t));
-        if (!k->parts) return pass_fail(c, "out of memory");
-        k->cap_parts = nparts;
-        for (int32_t i = from; i < to; i++)
-            if (i == from || part_label[i] != part_label[i - 1]) k->parts[k->nparts++] = i - from;
-        describe_part(&(ir_func){.nodes = nodes}, k->body, 0,
-                      k->nparts > 1 ? k->parts[1] : k->nbody, k);
-        k->kind = IR_KERNEL_COMBINED;
-        k->reduce_axes = 0;
+        a[j + 1] = v;
     }
-    f->partition = p;
+}
+
+/* Step 8a: kernel l's body, outputs (its stored nodes) and inputs (the non-constant values
+ * it reads from outside, once each, in ascending order for a stable text form); seen is
+ * zero on entry and on return. Returns the number of parts, or -1. */
+static int32_t fill_body(build *b, ir_kernel *k, int32_t l, unsigned char *seen) {
+    const ir_node *nodes = b->nodes;
+    int32_t from = b->bucket_start[l], to = b->bucket_start[l + 1];
+    int32_t nb = to - from;
+    k->body = ir_arena_calloc(b->f->arena, (size_t)nb + 1, sizeof(ir_ref));
+    k->inputs = ir_arena_calloc(b->f->arena, (size_t)nb * 3 + 1, sizeof(ir_ref));
+    k->outputs = ir_arena_calloc(b->f->arena, (size_t)nb + 1, sizeof(ir_ref));
+    if (!k->body || !k->inputs || !k->outputs) return pass_fail(b->c, "out of memory");
+    k->cap_body = nb + 1;
+    k->cap_inputs = nb * 3 + 1;
+    k->cap_outputs = nb + 1;
+    int32_t nparts = 0;
+    for (int32_t i = from; i < to; i++) {
+        ir_ref r = b->first_kernel + i;
+        k->body[k->nbody++] = r;
+        if (nodes[r].flags & IR_NODE_STORED) k->outputs[k->noutputs++] = r;
+        if (i == from || b->part_label[i] != b->part_label[i - 1]) nparts++;
+        const ir_node *nd = &nodes[r];
+        for (int a = 0; a < ir_ops[nd->op].arity; a++) {
+            ir_ref q = nd->args[a];
+            const ir_node *qn = &nodes[q];
+            if (qn->op == IR_OP_CONST || qn->kernel == l || seen[q]) continue;
+            seen[q] = 1;
+            k->inputs[k->ninputs++] = q;
+        }
+    }
+    for (int32_t i = 0; i < k->ninputs; i++)
+        seen[k->inputs[i]] = 0;
+    sort_refs(k->inputs, k->ninputs);
+    return nparts;
+}
+
+/* Step 8b: kernel l's kind, domain and reduce axes. A kernel of several parts is COMBINED,
+ * with the start of each part in its body and the domain of its first part. */
+static int describe_kernel(build *b, ir_kernel *k, int32_t l, int32_t nparts) {
+    const ir_func nf = {.nodes = b->nodes};
+    if (nparts <= 1) {
+        describe_part(&nf, k->body, 0, k->nbody, k);
+        return 0;
+    }
+    int32_t from = b->bucket_start[l], to = b->bucket_start[l + 1];
+    k->parts = ir_arena_calloc(b->f->arena, (size_t)nparts, sizeof(int32_t));
+    if (!k->parts) return pass_fail(b->c, "out of memory");
+    k->cap_parts = nparts;
+    for (int32_t i = from; i < to; i++)
+        if (i == from || b->part_label[i] != b->part_label[i - 1]) k->parts[k->nparts++] = i - from;
+    describe_part(&nf, k->body, 0, k->nparts > 1 ? k->parts[1] : k->nbody, k);
+    k->kind = IR_KERNEL_COMBINED;
+    k->reduce_axes = 0;
+    return 0;
+}
+
+/* Step 8: the partition, a kernel per launch in rank order. */
+static int fill_partition(build *b) {
+    ir_arena *A = b->f->arena;
+    ir_partition *p = ir_arena_alloc(A, sizeof(*p));
+    ir_kernel *ks = ir_arena_calloc(A, (size_t)b->nlaunch + 1, sizeof(ir_kernel));
+    unsigned char *seen = ir_arena_calloc(A, (size_t)b->m + 1, 1);
+    if (!p || !ks || !seen) return pass_fail(b->c, "out of memory");
+    p->kernels = ks;
+    p->nkernels = b->nlaunch;
+    p->cap_kernels = b->nlaunch + 1;
+    for (int32_t l = 0; l < b->nlaunch; l++) {
+        int32_t nparts = fill_body(b, &ks[l], l, seen);
+        if (nparts < 0 || describe_kernel(b, &ks[l], l, nparts)) return -1;
+    }
+    b->f->partition = p;
+    return 0;
+}
+
+int pass_partition_build(ir_func *f, int32_t nlabels, const int32_t *group, pass_ctx *c) {
+    build b = {.f = f, .c = c, .nlabels = nlabels};
+    if (add_copy_kernels(&b) || check_labels(&b, group)) return -1;
+    if (order_nodes(&b) || merge_identical(&b)) return -1;
+    if (number_launches(&b) || number_nodes(&b)) return -1;
+    if (rewrite_nodes(&b) || fill_partition(&b)) return -1;
     return 0;
 }

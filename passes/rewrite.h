@@ -3,7 +3,8 @@
  *                partition from per-node kernel labels (topological order, stored values,
  *                kernel inputs and outputs, kinds)
  *   kgraph.c     the kernel graph the fusion passes merge kernels on, with the legality
- *                rules (signatures, no cycles, full reductions)
+ *                rules (signatures, no cycles, full reductions), and the rounds of merging,
+ *                recomputing and rebuilding the partition that two of them run
  *   recompute.c  the recompute-or-store rule for values several kernels need
  */
 #ifndef FUSEC_PASSES_REWRITE_H
@@ -101,6 +102,10 @@ int pass_kgraph_combine(pass_kgraph *g);
 int32_t pass_kgraph_relabel(pass_kgraph *g, int32_t **group);
 /* The signatures of the new labels after pass_kgraph_relabel. */
 pass_ksig *pass_kgraph_sigs(pass_kgraph *g);
+/* Rounds of fusion on f's partition: the kernel graph of the partition, merge(g), Rule 1
+ * (pass_recompute, into any kernel), and a new partition; again while Rule 1 copied
+ * something, up to a bound (kgraph.c says why). 0, or -1 with a message in c->err. */
+int pass_fuse_rounds(ir_func *f, pass_ctx *c, void (*merge)(pass_kgraph *g));
 
 /* ---- recompute.c ----------------------------------------------------------------------- */
 

@@ -63,27 +63,27 @@ static void make_neg(ir_node *n, ir_ref x) {
     n->args[1] = n->args[2] = IR_NONE;
 }
 
+/* An element-wise node's operand that is a broadcast constant becomes the constant itself
+ * (the node broadcasts it anyway), so the identities below see it as a constant. */
+static void unwrap_const_broadcasts(ir_func *f, ir_node *n) {
+    const ir_op_info *oi = &ir_ops[n->op];
+    if (oi->cls != IR_CLASS_EW) return;
+    for (int i = 0; i < oi->arity; i++) {
+        const ir_node *a = &f->nodes[n->args[i]];
+        if (a->op == IR_OP_BROADCAST && f->nodes[a->args[0]].op == IR_OP_CONST)
+            n->args[i] = a->args[0];
+    }
+}
+
 /* The node n reduces to, or r itself; may rewrite n in place. */
 static ir_ref simplify_node(ir_func *f, ir_ref r) {
     ir_node *n = &f->nodes[r];
     const ir_op_info *oi = &ir_ops[n->op];
+    unwrap_const_broadcasts(f, n);
     ir_ref x = oi->arity > 0 ? n->args[0] : IR_NONE, y = oi->arity > 1 ? n->args[1] : IR_NONE;
     const ir_node *X = x != IR_NONE ? &f->nodes[x] : NULL;
     const ir_node *Y = y != IR_NONE ? &f->nodes[y] : NULL;
     int flt = ir_dtype_is_float(n->dtype);
-
-    /* an element-wise operand that is a broadcast constant: the constant itself */
-    if (oi->cls == IR_CLASS_EW) {
-        for (int i = 0; i < oi->arity; i++) {
-            const ir_node *a = &f->nodes[n->args[i]];
-            if (a->op == IR_OP_BROADCAST && f->nodes[a->args[0]].op == IR_OP_CONST)
-                n->args[i] = a->args[0];
-        }
-        x = oi->arity > 0 ? n->args[0] : IR_NONE;
-        y = oi->arity > 1 ? n->args[1] : IR_NONE;
-        X = x != IR_NONE ? &f->nodes[x] : NULL;
-        Y = y != IR_NONE ? &f->nodes[y] : NULL;
-    }
 
     switch (n->op) {
     case IR_OP_MUL:
