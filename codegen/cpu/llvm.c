@@ -7,7 +7,7 @@
  * Each task is two functions: the exported one with the C ABI of codegen/cpu/llvm.h, which loads
  * the buffer pointers from the table and calls the second, internal one, whose pointer
  * parameters are noalias (so that loops vectorize without run-time alias checks). The second
- * is never inlined into the first: see fn_begin.
+ * is never inlined into the first: see fn_declare_body.
  *
  * Values are computed at the "current point": g->base[i] is the element offset of access i
  * at the start of the current run and g->j the index along the last axis, so access i reads
@@ -907,27 +907,23 @@ static void add_attr(lg_mod *m, LLVMValueRef fn, unsigned idx, const char *name)
     LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(m->ctx, kind, 0));
 }
 
-/* Starts task `name`: the exported wrapper, and the internal body it calls, whose entry the
- * builder is left in with dims and strides computed. */
-static void fn_begin(lg_fn *g, const char *name) {
+/* Declares the internal body of task `name`: (T0 *noalias, ..., i64 *syms, i64 begin,
+ * i64 end, i8 *scratch, i64 flags), one typed pointer per buffer of the kernel's table. Its
+ * parameter types go into ps (nbufs + 5 of them), its type into *bty. */
+static LLVMValueRef fn_declare_body(lg_fn *g, const char *name, LLVMTypeRef *ps, LLVMTypeRef *bty) {
     lg_mod *m = g->m;
-    LLVMBuilderRef b = m->b;
     const llvm_kplan *p = g->p;
-    const llvm_func_meta *fm = p->fm;
     int32_t nb = p->nbufs;
-
-    /* the body: (T0 *noalias, ..., i64 *syms, i64 begin, i64 end, i8 *scratch, i64 flags) */
-    LLVMTypeRef *ps = ir_arena_calloc(m->arena, (size_t)nb + 5, sizeof(*ps));
     for (int32_t i = 0; i < nb; i++)
-        ps[i] = LLVMPointerType(lg_storage_type(m, fm->bufs[p->bufs[i]].dtype), 0);
+        ps[i] = LLVMPointerType(lg_storage_type(m, p->fm->bufs[p->bufs[i]].dtype), 0);
     ps[nb] = m->t_i64p;
     ps[nb + 1] = m->t_i64;
     ps[nb + 2] = m->t_i64;
     ps[nb + 3] = m->t_i8p;
     ps[nb + 4] = m->t_i64;
-    LLVMTypeRef bty = LLVMFunctionType(m->t_void, ps, (unsigned)nb + 5, 0);
+    *bty = LLVMFunctionType(m->t_void, ps, (unsigned)nb + 5, 0);
     char *bname = ir_arena_printf(m->arena, "%s.body", name);
-    LLVMValueRef body = LLVMAddFunction(m->mod, bname, bty);
+    LLVMValueRef body = LLVMAddFunction(m->mod, bname, *bty);
     LLVMSetLinkage(body, LLVMInternalLinkage);
     add_attr(m, body, LLVMAttributeFunctionIndex, "nounwind");
     /* Inlined, its noalias parameters would become alias scopes, but none for a store through
@@ -938,8 +934,18 @@ static void fn_begin(lg_fn *g, const char *name) {
     for (int32_t i = 0; i < nb; i++)
         add_attr(m, body, (unsigned)i + 1, "noalias");
     add_attr(m, body, (unsigned)nb + 4, "noalias");
+    return body;
+}
 
-    /* the wrapper with the C ABI */
+/* The exported wrapper `name` with the C ABI of codegen/cpu/llvm.h: loads each buffer's
+ * pointer from the table (argument 0), casts it to the body's type, and calls the body with
+ * them and its other arguments unchanged. */
+static void fn_wrapper(lg_fn *g, const char *name, const LLVMTypeRef *ps, LLVMTypeRef bty,
+                       LLVMValueRef body) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    const llvm_kplan *p = g->p;
+    int32_t nb = p->nbufs;
     LLVMValueRef w = LLVMAddFunction(m->mod, name, task_type(m));
     add_attr(m, w, LLVMAttributeFunctionIndex, "nounwind");
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(m->ctx, w, "entry"));
@@ -954,7 +960,15 @@ static void fn_begin(lg_fn *g, const char *name) {
         args[nb + i] = LLVMGetParam(w, (unsigned)i + 1);
     LLVMBuildCall2(b, bty, body, args, (unsigned)nb + 5, "");
     LLVMBuildRetVoid(b);
+}
 
+/* Opens the body: an entry block that only holds allocas (g->ab is positioned among them)
+ * and branches to "start", where the builder is left; the parameters into g. */
+static void fn_body_begin(lg_fn *g, LLVMValueRef body) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    const llvm_kplan *p = g->p;
+    int32_t nb = p->nbufs;
     g->fn = body;
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(m->ctx, body, "entry");
     LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(m->ctx, body, "start");
@@ -964,7 +978,7 @@ static void fn_begin(lg_fn *g, const char *name) {
     LLVMPositionBuilderBefore(g->ab, br);
     LLVMPositionBuilderAtEnd(b, start);
 
-    g->bufp = ir_arena_calloc(m->arena, (size_t)fm->nbufs + 1, sizeof(*g->bufp));
+    g->bufp = ir_arena_calloc(m->arena, (size_t)p->fm->nbufs + 1, sizeof(*g->bufp));
     for (int32_t i = 0; i < nb; i++)
         g->bufp[p->bufs[i]] = LLVMGetParam(body, (unsigned)i);
     g->syms = LLVMGetParam(body, (unsigned)nb);
@@ -975,8 +989,14 @@ static void fn_begin(lg_fn *g, const char *name) {
     g->stream =
         LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, g->flags, ci64(m, LLVM_TASK_STREAM), ""),
                       ci64(m, 0), "stream");
+}
 
-    /* the collapsed dims, and each access's strides */
+/* The collapsed dims (g->dim: each the product of its domain dims, a symbol loaded from syms
+ * or a literal), and each access's strides along the axes it varies along (g->stride). */
+static void fn_dims(lg_fn *g) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    const llvm_kplan *p = g->p;
     for (int c = 0; c < p->naxes; c++) {
         LLVMValueRef d = NULL;
         for (int32_t a = 0; a < p->dom.rank; a++) {
@@ -1003,6 +1023,18 @@ static void fn_begin(lg_fn *g, const char *name) {
             s = s ? LLVMBuildNSWMul(b, s, g->dim[c], "") : g->dim[c];
         }
     }
+}
+
+/* Starts task `name`: the exported wrapper, and the internal body it calls, whose entry the
+ * builder is left in with dims and strides computed. */
+static void fn_begin(lg_fn *g, const char *name) {
+    lg_mod *m = g->m;
+    LLVMTypeRef *ps = ir_arena_calloc(m->arena, (size_t)g->p->nbufs + 5, sizeof(*ps));
+    LLVMTypeRef bty;
+    LLVMValueRef body = fn_declare_body(g, name, ps, &bty);
+    fn_wrapper(g, name, ps, bty, body);
+    fn_body_begin(g, body);
+    fn_dims(g);
     size_t nn = (size_t)g->f->nnodes + 1;
     g->val = ir_arena_calloc(m->arena, nn, sizeof(*g->val));
     g->lvl = ir_arena_calloc(m->arena, nn, sizeof(*g->lvl));
@@ -1217,10 +1249,16 @@ static void gen_full_finalize(lg_fn *g) {
 /* ---- column reductions ------------------------------------------------------------------------
  */
 
-typedef struct lg_colwalk {
-    lg_sweep *sw;
-    LLVMValueRef cw; /* columns in this unit */
-} lg_colwalk;
+/* A unit of a column kernel: up to LLVM_COLUMN_WIDTH adjacent columns (along the last
+ * collapsed axis) at one point of the kept axes before it, and the rows it reduces. */
+typedef struct lg_colunit {
+    int red_axes[IR_MAX_RANK], nr;  /* the reduced axes */
+    int kept_axes[IR_MAX_RANK], nk; /* the kept axes before the last */
+    LLVMValueRef nblk;              /* units along the last axis */
+    LLVMValueRef nred;              /* rows: the product of the reduced dims */
+    LLVMValueRef cw;                /* columns in this unit */
+    LLVMValueRef *kbase;            /* the offsets of the unit's first column in row 0 */
+} lg_colunit;
 
 static LLVMValueRef col_acc(lg_fn *g, LLVMValueRef arr, LLVMTypeRef t, LLVMValueRef c) {
     LLVMValueRef idx[2] = {ci64(g->m, 0), c};
@@ -1263,194 +1301,248 @@ static LLVMValueRef *rows_ahead(lg_fn *g, LLVMValueRef *kbase, LLVMValueRef rr, 
     return base;
 }
 
-static void gen_column(lg_fn *g) {
+/* The unit's axes (reduced ones, kept ones before the last), the number of units along the
+ * last axis and the number of rows each reduces. */
+static void column_axes(lg_fn *g, lg_colunit *cu) {
     const llvm_kplan *p = g->p;
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
     int last = p->naxes - 1;
     LLVMValueRef inner = g->dim[last];
     LLVMValueRef CW = ci64(m, LLVM_COLUMN_WIDTH);
-    LLVMValueRef nblk =
+    cu->nblk =
         LLVMBuildUDiv(b, LLVMBuildNSWAdd(b, inner, ci64(m, LLVM_COLUMN_WIDTH - 1), ""), CW, "");
-    /* the reduced axes, and the kept axes before the last */
-    int red_axes[IR_MAX_RANK], kept_axes[IR_MAX_RANK], nr = 0, nk = 0;
+    cu->nr = cu->nk = 0;
     for (int c = 0; c < last; c++) {
         if ((p->reduced >> c) & 1)
-            red_axes[nr++] = c;
+            cu->red_axes[cu->nr++] = c;
         else
-            kept_axes[nk++] = c;
+            cu->kept_axes[cu->nk++] = c;
     }
-    LLVMValueRef nred = ci64(m, 1);
-    for (int i = 0; i < nr; i++)
-        nred = LLVMBuildNSWMul(b, nred, g->dim[red_axes[i]], "");
+    cu->nred = ci64(m, 1);
+    for (int i = 0; i < cu->nr; i++)
+        cu->nred = LLVMBuildNSWMul(b, cu->nred, g->dim[cu->red_axes[i]], "");
+}
 
-    /* arrays for per-result values computed after a sweep */
+/* An array of LLVM_COLUMN_WIDTH values for each per-result value a later stage computes
+ * (after a sweep): the values of a unit's columns, kept for the stages and sweeps after. */
+static void column_arrays(lg_fn *g) {
+    const llvm_kplan *p = g->p;
     size_t nn = (size_t)g->f->nnodes + 1;
-    g->arr = ir_arena_calloc(m->arena, nn, sizeof(*g->arr));
-    g->in_arr = ir_arena_calloc(m->arena, nn, 1);
+    g->arr = ir_arena_calloc(g->m->arena, nn, sizeof(*g->arr));
+    g->in_arr = ir_arena_calloc(g->m->arena, nn, 1);
     for (int32_t i = p->from; i < p->to; i++) {
         ir_ref r = g->k->body[i];
         if (p->per_result[r] && p->stage[r] >= 1)
             g->arr[r] = alloca_at_entry(g, arr_type(g, r), "col");
     }
+}
 
-    lg_loop U;
-    LLVMValueRef u = loop_begin(g, &U, g->begin, g->end, "unit");
-    LLVMValueRef ko = LLVMBuildUDiv(b, u, nblk, "");
+/* Opens the loop over the task's units and places unit u: its point of the kept axes (ko,
+ * row-major over them), its first column c0 and its width cw (the last unit may be narrower);
+ * no column array holds values yet. */
+static void column_unit_begin(lg_fn *g, lg_colunit *cu, lg_loop *U) {
+    const llvm_kplan *p = g->p;
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    int last = p->naxes - 1;
+    LLVMValueRef CW = ci64(m, LLVM_COLUMN_WIDTH);
+    LLVMValueRef u = loop_begin(g, U, g->begin, g->end, "unit");
+    LLVMValueRef ko = LLVMBuildUDiv(b, u, cu->nblk, "");
     LLVMValueRef c0 =
-        LLVMBuildNSWMul(b, LLVMBuildSub(b, u, LLVMBuildMul(b, ko, nblk, ""), ""), CW, "");
-    LLVMValueRef cw = imin(g, CW, LLVMBuildSub(b, inner, c0, ""));
-    LLVMValueRef *kbase = new_bases(g, NULL);
-    /* the kept axes before the last, from ko (row-major over them) */
-    add_offsets(g, kbase, ko, kept_axes, nk);
+        LLVMBuildNSWMul(b, LLVMBuildSub(b, u, LLVMBuildMul(b, ko, cu->nblk, ""), ""), CW, "");
+    cu->cw = imin(g, CW, LLVMBuildSub(b, g->dim[last], c0, ""));
+    cu->kbase = new_bases(g, NULL);
+    add_offsets(g, cu->kbase, ko, cu->kept_axes, cu->nk);
     for (int32_t a = 0; a < p->nacc; a++)
-        if ((p->acc[a].present >> last) & 1) kbase[a] = LLVMBuildNSWAdd(b, kbase[a], c0, "");
+        if ((p->acc[a].present >> last) & 1)
+            cu->kbase[a] = LLVMBuildNSWAdd(b, cu->kbase[a], c0, "");
     for (int32_t r = 0; r < g->f->nnodes; r++)
         g->in_arr[r] = 0;
+}
+
+/* The per-result values of stage s (stage 0: only stores) for each column of the unit: into
+ * their column arrays where later stages or sweeps read them, and stored where they are
+ * stored. No loop when the stage has nothing to do. */
+static void column_stage(lg_fn *g, const lg_colunit *cu, int s) {
+    const llvm_kplan *p = g->p;
+    lg_mod *m = g->m;
+    const ir_kernel *k = g->k;
+    ir_ref *roots = ir_arena_calloc(m->arena, (size_t)(p->to - p->from) + 1, sizeof(ir_ref));
+    int32_t n = 0;
+    for (int32_t i = p->from; i < p->to; i++) {
+        ir_ref r = k->body[i];
+        if (p->per_result[r] && p->stage[r] == s &&
+            ir_ops[g->f->nodes[r].op].cls != IR_CLASS_REDUCE)
+            roots[n++] = r;
+    }
+    int any_store = 0;
+    for (int32_t i = p->from; i < p->to; i++) {
+        ir_ref r = k->body[i];
+        if (p->per_result[r] && p->stage[r] == s && (g->f->nodes[r].flags & IR_NODE_STORED))
+            any_store = 1;
+    }
+    if (n == 0 && !any_store) return;
+    lg_loop C;
+    LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
     scope_enter(g);
-
-    for (int s = 0; s <= p->nsweeps; s++) {
-        lg_loop C;
-        LLVMValueRef c;
-        /* per-result values of stage s (stage 0: only stores), then the sweep */
-        {
-            const ir_kernel *k = g->k;
-            ir_ref *roots =
-                ir_arena_calloc(m->arena, (size_t)(p->to - p->from) + 1, sizeof(ir_ref));
-            int32_t n = 0;
-            for (int32_t i = p->from; i < p->to; i++) {
-                ir_ref r = k->body[i];
-                if (p->per_result[r] && p->stage[r] == s &&
-                    ir_ops[g->f->nodes[r].op].cls != IR_CLASS_REDUCE)
-                    roots[n++] = r;
-            }
-            int any_store = 0;
-            for (int32_t i = p->from; i < p->to; i++) {
-                ir_ref r = k->body[i];
-                if (p->per_result[r] && p->stage[r] == s && (g->f->nodes[r].flags & IR_NODE_STORED))
-                    any_store = 1;
-            }
-            if (n > 0 || any_store) {
-                c = loop_begin(g, &C, ci64(m, 0), cw, "c");
-                scope_enter(g);
-                g->base = kbase;
-                g->j = c;
-                eval(g, roots, n);
-                for (int32_t i = 0; i < n; i++)
-                    if (g->arr[roots[i]]) store(g, value_of(g, roots[i]), arr_ptr(g, roots[i], c));
-                for (int32_t i = p->from; i < p->to; i++) {
-                    ir_ref r = k->body[i];
-                    if (p->per_result[r] && p->stage[r] == s &&
-                        (g->f->nodes[r].flags & IR_NODE_STORED))
-                        store_node(g, r);
-                }
-                scope_exit(g);
-                loop_end(g, &C, ci64(m, 1), 0);
-                for (int32_t i = 0; i < n; i++)
-                    if (g->arr[roots[i]]) g->in_arr[roots[i]] = 1;
-            }
-        }
-        if (s == p->nsweeps && !p->final_sweep) break;
-
-        lg_sweep sw;
-        sweep_init(g, &sw, s);
-        g->sweep = s;
-        int blocked = sweep_blocked(g, &sw);
-        for (int32_t i = 0; i < sw.nred; i++) {
-            lg_red *rd = &sw.red[i];
-            rd->tot[0] = alloca_at_entry(g, LLVMArrayType(rd->t, LLVM_COLUMN_WIDTH), "ctot");
-            rd->blk[0] = alloca_at_entry(g, LLVMArrayType(rd->t, LLVM_COLUMN_WIDTH), "cacc");
-        }
-        if (sw.nred > 0) {
-            c = loop_begin(g, &C, ci64(m, 0), cw, "c");
-            for (int32_t i = 0; i < sw.nred; i++) {
-                LLVMValueRef id = lg_red_identity(m, g->f, &g->f->nodes[sw.red[i].node]);
-                store(g, id, col_acc(g, sw.red[i].tot[0], sw.red[i].t, c));
-                store(g, id, col_acc(g, sw.red[i].blk[0], sw.red[i].t, c));
-            }
-            loop_end(g, &C, ci64(m, 1), 0);
-        }
-        LLVMValueRef nb = alloca_at_entry(g, m->t_i64, "nrows");
-        store(g, ci64(m, 0), nb);
-        lg_loop R;
-        LLVMValueRef rr = loop_begin(g, &R, ci64(m, 0), nred, "r");
-        LLVMValueRef *base = new_bases(g, kbase);
-        add_offsets(g, base, rr, red_axes, nr); /* the reduced axes' offsets, from rr */
-        LLVMValueRef *ahead = rows_ahead(g, kbase, rr, nred, cw, red_axes, nr);
-        c = loop_begin(g, &C, ci64(m, 0), cw, "c");
-        g->base = base;
-        g->j = c;
-        g->flat = c;
-        if (ahead) {
-            g->pf_base = ahead;
-            prefetch_ahead(g, p->reduced);
-            g->pf_base = NULL;
-        }
-        {
-            LLVMValueRef *ptrs =
-                ir_arena_calloc(m->arena, (size_t)(sw.nred + 1) * LG_RED_PARTS, sizeof(*ptrs));
-            for (int32_t i = 0; i < sw.nred; i++)
-                ptrs[i * LG_RED_PARTS] =
-                    col_acc(g, blocked ? sw.red[i].blk[0] : sw.red[i].tot[0], sw.red[i].t, c);
-            sweep_point(g, &sw, ptrs);
-        }
-        loop_end(g, &C, ci64(m, 1), sw.nred > 0 ? LG_INTERLEAVE : 0);
-        if (blocked) {
-            /* every LG_GROUP rows, the rows' sums go into the total */
-            LLVMValueRef n1 = LLVMBuildNSWAdd(b, load(g, m->t_i64, nb), ci64(m, 1), "");
-            store(g, n1, nb);
-            LLVMBasicBlockRef after =
-                if_begin(g, LLVMBuildICmp(b, LLVMIntEQ, n1, ci64(m, LG_GROUP), ""));
-            c = loop_begin(g, &C, ci64(m, 0), cw, "c");
-            for (int32_t i = 0; i < sw.nred; i++) {
-                const ir_node *n = &g->f->nodes[sw.red[i].node];
-                LLVMValueRef pt = col_acc(g, sw.red[i].tot[0], sw.red[i].t, c);
-                LLVMValueRef pb = col_acc(g, sw.red[i].blk[0], sw.red[i].t, c);
-                store(
-                    g,
-                    lg_red_combine(m, g->f, n, load(g, sw.red[i].t, pt), load(g, sw.red[i].t, pb)),
-                    pt);
-                store(g, lg_red_identity(m, g->f, n), pb);
-            }
-            loop_end(g, &C, ci64(m, 1), 0);
-            store(g, ci64(m, 0), nb);
-            if_end(g, after);
-        }
-        loop_end(g, &R, ci64(m, 1), 0);
-        if (s == p->nsweeps) break;
-        /* the sweep's results, per column */
-        c = loop_begin(g, &C, ci64(m, 0), cw, "c");
-        for (int32_t i = 0; i < sw.nred; i++) {
-            const ir_node *n = &g->f->nodes[sw.red[i].node];
-            LLVMValueRef t = load(g, sw.red[i].t, col_acc(g, sw.red[i].tot[0], sw.red[i].t, c));
-            if (blocked)
-                t = lg_red_combine(
-                    m, g->f, n, t,
-                    load(g, sw.red[i].t, col_acc(g, sw.red[i].blk[0], sw.red[i].t, c)));
-            store(g, as_kept(g, sw.red[i].node, lg_red_post(m, g->f, n, t, nred)),
-                  arr_ptr(g, sw.red[i].node, c));
-        }
-        loop_end(g, &C, ci64(m, 1), 0);
-        for (int32_t i = 0; i < sw.nred; i++)
-            g->in_arr[sw.red[i].node] = 1;
-        /* stored reductions */
-        int any = 0;
-        for (int32_t i = 0; i < sw.nred; i++)
-            any |= (g->f->nodes[sw.red[i].node].flags & IR_NODE_STORED) != 0;
-        if (any) {
-            c = loop_begin(g, &C, ci64(m, 0), cw, "c");
-            scope_enter(g);
-            g->base = kbase;
-            g->j = c;
-            for (int32_t i = 0; i < sw.nred; i++)
-                if (g->f->nodes[sw.red[i].node].flags & IR_NODE_STORED)
-                    store_node(g, sw.red[i].node);
-            scope_exit(g);
-            loop_end(g, &C, ci64(m, 1), 0);
-        }
+    g->base = cu->kbase;
+    g->j = c;
+    eval(g, roots, n);
+    for (int32_t i = 0; i < n; i++)
+        if (g->arr[roots[i]]) store(g, value_of(g, roots[i]), arr_ptr(g, roots[i], c));
+    for (int32_t i = p->from; i < p->to; i++) {
+        ir_ref r = k->body[i];
+        if (p->per_result[r] && p->stage[r] == s && (g->f->nodes[r].flags & IR_NODE_STORED))
+            store_node(g, r);
     }
     scope_exit(g);
-    loop_end(g, &U, ci64(m, 1), 0);
+    loop_end(g, &C, ci64(m, 1), 0);
+    for (int32_t i = 0; i < n; i++)
+        if (g->arr[roots[i]]) g->in_arr[roots[i]] = 1;
+}
+
+/* Sweep s's accumulators, an array of a unit's columns each: the total (tot[0]) and, when
+ * the sweep is blocked, the current group of rows (blk[0]); both set to the identity. */
+static void column_acc_init(lg_fn *g, const lg_colunit *cu, lg_sweep *sw) {
+    lg_mod *m = g->m;
+    for (int32_t i = 0; i < sw->nred; i++) {
+        lg_red *rd = &sw->red[i];
+        rd->tot[0] = alloca_at_entry(g, LLVMArrayType(rd->t, LLVM_COLUMN_WIDTH), "ctot");
+        rd->blk[0] = alloca_at_entry(g, LLVMArrayType(rd->t, LLVM_COLUMN_WIDTH), "cacc");
+    }
+    if (sw->nred == 0) return;
+    lg_loop C;
+    LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
+    for (int32_t i = 0; i < sw->nred; i++) {
+        LLVMValueRef id = lg_red_identity(m, g->f, &g->f->nodes[sw->red[i].node]);
+        store(g, id, col_acc(g, sw->red[i].tot[0], sw->red[i].t, c));
+        store(g, id, col_acc(g, sw->red[i].blk[0], sw->red[i].t, c));
+    }
+    loop_end(g, &C, ci64(m, 1), 0);
+}
+
+/* After each row of a blocked sweep: every LG_GROUP rows, the group's sums go into the
+ * totals and the group starts again (nb counts the group's rows). */
+static void column_group_end(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, LLVMValueRef nb) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    LLVMValueRef n1 = LLVMBuildNSWAdd(b, load(g, m->t_i64, nb), ci64(m, 1), "");
+    store(g, n1, nb);
+    LLVMBasicBlockRef after = if_begin(g, LLVMBuildICmp(b, LLVMIntEQ, n1, ci64(m, LG_GROUP), ""));
+    lg_loop C;
+    LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
+    for (int32_t i = 0; i < sw->nred; i++) {
+        const ir_node *n = &g->f->nodes[sw->red[i].node];
+        LLVMValueRef pt = col_acc(g, sw->red[i].tot[0], sw->red[i].t, c);
+        LLVMValueRef pb = col_acc(g, sw->red[i].blk[0], sw->red[i].t, c);
+        store(g, lg_red_combine(m, g->f, n, load(g, sw->red[i].t, pt), load(g, sw->red[i].t, pb)),
+              pt);
+        store(g, lg_red_identity(m, g->f, n), pb);
+    }
+    loop_end(g, &C, ci64(m, 1), 0);
+    store(g, ci64(m, 0), nb);
+    if_end(g, after);
+}
+
+/* The rows of sweep s, in order: at each row a vectorized loop over the unit's columns does
+ * the sweep's per-element work (sweep_point) into the column accumulators, and fetches the
+ * columns of a row ahead (rows_ahead). */
+static void column_rows(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int blocked) {
+    const llvm_kplan *p = g->p;
+    lg_mod *m = g->m;
+    LLVMValueRef nb = alloca_at_entry(g, m->t_i64, "nrows");
+    store(g, ci64(m, 0), nb);
+    lg_loop R, C;
+    LLVMValueRef rr = loop_begin(g, &R, ci64(m, 0), cu->nred, "r");
+    LLVMValueRef *base = new_bases(g, cu->kbase);
+    add_offsets(g, base, rr, cu->red_axes, cu->nr); /* the reduced axes' offsets, from rr */
+    LLVMValueRef *ahead = rows_ahead(g, cu->kbase, rr, cu->nred, cu->cw, cu->red_axes, cu->nr);
+    LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
+    g->base = base;
+    g->j = c;
+    g->flat = c;
+    if (ahead) {
+        g->pf_base = ahead;
+        prefetch_ahead(g, p->reduced);
+        g->pf_base = NULL;
+    }
+    LLVMValueRef *ptrs =
+        ir_arena_calloc(m->arena, (size_t)(sw->nred + 1) * LG_RED_PARTS, sizeof(*ptrs));
+    for (int32_t i = 0; i < sw->nred; i++)
+        ptrs[i * LG_RED_PARTS] =
+            col_acc(g, blocked ? sw->red[i].blk[0] : sw->red[i].tot[0], sw->red[i].t, c);
+    sweep_point(g, sw, ptrs);
+    loop_end(g, &C, ci64(m, 1), sw->nred > 0 ? LG_INTERLEAVE : 0);
+    if (blocked) column_group_end(g, cu, sw, nb);
+    loop_end(g, &R, ci64(m, 1), 0);
+}
+
+/* Sweep s over the unit's rows (sw: its reductions); returns whether it was blocked (the
+ * totals then still lack the last group). */
+static int column_sweep(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int s) {
+    sweep_init(g, sw, s);
+    g->sweep = s;
+    int blocked = sweep_blocked(g, sw);
+    column_acc_init(g, cu, sw);
+    column_rows(g, cu, sw, blocked);
+    return blocked;
+}
+
+/* The sweep's finished reductions, per column into their column arrays (for the stages and
+ * sweeps after), then stored for the columns where they are stored. */
+static void column_results(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int blocked) {
+    lg_mod *m = g->m;
+    lg_loop C;
+    LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
+    for (int32_t i = 0; i < sw->nred; i++) {
+        const ir_node *n = &g->f->nodes[sw->red[i].node];
+        LLVMValueRef t = load(g, sw->red[i].t, col_acc(g, sw->red[i].tot[0], sw->red[i].t, c));
+        if (blocked)
+            t = lg_red_combine(
+                m, g->f, n, t,
+                load(g, sw->red[i].t, col_acc(g, sw->red[i].blk[0], sw->red[i].t, c)));
+        store(g, as_kept(g, sw->red[i].node, lg_red_post(m, g->f, n, t, cu->nred)),
+              arr_ptr(g, sw->red[i].node, c));
+    }
+    loop_end(g, &C, ci64(m, 1), 0);
+    for (int32_t i = 0; i < sw->nred; i++)
+        g->in_arr[sw->red[i].node] = 1;
+    int any = 0;
+    for (int32_t i = 0; i < sw->nred; i++)
+        any |= (g->f->nodes[sw->red[i].node].flags & IR_NODE_STORED) != 0;
+    if (!any) return;
+    c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
+    scope_enter(g);
+    g->base = cu->kbase;
+    g->j = c;
+    for (int32_t i = 0; i < sw->nred; i++)
+        if (g->f->nodes[sw->red[i].node].flags & IR_NODE_STORED) store_node(g, sw->red[i].node);
+    scope_exit(g);
+    loop_end(g, &C, ci64(m, 1), 0);
+}
+
+/* A column kernel: per unit of columns, the per-result values of stage 0, then each sweep
+ * over the unit's rows followed by its results and the next stage's values; a final sweep
+ * writes per-element values and reduces nothing further. */
+static void gen_column(lg_fn *g) {
+    const llvm_kplan *p = g->p;
+    lg_colunit cu;
+    column_axes(g, &cu);
+    column_arrays(g);
+    lg_loop U;
+    column_unit_begin(g, &cu, &U);
+    scope_enter(g);
+    for (int s = 0; s <= p->nsweeps; s++) {
+        column_stage(g, &cu, s);
+        if (s == p->nsweeps && !p->final_sweep) break;
+        lg_sweep sw;
+        int blocked = column_sweep(g, &cu, &sw, s);
+        if (s == p->nsweeps) break;
+        column_results(g, &cu, &sw, blocked);
+    }
+    scope_exit(g);
+    loop_end(g, &U, ci64(g->m, 1), 0);
 }
 
 /* ---- the module -------------------------------------------------------------------------------

@@ -286,14 +286,9 @@ static const char *symbol(ir_arena *a, int fi, const ir_func *f, int32_t k, int3
     return ir_arena_printf(a, "f%d_%s_k%d%s", fi, f->name, (int)k, suffix);
 }
 
-static int plan_func(ir_func *f, int fi, ir_arena *a, llvm_func_meta *fm, char *err,
-                     size_t errlen) {
-    memset(fm, 0, sizeof(*fm));
-    fm->func = f;
-    if (!f->partition) return ir_fail(err, errlen, "function '%s' has no partition", f->name);
-    const ir_partition *part = f->partition;
-
-    /* the buffer table: parameters, results, then the other stored values */
+/* The function's buffer table: its parameters, its results (each the stored value an output
+ * reads), then every other stored value (a temporary). */
+static int plan_buffers(ir_func *f, ir_arena *a, llvm_func_meta *fm, char *err, size_t errlen) {
     int32_t cap = 0;
     for (int32_t i = 0; i < f->nparams; i++) {
         const ir_node *n = &f->nodes[f->params[i].node];
@@ -318,80 +313,119 @@ static int plan_func(ir_func *f, int fi, ir_arena *a, llvm_func_meta *fm, char *
         llvm_buf b = {LLVM_BUF_TEMP, -1, r, f->nodes[r].dtype, f->nodes[r].shape};
         IR_VEC_PUSH(a, fm->bufs, fm->nbufs, cap, b);
     }
+    return 0;
+}
 
+/* What decides whether a kernel's results stream (streams, runtime/cpu/cpu_backend.c): the
+ * bytes of per-element results an element writes, and whether it computes a transcendental. */
+static void task_weight(const ir_func *f, const ir_kernel *kn, const llvm_kplan *p,
+                        llvm_kernel_meta *km) {
+    for (int32_t i = p->from; i < p->to; i++) {
+        const ir_node *n = &f->nodes[kn->body[i]];
+        if ((n->flags & IR_NODE_STORED) && ir_shape_equal(&n->shape, &p->dom))
+            km->elem_out_bytes += ir_dtypes[n->dtype].bytes;
+        if ((ir_ops[n->op].flags & IR_OPF_EXPENSIVE) && ir_shape_equal(&n->shape, &p->dom))
+            km->expensive = 1;
+    }
+}
+
+/* Task t's iteration space (t->extent, what begin and end count) by its loop kind, and what
+ * that kind adds to the kernel's metadata: the shape of a run, a row kernel's scratch, a full
+ * reduction's finalize and partials. pi: the task's index, partno: the part or -1. */
+static void task_extent(const ir_func *f, int fi, const ir_kernel *kn, int32_t k, int32_t pi,
+                        int32_t partno, const llvm_kplan *p, ir_arena *a, llvm_kernel_meta *km,
+                        llvm_task *t) {
+    memset(&t->extent, 0, sizeof t->extent);
+    t->extent.block = 1;
+    switch (p->loop) {
+    case LLVM_LOOP_POINTWISE:
+        t->extent.outer = p->dom;
+        if (pi == 0) {
+            km->domain = p->dom;
+            if (p->naxes > 0) km->run_shape = sub_shape(&p->dom, p->axis_dims[p->naxes - 1]);
+        }
+        break;
+    case LLVM_LOOP_ROW:
+        t->extent.outer = p->outer;
+        km->run_shape = sub_shape(&p->dom, p->red); /* a row */
+        if (p->ncached) {
+            km->scratch_shape = km->run_shape;
+            km->scratch_bytes = p->cache_bytes;
+        }
+        break;
+    case LLVM_LOOP_COLUMN: {
+        /* units: the kept axes but the last collapsed one, times blocks of columns */
+        uint32_t inner = p->axis_dims[p->naxes - 1], kept = 0;
+        for (int32_t c = 0; c + 1 < p->naxes; c++)
+            if (!((p->reduced >> c) & 1)) kept |= p->axis_dims[c];
+        t->extent.outer = sub_shape(&p->dom, kept);
+        t->extent.inner = sub_shape(&p->dom, inner);
+        t->extent.block = LLVM_COLUMN_WIDTH;
+        break;
+    }
+    case LLVM_LOOP_FULL:
+        t->extent.inner = p->dom;
+        t->extent.block = LLVM_FULL_CHUNK;
+        km->finalize = symbol(a, fi, f, k, partno, "_fin");
+        for (int32_t i = p->from; i < p->to; i++)
+            if (ir_ops[f->nodes[kn->body[i]].op].cls == IR_CLASS_REDUCE) km->npartials++;
+        break;
+    }
+}
+
+/* The launch checks of the task: max and min of nothing are errors at launch (SPEC §1), so
+ * the shape each one reduces over is recorded with its op. */
+static void task_nonempty(const ir_func *f, const ir_kernel *kn, const llvm_kplan *p, ir_arena *a,
+                          llvm_kernel_meta *km) {
+    int32_t ncap = 0, ocap = 0, nops = 0;
+    for (int32_t i = p->from; i < p->to; i++) {
+        const ir_node *n = &f->nodes[kn->body[i]];
+        if (n->op != IR_OP_MAX && n->op != IR_OP_MIN) continue;
+        ir_shape rs = sub_shape(&f->nodes[n->args[0]].shape, n->axes);
+        IR_VEC_PUSH(a, km->nonempty, km->nnonempty, ncap, rs);
+        IR_VEC_PUSH(a, km->nonempty_op, nops, ocap, n->op);
+    }
+}
+
+/* Kernel k's metadata: one task per part of a combined kernel, else one, each planned
+ * (llvm_plan_kernel) and described for the runtime. */
+static int plan_kernel_meta(ir_func *f, int fi, int32_t k, ir_arena *a, llvm_func_meta *fm,
+                            char *err, size_t errlen) {
+    const ir_kernel *kn = &f->partition->kernels[k];
+    llvm_kernel_meta *km = &fm->kernels[k];
+    km->kernel = k;
+    km->kind = kn->kind;
+    km->domain = kn->domain;
+    int32_t nparts = kn->kind == IR_KERNEL_COMBINED ? kn->nparts : 1;
+    km->ntasks = nparts;
+    km->tasks = ir_arena_calloc(a, (size_t)nparts, sizeof(*km->tasks));
+    for (int32_t pi = 0; pi < nparts; pi++) {
+        llvm_kplan p;
+        int32_t partno = kn->kind == IR_KERNEL_COMBINED ? pi : -1;
+        if (llvm_plan_kernel(fm, k, partno, a, &p, err, errlen)) return -1;
+        llvm_task *t = &km->tasks[pi];
+        task_weight(f, kn, &p, km);
+        if (pi == 0) km->run_shape = p.dom; /* column and full reductions */
+        t->symbol = symbol(a, fi, f, k, partno, "");
+        task_extent(f, fi, kn, k, pi, partno, &p, a, km, t);
+        task_nonempty(f, kn, &p, a, km);
+    }
+    return 0;
+}
+
+/* Function fi's metadata: its buffer table, then each kernel's. */
+static int plan_func(ir_func *f, int fi, ir_arena *a, llvm_func_meta *fm, char *err,
+                     size_t errlen) {
+    memset(fm, 0, sizeof(*fm));
+    fm->func = f;
+    if (!f->partition) return ir_fail(err, errlen, "function '%s' has no partition", f->name);
+    const ir_partition *part = f->partition;
+    if (plan_buffers(f, a, fm, err, errlen)) return -1;
     fm->nkernels = part->nkernels;
     fm->kernels =
         ir_arena_calloc(a, (size_t)(part->nkernels ? part->nkernels : 1), sizeof(*fm->kernels));
-    for (int32_t k = 0; k < part->nkernels; k++) {
-        const ir_kernel *kn = &part->kernels[k];
-        llvm_kernel_meta *km = &fm->kernels[k];
-        km->kernel = k;
-        km->kind = kn->kind;
-        km->domain = kn->domain;
-        int32_t nparts = kn->kind == IR_KERNEL_COMBINED ? kn->nparts : 1;
-        km->ntasks = nparts;
-        km->tasks = ir_arena_calloc(a, (size_t)nparts, sizeof(*km->tasks));
-        for (int32_t pi = 0; pi < nparts; pi++) {
-            llvm_kplan p;
-            int32_t partno = kn->kind == IR_KERNEL_COMBINED ? pi : -1;
-            if (llvm_plan_kernel(fm, k, partno, a, &p, err, errlen)) return -1;
-            llvm_task *t = &km->tasks[pi];
-            for (int32_t i = p.from; i < p.to; i++) {
-                const ir_node *n = &f->nodes[kn->body[i]];
-                if ((n->flags & IR_NODE_STORED) && ir_shape_equal(&n->shape, &p.dom))
-                    km->elem_out_bytes += ir_dtypes[n->dtype].bytes;
-                if ((ir_ops[n->op].flags & IR_OPF_EXPENSIVE) && ir_shape_equal(&n->shape, &p.dom))
-                    km->expensive = 1;
-            }
-            if (pi == 0) km->run_shape = p.dom; /* column and full reductions */
-            t->symbol = symbol(a, fi, f, k, partno, "");
-            memset(&t->extent, 0, sizeof t->extent);
-            t->extent.block = 1;
-            switch (p.loop) {
-            case LLVM_LOOP_POINTWISE:
-                t->extent.outer = p.dom;
-                if (pi == 0) {
-                    km->domain = p.dom;
-                    if (p.naxes > 0) km->run_shape = sub_shape(&p.dom, p.axis_dims[p.naxes - 1]);
-                }
-                break;
-            case LLVM_LOOP_ROW:
-                t->extent.outer = p.outer;
-                km->run_shape = sub_shape(&p.dom, p.red); /* a row */
-                if (p.ncached) {
-                    km->scratch_shape = km->run_shape;
-                    km->scratch_bytes = p.cache_bytes;
-                }
-                break;
-            case LLVM_LOOP_COLUMN: {
-                /* units: the kept axes but the last collapsed one, times blocks of columns */
-                uint32_t inner = p.axis_dims[p.naxes - 1], kept = 0;
-                for (int32_t c = 0; c + 1 < p.naxes; c++)
-                    if (!((p.reduced >> c) & 1)) kept |= p.axis_dims[c];
-                t->extent.outer = sub_shape(&p.dom, kept);
-                t->extent.inner = sub_shape(&p.dom, inner);
-                t->extent.block = LLVM_COLUMN_WIDTH;
-                break;
-            }
-            case LLVM_LOOP_FULL:
-                t->extent.inner = p.dom;
-                t->extent.block = LLVM_FULL_CHUNK;
-                km->finalize = symbol(a, fi, f, k, partno, "_fin");
-                for (int32_t i = p.from; i < p.to; i++)
-                    if (ir_ops[f->nodes[kn->body[i]].op].cls == IR_CLASS_REDUCE) km->npartials++;
-                break;
-            }
-            /* max and min of nothing are errors at launch (SPEC §1) */
-            int32_t ncap = 0, ocap = 0, nops = 0;
-            for (int32_t i = p.from; i < p.to; i++) {
-                const ir_node *n = &f->nodes[kn->body[i]];
-                if (n->op != IR_OP_MAX && n->op != IR_OP_MIN) continue;
-                ir_shape rs = sub_shape(&f->nodes[n->args[0]].shape, n->axes);
-                IR_VEC_PUSH(a, km->nonempty, km->nnonempty, ncap, rs);
-                IR_VEC_PUSH(a, km->nonempty_op, nops, ocap, n->op);
-            }
-        }
-    }
+    for (int32_t k = 0; k < part->nkernels; k++)
+        if (plan_kernel_meta(f, fi, k, a, fm, err, errlen)) return -1;
     return 0;
 }
 

@@ -30,6 +30,14 @@ typedef struct flat {
     const char *i;         /* the flat index (vectors in the vector path) */
     int32_t inner;         /* the innermost group */
     unsigned char *vecbuf; /* per buffer: loaded as a vector before the lanes */
+    /* the sweep (cg_flat_sweep's arguments) */
+    const int32_t *outs; /* output buffers written per element */
+    int32_t nouts;
+    const ir_ref *reds; /* reductions each element is added into */
+    int32_t nreds;
+    ir_ref *targets; /* what an element computes: outputs, then reduction operands */
+    int32_t nt;
+    const char *n; /* the number of elements */
 } flat;
 
 /* the coordinate of group g in the current path */
@@ -127,156 +135,200 @@ static void accumulate(cg_kernel *k, const ir_ref *reds, int32_t nreds) {
     }
 }
 
-int cg_flat_sweep(cg_kernel *k, const int32_t *outs, int32_t nouts, const ir_ref *reds,
-                  int32_t nreds, const char *bid, const char *nblk) {
-    cg_module *m = k->m;
+/* The values an element computes: the outputs' nodes, then the reductions' operands. */
+static void flat_targets(cg_kernel *k, flat *s) {
+    s->nt = 0;
+    s->targets = ir_arena_calloc(k->m->a, (size_t)(s->nouts + s->nreds + 1), sizeof(ir_ref));
+    for (int32_t o = 0; o < s->nouts; o++)
+        s->targets[s->nt++] = k->bufs[s->outs[o]].node;
+    for (int32_t r = 0; r < s->nreds; r++)
+        s->targets[s->nt++] = k->f->nodes[s->reds[r]].args[0];
+}
+
+/* The lowest group a broadcast buffer needs (positions are tracked from there down to the
+ * innermost), and the vector width: 16 bytes of the widest buffer that moves with the
+ * innermost group, at most 8 elements. */
+static void flat_layout(cg_kernel *k, flat *s) {
     int32_t G = k->ngroups;
     uint32_t all = G ? (1u << G) - 1 : 0;
-    flat s;
-    memset(&s, 0, sizeof s);
-    s.inner = G - 1;
-    s.vecbuf = ir_arena_calloc(m->a, (size_t)(k->nbufs ? k->nbufs : 1), 1);
-    k->ctx = &s;
-    k->load = flat_load;
-
-    /* targets: per-element outputs and reduction operands */
-    int32_t nt = 0;
-    ir_ref *targets = ir_arena_calloc(m->a, (size_t)(nouts + nreds + 1), sizeof(ir_ref));
-    for (int32_t o = 0; o < nouts; o++)
-        targets[nt++] = k->bufs[outs[o]].node;
-    for (int32_t r = 0; r < nreds; r++)
-        targets[nt++] = k->f->nodes[reds[r]].args[0];
-
-    /* which buffers move with the innermost group; the vector width from the widest */
     int maxbytes = 0;
-    s.lo = G;
+    s->lo = G;
     for (int32_t b = 0; b < k->nbufs; b++) {
         uint32_t mk = k->bufs[b].mask;
         if (!cg_buf_used(k, b)) continue;
-        if (G && (mk & (1u << s.inner))) {
+        if (G && (mk & (1u << s->inner))) {
             int by = ir_dtypes[k->bufs[b].dtype].bytes;
             if (by > maxbytes) maxbytes = by;
         }
         if (mk && mk != all)
             for (int32_t g = 0; g < G; g++)
-                if ((mk & (1u << g)) && g < s.lo) s.lo = g;
+                if ((mk & (1u << g)) && g < s->lo) s->lo = g;
     }
     int w = maxbytes ? 16 / maxbytes : 1;
     if (w > 8) w = 8;
-    s.w = w;
-    k->flat_tracked = s.lo < G;
+    s->w = w;
+    k->flat_tracked = s->lo < G;
+}
 
-    cg_line(k, "const I tid = %s * (I)blockDim.x + (I)threadIdx.x;", bid);
-    cg_line(k, "const I nth = %s * (I)blockDim.x;", nblk);
-    const char *n = cg_size_expr(k, cg_groups_extent(k, all), "n");
+/* Values that vary over nothing, computed once a thread before both paths (their uniform
+ * reads are element 0). */
+static void flat_uniform(cg_kernel *k, flat *s) {
+    unsigned char *need = ir_arena_calloc(k->m->a, (size_t)k->f->nnodes, 1);
+    cg_need(k, s->targets, s->nt, need);
+    for (ir_ref r = 0; r < k->f->nnodes; r++)
+        if (need[r] && k->var[r]) need[r] = 0;
+    k->ctx = NULL; /* a uniform read is element 0 */
+    cg_emit_needed(k, need);
+    k->ctx = s;
+}
 
-    /* values that vary over nothing: once */
-    int32_t mark0 = cg_scope_mark(k);
-    {
-        unsigned char *need = ir_arena_calloc(m->a, (size_t)k->f->nnodes, 1);
-        cg_need(k, targets, nt, need);
-        for (ir_ref r = 0; r < k->f->nnodes; r++)
-            if (need[r] && k->var[r]) need[r] = 0;
-        k->ctx = NULL; /* a uniform read is element 0 */
-        cg_emit_needed(k, need);
-        k->ctx = &s;
+/* When the vector path is taken: the innermost group holds whole vectors (where positions
+ * are tracked) and every buffer that moves with it is aligned for vector access (those are
+ * marked in vecbuf). NULL: always. */
+static const char *flat_vector_cond(cg_kernel *k, flat *s) {
+    int32_t G = k->ngroups;
+    const char *cond = NULL;
+    if (G > 1 && s->lo < G)
+        cond = cg_fmt(k, "%s %% %d == 0", cg_size_expr(k, k->groups[s->inner].extent, "ext"), s->w);
+    for (int32_t b = 0; b < k->nbufs; b++) {
+        if (!cg_buf_used(k, b) || !(k->bufs[b].mask & (1u << s->inner))) continue;
+        s->vecbuf[b] = 1;
+        cg_use(k, CG_H_TYPES);
+        const char *c = cg_fmt(k, "fx_vec_ok<%d>(%s)", s->w, k->bufs[b].name);
+        cond = cond ? cg_fmt(k, "%s && %s", cond, c) : c;
     }
+    return cond;
+}
 
-    cg_line(k, "I done = 0;");
-    if (w > 1) {
-        /* the vector path */
-        const char *cond = NULL;
-        if (G > 1 && s.lo < G)
-            cond = cg_fmt(k, "%s %% %d == 0", cg_size_expr(k, k->groups[s.inner].extent, "ext"), w);
-        for (int32_t b = 0; b < k->nbufs; b++) {
-            if (!cg_buf_used(k, b) || !(k->bufs[b].mask & (1u << s.inner))) continue;
-            s.vecbuf[b] = 1;
-            cg_use(k, CG_H_TYPES);
-            const char *c = cg_fmt(k, "fx_vec_ok<%d>(%s)", w, k->bufs[b].name);
-            cond = cond ? cg_fmt(k, "%s && %s", cond, c) : c;
-        }
-        cg_line(k, "if (%s) {", cond ? cond : "true");
-        k->ind++;
-        cg_line(k, "/* %d elements a step */", w);
-        cg_line(k, "const I nv = %s / %d;", n, w);
-        if (s.lo < G)
-            cg_line(k, "const I w_in = %s / %d;", cg_size_expr(k, k->groups[s.inner].extent, "ext"),
-                    w);
-        s.vec = 1;
-        s.i = "i";
-        track_init(k, "tid", "nth");
-        cg_line(k, "#pragma unroll 1");
-        cg_line(k, "for (I i = tid; i < nv; i += nth) {");
-        k->ind++;
-        int32_t mark = cg_scope_mark(k);
-        unsigned char *need = ir_arena_calloc(m->a, (size_t)k->f->nnodes, 1);
-        cg_need(k, targets, nt, need);
-        /* vector loads */
-        for (int32_t b = 0; b < k->nbufs; b++) {
-            const cg_buf *bf = &k->bufs[b];
-            if (bf->output || !s.vecbuf[b] || !need[bf->node]) continue;
-            cg_line(k, "const fx_vec<%s, %d> l%d = fx_ldv<%d>(%s + %s);", cg_stype(bf->dtype), w,
-                    (int)b, w, bf->name, flat_offset(k, b));
-        }
-        /* values the same across the vector */
-        unsigned char *outer = ir_arena_calloc(m->a, (size_t)k->f->nnodes, 1);
-        for (ir_ref r = 0; r < k->f->nnodes; r++)
-            outer[r] = need[r] && !(k->var[r] & (1u << s.inner));
-        cg_emit_needed(k, outer);
-        for (int32_t o = 0; o < nouts; o++)
-            cg_line(k, "fx_vec<%s, %d> s%d;", cg_stype(k->bufs[outs[o]].dtype), w, (int)outs[o]);
-        cg_line(k, "#pragma unroll");
-        cg_line(k, "for (int j = 0; j < %d; j++) {", w);
-        k->ind++;
-        int32_t mark2 = cg_scope_mark(k);
-        cg_emit_needed(k, need);
-        for (int32_t o = 0; o < nouts; o++) {
-            const cg_buf *bf = &k->bufs[outs[o]];
-            cg_line(k, "s%d.v[j] = %s;", (int)outs[o],
-                    cg_to_storage(k, bf->dtype, cg_operand(k, bf->node)));
-        }
-        accumulate(k, reds, nreds);
-        cg_scope_pop(k, mark2);
-        k->ind--;
-        cg_line(k, "}");
-        for (int32_t o = 0; o < nouts; o++)
-            cg_line(k, "fx_stv<%d>(%s + %s, s%d);", w, k->bufs[outs[o]].name,
-                    flat_offset(k, outs[o]), (int)outs[o]);
-        track_advance(k);
-        cg_scope_pop(k, mark);
-        k->ind--;
-        cg_line(k, "}");
-        cg_line(k, "done = nv * %d;", w);
-        k->ind--;
-        cg_line(k, "}");
-        s.vec = 0;
-    }
-
-    /* the scalar path: what the vector path left */
-    cg_line(k, "{");
-    k->ind++;
-    s.i = "i";
-    track_init(k, "done + tid", "nth");
-    cg_line(k, "#pragma unroll 1");
-    cg_line(k, "for (I i = done + tid; i < %s; i += nth) {", n);
+/* The lanes of one vector: each element's values, its outputs into the vectors s<buf>, its
+ * operands into the accumulators. */
+static void flat_lanes(cg_kernel *k, flat *s, unsigned char *need) {
+    cg_line(k, "#pragma unroll");
+    cg_line(k, "for (int j = 0; j < %d; j++) {", s->w);
     k->ind++;
     int32_t mark = cg_scope_mark(k);
-    cg_emit_values(k, targets, nt);
-    for (int32_t o = 0; o < nouts; o++) {
-        const cg_buf *bf = &k->bufs[outs[o]];
-        cg_line(k, "%s[%s] = %s;", bf->name, flat_offset(k, outs[o]),
+    cg_emit_needed(k, need);
+    for (int32_t o = 0; o < s->nouts; o++) {
+        const cg_buf *bf = &k->bufs[s->outs[o]];
+        cg_line(k, "s%d.v[j] = %s;", (int)s->outs[o],
                 cg_to_storage(k, bf->dtype, cg_operand(k, bf->node)));
     }
-    accumulate(k, reds, nreds);
+    accumulate(k, s->reds, s->nreds);
+    cg_scope_pop(k, mark);
+    k->ind--;
+    cg_line(k, "}");
+}
+
+/* One step of the vector path: a vector load per input that moves with the innermost group,
+ * the values the same across the vector once, the lanes, a vector store per output; then
+ * the tracked positions advance. */
+static void flat_vector_step(cg_kernel *k, flat *s) {
+    int w = s->w;
+    int32_t mark = cg_scope_mark(k);
+    unsigned char *need = ir_arena_calloc(k->m->a, (size_t)k->f->nnodes, 1);
+    cg_need(k, s->targets, s->nt, need);
+    for (int32_t b = 0; b < k->nbufs; b++) {
+        const cg_buf *bf = &k->bufs[b];
+        if (bf->output || !s->vecbuf[b] || !need[bf->node]) continue;
+        cg_line(k, "const fx_vec<%s, %d> l%d = fx_ldv<%d>(%s + %s);", cg_stype(bf->dtype), w,
+                (int)b, w, bf->name, flat_offset(k, b));
+    }
+    /* values the same across the vector */
+    unsigned char *outer = ir_arena_calloc(k->m->a, (size_t)k->f->nnodes, 1);
+    for (ir_ref r = 0; r < k->f->nnodes; r++)
+        outer[r] = need[r] && !(k->var[r] & (1u << s->inner));
+    cg_emit_needed(k, outer);
+    for (int32_t o = 0; o < s->nouts; o++)
+        cg_line(k, "fx_vec<%s, %d> s%d;", cg_stype(k->bufs[s->outs[o]].dtype), w, (int)s->outs[o]);
+    flat_lanes(k, s, need);
+    for (int32_t o = 0; o < s->nouts; o++)
+        cg_line(k, "fx_stv<%d>(%s + %s, s%d);", w, k->bufs[s->outs[o]].name,
+                flat_offset(k, s->outs[o]), (int)s->outs[o]);
+    track_advance(k);
+    cg_scope_pop(k, mark);
+}
+
+/* The vector path, where its condition holds: the grid-stride loop over whole vectors; it
+ * leaves `done` at the elements it covered. */
+static void flat_vector_path(cg_kernel *k, flat *s) {
+    const char *cond = flat_vector_cond(k, s);
+    cg_line(k, "if (%s) {", cond ? cond : "true");
+    k->ind++;
+    cg_line(k, "/* %d elements a step */", s->w);
+    cg_line(k, "const I nv = %s / %d;", s->n, s->w);
+    if (s->lo < k->ngroups)
+        cg_line(k, "const I w_in = %s / %d;", cg_size_expr(k, k->groups[s->inner].extent, "ext"),
+                s->w);
+    s->vec = 1;
+    s->i = "i";
+    track_init(k, "tid", "nth");
+    cg_line(k, "#pragma unroll 1");
+    cg_line(k, "for (I i = tid; i < nv; i += nth) {");
+    k->ind++;
+    flat_vector_step(k, s);
+    k->ind--;
+    cg_line(k, "}");
+    cg_line(k, "done = nv * %d;", s->w);
+    k->ind--;
+    cg_line(k, "}");
+    s->vec = 0;
+}
+
+/* The scalar path: the elements from `done` on (all of them when the vector path was not
+ * taken), one a step. */
+static void flat_scalar_path(cg_kernel *k, flat *s) {
+    cg_line(k, "{");
+    k->ind++;
+    s->i = "i";
+    track_init(k, "done + tid", "nth");
+    cg_line(k, "#pragma unroll 1");
+    cg_line(k, "for (I i = done + tid; i < %s; i += nth) {", s->n);
+    k->ind++;
+    int32_t mark = cg_scope_mark(k);
+    cg_emit_values(k, s->targets, s->nt);
+    for (int32_t o = 0; o < s->nouts; o++) {
+        const cg_buf *bf = &k->bufs[s->outs[o]];
+        cg_line(k, "%s[%s] = %s;", bf->name, flat_offset(k, s->outs[o]),
+                cg_to_storage(k, bf->dtype, cg_operand(k, bf->node)));
+    }
+    accumulate(k, s->reds, s->nreds);
     track_advance(k);
     cg_scope_pop(k, mark);
     k->ind--;
     cg_line(k, "}");
     k->ind--;
     cg_line(k, "}");
+}
+
+/* (cuda_internal.h) The thread's first element and the grid's stride, the values uniform over
+ * the space once, the vector path where vectors fit, then the scalar path for the rest. */
+int cg_flat_sweep(cg_kernel *k, const int32_t *outs, int32_t nouts, const ir_ref *reds,
+                  int32_t nreds, const char *bid, const char *nblk) {
+    int32_t G = k->ngroups;
+    uint32_t all = G ? (1u << G) - 1 : 0;
+    flat s;
+    memset(&s, 0, sizeof s);
+    s.inner = G - 1;
+    s.vecbuf = ir_arena_calloc(k->m->a, (size_t)(k->nbufs ? k->nbufs : 1), 1);
+    s.outs = outs;
+    s.nouts = nouts;
+    s.reds = reds;
+    s.nreds = nreds;
+    k->ctx = &s;
+    k->load = flat_load;
+    flat_targets(k, &s);
+    flat_layout(k, &s);
+    cg_line(k, "const I tid = %s * (I)blockDim.x + (I)threadIdx.x;", bid);
+    cg_line(k, "const I nth = %s * (I)blockDim.x;", nblk);
+    s.n = cg_size_expr(k, cg_groups_extent(k, all), "n");
+    int32_t mark0 = cg_scope_mark(k);
+    flat_uniform(k, &s);
+    cg_line(k, "I done = 0;");
+    if (s.w > 1) flat_vector_path(k, &s);
+    flat_scalar_path(k, &s);
     cg_scope_pop(k, mark0);
     k->ctx = NULL;
-    return w;
+    return s.w;
 }
 
 /* The grid of one flat part. */
@@ -299,79 +351,70 @@ static int32_t range_outputs(cg_kernel *k, int32_t *outs) {
     return n;
 }
 
-void cg_gen_elementwise(cg_kernel *k, cuda_launch *l) {
+/* Part p of nparts (the whole kernel when nparts is 1): its index space, then its sweep in a
+ * block of its own, a branch on the block index for a part of a combined kernel (its blocks
+ * start at starts[p]); its grid and the condition of the 32-bit variant into *grid and *cond.
+ * Returns -1 when the engine cannot do it (reported). */
+static int elementwise_part(cg_kernel *k, int32_t p, int32_t nparts, const char **starts,
+                            int32_t *outs, cuda_grid *grid, cuda_cond *cond) {
     cg_module *m = k->m;
     const ir_kernel *kn = k->kn;
-    int32_t nparts = kn->kind == IR_KERNEL_COMBINED ? kn->nparts : 1;
-    cuda_grid *grids = ir_arena_calloc(m->a, (size_t)nparts, sizeof(cuda_grid));
-    cuda_cond *conds = ir_arena_calloc(m->a, (size_t)nparts, sizeof(cuda_cond));
-    int32_t *outs = ir_arena_calloc(m->a, (size_t)(k->nbufs ? k->nbufs : 1), sizeof(int32_t));
-    const char **starts = ir_arena_calloc(m->a, (size_t)nparts + 1, sizeof(char *));
-    k->index_template = 1;
-    k->reduce_single = kn->kind != IR_KERNEL_POINTWISE && kn->kind != IR_KERNEL_COMBINED;
-
+    int32_t from = nparts > 1 ? kn->parts[p] : 0;
+    int32_t to = nparts > 1 && p + 1 < nparts ? kn->parts[p + 1] : kn->nbody;
+    const ir_shape *dom = &kn->domain;
+    for (int32_t i = from; i < to && nparts > 1; i++)
+        if (k->f->nodes[kn->body[i]].flags & IR_NODE_STORED) {
+            dom = &k->f->nodes[kn->body[i]].shape;
+            break;
+        }
+    /* a reduction of one element a result: its reduced axes (all of size 1) drop out */
+    cg_space_build(k, dom, nparts > 1 ? 0 : kn->reduce_axes, from, to);
+    if (k->reduced) {
+        cg_fail(m,
+                "cuda codegen: kernel %d of '%s' reduces axes the element-wise engine "
+                "cannot",
+                (int)k->kidx, k->f->name);
+        return -1;
+    }
+    int32_t nouts = range_outputs(k, outs);
     if (nparts > 1) {
-        cg_line(k, "const I b = (I)blockIdx.x;");
-        for (int32_t p = 1; p < nparts; p++)
-            starts[p] =
-                cg_special_arg(k, CUDA_ARG_PART_BLOCK, p, cg_fmt(k, "part%d_", (int)p), NULL);
-    }
-    for (int32_t p = 0; p < nparts; p++) {
-        int32_t from = nparts > 1 ? kn->parts[p] : 0;
-        int32_t to = nparts > 1 && p + 1 < nparts ? kn->parts[p + 1] : kn->nbody;
-        const ir_shape *dom = &kn->domain;
-        for (int32_t i = from; i < to && nparts > 1; i++)
-            if (k->f->nodes[kn->body[i]].flags & IR_NODE_STORED) {
-                dom = &k->f->nodes[kn->body[i]].shape;
-                break;
-            }
-        /* a reduction of one element a result: its reduced axes (all of size 1) drop out */
-        cg_space_build(k, dom, nparts > 1 ? 0 : kn->reduce_axes, from, to);
-        if (k->reduced) {
-            cg_fail(m,
-                    "cuda codegen: kernel %d of '%s' reduces axes the element-wise engine "
-                    "cannot",
-                    (int)k->kidx, k->f->name);
-            return;
-        }
-        int32_t nouts = range_outputs(k, outs);
-        if (nparts > 1) {
-            if (p == 0)
-                cg_line(k, "if (b < %s) {", starts[1]);
-            else if (p + 1 < nparts)
-                cg_line(k, "} else if (b < %s) {", starts[p + 1]);
-            else
-                cg_line(k, "} else {");
-            k->ind++;
-            ir_buf sh;
-            ir_buf_init(&sh, m->a);
-            ir_print_shape(&sh, k->f, dom);
-            cg_line(k, "/* part %d, over %s */", (int)p, sh.data);
-        }
-        const char *bid =
-            nparts > 1 ? (p ? cg_fmt(k, "(b - %s)", starts[p]) : "b") : "(I)blockIdx.x";
-        const char *nblk = "(I)gridDim.x";
-        if (nparts > 1) {
-            const char *end = p + 1 < nparts ? starts[p + 1] : "(I)gridDim.x";
-            nblk = p ? cg_fmt(k, "(%s - %s)", end, starts[p]) : end;
-        }
-        cg_line(k, "{");
+        if (p == 0)
+            cg_line(k, "if (b < %s) {", starts[1]);
+        else if (p + 1 < nparts)
+            cg_line(k, "} else if (b < %s) {", starts[p + 1]);
+        else
+            cg_line(k, "} else {");
         k->ind++;
-        int w = cg_flat_sweep(k, outs, nouts, NULL, 0, bid, nblk);
-        k->ind--;
-        cg_line(k, "}");
-        if (nparts > 1) k->ind--;
-        grids[p] = flat_grid(k, w);
-        conds[p].kind = CUDA_COND_AT_MOST;
-        conds[p].size = grids[p].work;
-        conds[p].value = CUDA_INDEX32_LIMIT - 1;
+        ir_buf sh;
+        ir_buf_init(&sh, m->a);
+        ir_print_shape(&sh, k->f, dom);
+        cg_line(k, "/* part %d, over %s */", (int)p, sh.data);
     }
-    if (nparts > 1) cg_line(k, "}");
+    const char *bid = nparts > 1 ? (p ? cg_fmt(k, "(b - %s)", starts[p]) : "b") : "(I)blockIdx.x";
+    const char *nblk = "(I)gridDim.x";
+    if (nparts > 1) {
+        const char *end = p + 1 < nparts ? starts[p + 1] : "(I)gridDim.x";
+        nblk = p ? cg_fmt(k, "(%s - %s)", end, starts[p]) : end;
+    }
+    cg_line(k, "{");
+    k->ind++;
+    int w = cg_flat_sweep(k, outs, nouts, NULL, 0, bid, nblk);
+    k->ind--;
+    cg_line(k, "}");
+    if (nparts > 1) k->ind--;
+    *grid = flat_grid(k, w);
+    cond->kind = CUDA_COND_AT_MOST;
+    cond->size = grid->work;
+    cond->value = CUDA_INDEX32_LIMIT - 1;
+    return 0;
+}
 
-    l->what = kn->kind == IR_KERNEL_COMBINED    ? "combined"
-              : kn->kind == IR_KERNEL_POINTWISE ? "pointwise"
-                                                : "reduction of size-1 axes";
-    l->max_block = BLOCK;
+/* The launch's variants, and the kernel emitted: one body with 32-bit indexes over chunks of
+ * the elements when a single part tracks no positions and has at most one size; else a
+ * 32-bit variant (every part below 2^31 elements) and an _i64 one, from a template. */
+static void elementwise_variants(cg_kernel *k, cuda_launch *l, int32_t nparts, cuda_grid *grids,
+                                 cuda_cond *conds) {
+    cg_module *m = k->m;
     cuda_variant *v = ir_arena_calloc(m->a, 2, sizeof(cuda_variant));
     if (nparts == 1 && !k->flat_tracked && k->nsizes <= 1) {
         /* one body: 32-bit indexes over chunks of the elements */
@@ -397,4 +440,32 @@ void cg_gen_elementwise(cg_kernel *k, cuda_launch *l) {
     l->variants = v;
     cg_emit_function(k, v[0].name, BLOCK, k->body.data ? k->body.data : "", CG_FN_TEMPLATE);
     ir_buf_init(&k->body, m->a);
+}
+
+void cg_gen_elementwise(cg_kernel *k, cuda_launch *l) {
+    cg_module *m = k->m;
+    const ir_kernel *kn = k->kn;
+    int32_t nparts = kn->kind == IR_KERNEL_COMBINED ? kn->nparts : 1;
+    cuda_grid *grids = ir_arena_calloc(m->a, (size_t)nparts, sizeof(cuda_grid));
+    cuda_cond *conds = ir_arena_calloc(m->a, (size_t)nparts, sizeof(cuda_cond));
+    int32_t *outs = ir_arena_calloc(m->a, (size_t)(k->nbufs ? k->nbufs : 1), sizeof(int32_t));
+    const char **starts = ir_arena_calloc(m->a, (size_t)nparts + 1, sizeof(char *));
+    k->index_template = 1;
+    k->reduce_single = kn->kind != IR_KERNEL_POINTWISE && kn->kind != IR_KERNEL_COMBINED;
+
+    if (nparts > 1) {
+        cg_line(k, "const I b = (I)blockIdx.x;");
+        for (int32_t p = 1; p < nparts; p++)
+            starts[p] =
+                cg_special_arg(k, CUDA_ARG_PART_BLOCK, p, cg_fmt(k, "part%d_", (int)p), NULL);
+    }
+    for (int32_t p = 0; p < nparts; p++)
+        if (elementwise_part(k, p, nparts, starts, outs, &grids[p], &conds[p])) return;
+    if (nparts > 1) cg_line(k, "}");
+
+    l->what = kn->kind == IR_KERNEL_COMBINED    ? "combined"
+              : kn->kind == IR_KERNEL_POINTWISE ? "pointwise"
+                                                : "reduction of size-1 axes";
+    l->max_block = BLOCK;
+    elementwise_variants(k, l, nparts, grids, conds);
 }

@@ -802,15 +802,12 @@ static const char *final_load(cg_kernel *k, int b) {
     return v;
 }
 
-void cg_gen_full(cg_kernel *k, cuda_launch *l2) {
+/* The body of the partials kernel: a grid-stride flat sweep (cg_flat_sweep) writes the
+ * per-element outputs and accumulates every reduction; the block combines its threads'
+ * accumulators and thread 0 writes the block's partials to the scratch (partials_of).
+ * Returns the sweep's vector width. */
+static int full_partials_body(cg_kernel *k, const rplan *p) {
     cg_module *m = k->m;
-    rplan p;
-    plan_build(k, &p, 0);
-    if (m->fail.failed) return;
-    uint32_t all = (1u << k->ngroups) - 1;
-    int32_t scratch = k->partials_scratch;
-
-    /* stage 1: a grid-stride sweep, one partial result per block */
     int32_t *outs = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), sizeof(int32_t));
     int32_t nouts = 0;
     for (int32_t b = 0; b < k->nbufs; b++)
@@ -818,27 +815,34 @@ void cg_gen_full(cg_kernel *k, cuda_launch *l2) {
             outs[nouts++] = b;
     k->index_template = 1;
     k->cur_const = 0;
-    const char *part =
-        cg_special_arg(k, CUDA_ARG_SCRATCH, scratch, "part_", "unsigned char *__restrict__");
-    shared_decls(k, &p, "[32]");
-    acc_init(k, &p, 1, 1);
+    const char *part = cg_special_arg(k, CUDA_ARG_SCRATCH, k->partials_scratch, "part_",
+                                      "unsigned char *__restrict__");
+    shared_decls(k, p, "[32]");
+    acc_init(k, p, 1, 1);
     cg_line(k, "{");
     k->ind++;
-    int w = cg_flat_sweep(k, outs, nouts, p.reds, p.nreds, "(I)blockIdx.x", "(I)gridDim.x");
+    int w = cg_flat_sweep(k, outs, nouts, p->reds, p->nreds, "(I)blockIdx.x", "(I)gridDim.x");
     k->ind--;
     cg_line(k, "}");
-    acc_finish_compensated(k, &p, 1);
-    block_combine(k, &p);
+    acc_finish_compensated(k, p, 1);
+    block_combine(k, p);
     cg_line(k, "if (threadIdx.x == 0) {");
     k->ind++;
-    block_combine_thread0(k, &p);
-    for (int32_t i = 0; i < p.nreds; i++)
-        cg_line(k, "%s[blockIdx.x] = a%d;", partials_of(k, p.reds[i], i, part), (int)p.reds[i]);
+    block_combine_thread0(k, p);
+    for (int32_t i = 0; i < p->nreds; i++)
+        cg_line(k, "%s[blockIdx.x] = a%d;", partials_of(k, p->reds[i], i, part), (int)p->reds[i]);
     k->ind--;
     cg_line(k, "}");
+    return w;
+}
+
+/* Launch l1 of the partials kernel (emitted here): grid-stride over every element, at most
+ * CG_MAX_PARTIALS blocks; a 32-bit variant below 2^31 elements, an _i64 one otherwise. */
+static void full_partials_launch(cg_kernel *k, cuda_launch *l1, int w) {
+    cg_module *m = k->m;
     cuda_grid *g1 = ir_arena_calloc(m->a, 1, sizeof(cuda_grid));
     g1->kind = CUDA_GRID_STRIDE;
-    g1->work = cg_groups_extent(k, all);
+    g1->work = cg_groups_extent(k, (1u << k->ngroups) - 1);
     g1->per_thread = w;
     g1->block = FULL_BLOCK;
     g1->blocks_per_sm = 8;
@@ -857,7 +861,6 @@ void cg_gen_full(cg_kernel *k, cuda_launch *l2) {
     v1[1].name = cg_global_name(k, "_partial_i64");
     v1[1].nconds = 0;
     v1[1].conds = NULL;
-    cuda_launch *l1 = l2 - 1;
     l1->what = "full-reduction partials";
     l1->nvariants = 2;
     l1->variants = v1;
@@ -865,39 +868,49 @@ void cg_gen_full(cg_kernel *k, cuda_launch *l2) {
     cg_emit_function(k, v1[0].name, FULL_BLOCK, k->body.data ? k->body.data : "", CG_FN_TEMPLATE);
     ir_buf_init(&k->body, m->a);
     cg_launch_args(k, l1);
+}
 
-    /* stage 2: one block combines the partials in order; thread 0 finishes */
+/* The body of the final kernel (one block): its threads combine the partials in a fixed
+ * order, the block combines the threads, and thread 0 computes the results from the
+ * reductions (the per-result values of both stages, reading inputs at element 0). */
+static void full_final_body(cg_kernel *k, const rplan *p) {
+    cg_module *m = k->m;
     k->nsizes = 0;
     k->index_template = 0;
     k->cur_const = 1;
-    part =
-        cg_special_arg(k, CUDA_ARG_SCRATCH, scratch, "part_", "const unsigned char *__restrict__");
+    const char *part = cg_special_arg(k, CUDA_ARG_SCRATCH, k->partials_scratch, "part_",
+                                      "const unsigned char *__restrict__");
     const char *np = cg_special_arg(k, CUDA_ARG_GRID_OF, k->launch_index - 1, "nparts_", NULL);
-    const char *n = cg_size_expr(k, cg_groups_extent(k, all), "n");
-    shared_decls(k, &p, "[32]");
-    acc_init(k, &p, 1, 0);
+    const char *n = cg_size_expr(k, cg_groups_extent(k, (1u << k->ngroups) - 1), "n");
+    shared_decls(k, p, "[32]");
+    acc_init(k, p, 1, 0);
     cg_line(k, "for (long long b = threadIdx.x; b < %s; b += blockDim.x) {", np);
     k->ind++;
-    for (int32_t i = 0; i < p.nreds; i++) {
-        ir_ref r = p.reds[i];
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
         cg_line(
             k, "a%d = %s;", (int)r,
             cg_red_combine(k, r, acc_name(k, r), cg_fmt(k, "%s[b]", partials_of(k, r, i, part))));
     }
     k->ind--;
     cg_line(k, "}");
-    block_combine(k, &p);
+    block_combine(k, p);
     cg_line(k, "if (threadIdx.x == 0) {");
     k->ind++;
-    block_combine_thread0(k, &p);
+    block_combine_thread0(k, p);
     k->load = final_load;
     k->ctx = NULL;
-    acc_values(k, &p, 1, n);
+    acc_values(k, p, 1, n);
     unsigned char *written = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
-    per_result_stage(k, &p, 0, written, NULL, NULL);
-    per_result_stage(k, &p, 1, written, NULL, NULL);
+    per_result_stage(k, p, 0, written, NULL, NULL);
+    per_result_stage(k, p, 1, written, NULL, NULL);
     k->ind--;
     cg_line(k, "}");
+}
+
+/* Launch l2 of the final kernel (emitted here): one block. */
+static void full_final_launch(cg_kernel *k, cuda_launch *l2) {
+    cg_module *m = k->m;
     cuda_grid *g2 = ir_arena_calloc(m->a, 1, sizeof(cuda_grid));
     g2->kind = CUDA_GRID_ONE;
     g2->block = FULL_BLOCK;
@@ -911,4 +924,15 @@ void cg_gen_full(cg_kernel *k, cuda_launch *l2) {
     l2->max_block = FULL_BLOCK;
     cg_emit_function(k, v2->name, FULL_BLOCK, k->body.data ? k->body.data : "", CG_FN_PLAIN);
     ir_buf_init(&k->body, m->a);
+}
+
+void cg_gen_full(cg_kernel *k, cuda_launch *l2) {
+    rplan p;
+    plan_build(k, &p, 0);
+    if (k->m->fail.failed) return;
+    /* stage 1: a grid-stride sweep, one partial result per block */
+    full_partials_launch(k, l2 - 1, full_partials_body(k, &p));
+    /* stage 2: one block combines the partials in order; thread 0 finishes */
+    full_final_body(k, &p);
+    full_final_launch(k, l2);
 }
