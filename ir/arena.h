@@ -53,7 +53,7 @@ void *ir_arena_grow(ir_arena *a, void *ptr, size_t elem, int32_t *cap, int32_t n
     do {                                                                                           \
         if ((len) >= (cap))                                                                        \
             (ptr) = ir_arena_grow((arena), (ptr), sizeof(*(ptr)), &(cap), (len) + 1);              \
-        (ptr)[(len)++] = (value);                                                                  \
+        if (ptr) (ptr)[(len)++] = (value); /* NULL: out of memory, for the caller to see */        \
     } while (0)
 
 /* A growable text buffer in the arena, for printers and code generators. */

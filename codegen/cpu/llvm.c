@@ -584,8 +584,8 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
     g->stage_ptr = NULL;
     /* the block's trip count is small, which makes the vectorizer keep one vector in flight;
      * long bodies (inlined math) need several for their latency, and a body with a
-     * transcendental twice as many (gelu: 0.55 to 0.50 ns per element on one Zen 3 core, for
-     * a fifth more compile time, which cheap bodies are not charged) */
+     * transcendental twice as many (faster for a fifth more compile time, which cheap bodies
+     * are not charged: bench/RESULTS.md) */
     loop_end(g, &L, ci64(m, 1), m->math_calls > calls ? 2 * LG_INTERLEAVE : LG_INTERLEAVE);
     LLVMBasicBlockRef after = if_begin(g, g->stream);
     stage_flush(g, set, len);
@@ -1268,12 +1268,9 @@ static LLVMValueRef col_acc(lg_fn *g, LLVMValueRef arr, LLVMTypeRef t, LLVMValue
 /* Column reductions walk their rows a unit of columns (at most LLVM_COLUMN_WIDTH) at a time:
  * a few lines per row, a row's length apart, which the hardware prefetchers do not follow
  * across pages. So the unit prefetches its columns of the row this many bytes ahead (at least
- * 4 rows; the last row past the end). On two Zen 5 cores, medians of 5 interleaved runs:
- * sum(x, axis=0) over [16384, 4096] f32 from 10.6 to 7.0 ms (a copy of the same bytes: 5.8),
- * over [4096, 16384] from 9.8 to 6.3, over bf16 [16384, 4096] from 8.5 to 3.9; softmax over
- * axis 0 of [16384, 4096] from 41.9 to 29.0; mean(x, axis=1) over [16, 1024, 4096] from 9.6
- * to 7.2. Distances of 4 to 32 KB were within 5% of each other; in L2, one thread, [256, 1024]
- * pays 9% and [4096, 256] gains 11%. */
+ * 4 rows; the last row past the end). Column sums and softmaxes over an axis 0 ran up to twice
+ * as fast with it, distances of 4 to 32 KB alike, and kernels in L2 within about 10% either
+ * way (bench/RESULTS.md, "The measurements behind the code's constants"). */
 #define LG_COLUMN_AHEAD_BYTES 16384
 
 /* The offsets of the row LG_COLUMN_AHEAD_BYTES past row rr (of nred) for a unit of cw columns,

@@ -99,10 +99,9 @@ typedef struct llvm_kernel_meta {
     ir_shape run_shape;
     /* row reductions that cache per-element values: each thread's scratch holds
      * |scratch_shape| * scratch_bytes bytes (a row's), whatever the row's size. Rows whose
-     * cache spills from L3 pay for it: on two Zen 5 cores softmax [8, 4194304] f32 took 24 ms
-     * against 14 ms with a variant of the kernel that recomputed instead, [32, 1048576] 6.3
-     * against 6.2 ms, [64, 262147] 3.9 against 3.7 ms. That variant was dropped because it
-     * doubled every row kernel's code and compile time (softmax.fuse cold: 101 to 41 ms). */
+     * cache spills from L3 pay for it, up to 1.7x what a variant of the kernel that
+     * recomputed instead took; that variant was dropped because it doubled every row
+     * kernel's code and compile time (bench/RESULTS.md). */
     ir_shape scratch_shape;
     int32_t scratch_bytes; /* 0: no scratch */
     /* full reductions */

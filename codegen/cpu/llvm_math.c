@@ -292,8 +292,8 @@ LLVM_MATH_API float llvm_math_expf(float x) {
  * But for one thing: where e^x is subnormal (x below EXPF_NORMAL_MIN, about -87.34) the
  * result is 0, an error below 2^-126 (the SPEC allows 1e-6). Subnormal values are slow to
  * add and multiply on x86 (a microcode assist per instruction): softmax over rows whose
- * values span more than 87 summed them, and ran 2.5x slower for it (Zen 5, 4% of the
- * elements in the subnormal band); the flush costs 3-6% on rows that never reach it. */
+ * values span more than 87 summed them, and ran much slower for it; the flush costs
+ * a few percent on rows that never reach it (bench/RESULTS.md). */
 #define EXPF_NORMAL_MIN -0x1.5d589ep6f /* the least x with e^x >= 2^-126 */
 static const float EXPF_P_2M64[5] = EXPF_COEFFS(0x1p-64f);
 

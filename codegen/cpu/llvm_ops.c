@@ -406,7 +406,7 @@ static LLVMValueRef op_DIV(lg_mod *m, const lg_args *a) {
 }
 /* x / r for a float r computed outside the loop that divides by it (a row's sum in
  * softmax): one division per row instead of one per element, whose throughput is a
- * fraction of a multiply's (softmax: 0.72 to 0.65 ns per element on one Zen 3 core).
+ * fraction of a multiply's (softmax gained a tenth: bench/RESULTS.md).
  * x / r becomes (x * s) * inv with inv = 1 / (r * s), built right after r so that it is
  * hoisted before the loop is vectorized. s is 1, or 2^64 (2^512 for double) where |r| is so
  * small that 1 / r would overflow: both scalings are exact, so the result is rounded twice

@@ -4,9 +4,8 @@
  * Why: a row kernel fetches its next row while it computes this one. Prefetches issued in a
  * burst (a whole block's cache lines before its loop) fill the core's miss buffers, and the
  * loop's own loads wait behind them; one prefetch per vector of elements spreads the same
- * requests over the computation. On a Zen 5 core with AVX-512, softmax [16384, 4096] f32
- * took 8.5-9.1 ms with bursts of 64 lines and 7.3-8.1 ms with one line per vector (a C
- * prototype, against a copy of 6.5-7.3 ms); bursts of 8 or 16 lines were no better than 64.
+ * requests over the computation: a softmax prototype ran about a seventh faster so, near a
+ * copy, and shorter bursts were no better than long ones (bench/RESULTS.md).
  *
  * How: LLVM 14's loop vectorizer refuses a loop that calls llvm.prefetch. It does vectorize a
  * call to a function with vector variants (the VFABI attribute "vector-function-abi-variant"),

@@ -51,9 +51,9 @@
 #define CPU_ALIGN              64
 /* Threads' row caches lie a page apart: a core's hardware prefetchers run ahead of the
  * scratch it sweeps, and lines they fetch from the next thread's scratch, which that thread
- * is writing, go back and forth between the cores. Softmax [16384, 4096] f32 on two Zen 5
- * cores took 8.9 ms with the two 16 KB row caches adjacent, 8.5 with 256 bytes between
- * them, 7.3 with 2 KB and 7.0-7.1 with 4 KB or more (a copy: 6.9-7.0 ms). */
+ * is writing, go back and forth between the cores. Softmax's row-kernel time fell to a
+ * copy's as the gap grew to 4 KB, and no further beyond (bench/RESULTS.md, "The measurements
+ * behind the code's constants"). */
 #define CPU_SCRATCH_GAP 4096
 
 typedef struct cpu_kernel {
@@ -89,12 +89,9 @@ typedef struct cpu_program {
  * block in L1. A kernel bound by memory gains; one bound by its arithmetic loses. So
  * reductions stream (a row's epilogue overlaps its writes with the next row's sweeps), and
  * element-wise kernels stream unless they evaluate a transcendental on a target without
- * AVX-512, where the arithmetic is the bound (bench/RESULTS.md, [16384, 4096] f32 and 2^26
- * elements on a Zen 5 core, plain against streamed: gelu with 16-float vectors 7.3 against
- * 6.8 ms, with 8-float vectors 10.9 against 11.8 ms (and 1.03-1.36x against 1.27-1.43x the
- * copy on the Zen 3 host); bias + ReLU 7.1 against 6.4 ms with either, its f16 and bf16
- * forms 5.7 against 4.6 ms). FUSEC_CPU_STREAM_MIN_BYTES sets one threshold for every kernel,
- * runs of any length included (tests set 0 to stream everything). */
+ * AVX-512, where the arithmetic is the bound (bench/RESULTS.md, "The measurements behind the
+ * code's constants"). FUSEC_CPU_STREAM_MIN_BYTES sets one threshold for every kernel, runs of
+ * any length included (tests set 0 to stream everything). */
 static pthread_once_t stream_once = PTHREAD_ONCE_INIT;
 static double stream_min_override = -1;
 
@@ -112,10 +109,8 @@ static void stream_init(void) {
 
 /* Runs of results shorter than this are not streamed, whatever the total: each run is staged
  * and copied out on its own, partial lines at both ends, which costs more than the reads for
- * ownership it saves. x * rsqrt(sum(x * x, axis=1)) over [R, C] f32, 2^26 elements, streamed
- * against not: C = 3 84 against 50 ms, 16 27 against 22, 64 12.9 against 12.3, 256 11.0
- * against 12.4 (a copy: 12.5); relu(x + b[C]) likewise: C = 3 73 against 56, 16 23 against
- * 21, 64 10.1 against 12.6. */
+ * ownership it saves; at 256 bytes (64 f32) the two were even, and longer runs gained
+ * (bench/RESULTS.md, "The measurements behind the code's constants"). */
 #define CPU_STREAM_MIN_RUN_BYTES 256
 
 /* Whether a launch of km over `elems` elements streams its results. */

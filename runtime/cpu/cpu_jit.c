@@ -79,7 +79,7 @@ static void host_init(void) {
      * the main vector loop's step, so that third copy of each body would only cost compile
      * time (a third of it for gelu). No non-trivial loop unswitching either: it copies a
      * kernel's block loop for its invariant `stream` flag, whose two values only select
-     * where the stores go (gelu: 6 ms more compile time, no faster). */
+     * where the stores go (more compile time, no faster: bench/RESULTS.md). */
     const char *argv[] = {"fusec", "-enable-epilogue-vectorization=false",
                           "-enable-npm-O3-nontrivial-unswitch=false"};
     LLVMParseCommandLineOptions(3, argv, "fusec");

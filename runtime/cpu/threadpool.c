@@ -5,12 +5,13 @@
  * Part i belongs to thread i, which claims it by moving its slot from open to taken for that
  * generation; the caller, once its own part is done, claims and runs every part still open,
  * so a worker the scheduler has not run yet (the other core busy with another process) costs
- * nothing but its share of the work: a 65536-element kernel took 0.21 ms instead of 3 us
- * when the caller waited for it. The caller returns when every part has run; a worker that
- * wakes after that finds its slot taken or reopened for a later generation, and leaves the
- * job alone (the job's fields may then be the next run's, which is why nothing is read from
- * them but after a successful claim). Idle workers spin for a while, then sleep on a
- * condition variable, woken under the mutex so that no wake-up is lost.
+ * nothing but its share of the work, not a scheduler's time slice, which is what waiting for
+ * it cost a small kernel (bench/RESULTS.md, "The measurements behind the code's constants"). The
+ * caller returns when every part has run; a worker that wakes after that finds its slot taken or
+ * reopened for a later generation, and leaves the job alone (the job's fields may then be the next
+ * run's, which is why nothing is read from them but after a successful claim). Idle workers spin
+ * for a while, then sleep on a condition variable, woken under the mutex so that no wake-up is
+ * lost.
  */
 #include "runtime/cpu/threadpool.h"
 
