@@ -172,7 +172,10 @@ static fusec_status resolve_target(fusec_module *m) {
     fusec_status st = check_names(m);
     if (st != FUSEC_OK) return st;
     switch (m->opt.target) {
-    case FUSEC_TARGET_REF: m->target = FUSEC_TARGET_REF; return FUSEC_OK;
+    case FUSEC_TARGET_REF:
+        m->target = FUSEC_TARGET_REF;
+        m->backend = &rt_backend_ref;
+        return FUSEC_OK;
     case FUSEC_TARGET_CUDA:
         /* with --arch, CUDA code is built without a device: launches then fail cleanly */
         m->target = FUSEC_TARGET_CUDA;
@@ -193,10 +196,11 @@ static fusec_status resolve_target(fusec_module *m) {
             m->backend = &rt_backend_cpu;
         } else {
             m->target = FUSEC_TARGET_REF;
+            m->backend = &rt_backend_ref;
         }
         if (m->opt.verbose)
-            ir_buf_printf(&m->report, "target: %s\n",
-                          m->backend ? m->backend->name : "ref (no backend available)");
+            ir_buf_printf(&m->report, "target: %s%s\n", m->backend->name,
+                          m->target == FUSEC_TARGET_REF ? " (no backend available)" : "");
         return FUSEC_OK;
     }
     return set_message(m, FUSEC_ERR_INVALID_ARGUMENT, "unknown target %d", (int)m->opt.target);
@@ -431,7 +435,10 @@ static rt_backend_request backend_request(fusec_module *m) {
 
 /* The one build attempt. The caller holds m->lock. */
 static fusec_status build_now(fusec_module *m) {
-    if (!m->backend) return FUSEC_OK;
+    if (!m->backend) { /* the compilation failed before it chose one */
+        snprintf(m->message, sizeof m->message, "the module has no target: it did not compile");
+        return FUSEC_ERR_SOURCE;
+    }
     jmp_buf oom;
     if (setjmp(oom)) {
         m->arena.oom = NULL;
@@ -771,7 +778,6 @@ static fusec_status prepare_call(fusec_function *f, const fusec_tensor *inputs, 
 
 /* Builds the module on first use; the build's status. */
 static fusec_status ensure_built(fusec_module *m) {
-    if (!m->backend) return FUSEC_OK;
     if (atomic_load_explicit(&m->built, memory_order_acquire)) return m->build_status;
     return fusec_module_build(m);
 }
@@ -781,15 +787,6 @@ static fusec_status run_call(fusec_function *f, ir_tensor *args, const int64_t *
                              void *stream) {
     fusec_module *m = f->module;
     char err[512];
-    if (!m->backend) {
-        /* the partitioned function: values its kernels store are rounded to their dtype, so
-         * --no-fuse on the reference rounds as --no-fuse does everywhere (the fused partition
-         * stores only results, so it computes what the unpartitioned function does) */
-        int np = f->checked->nparams;
-        if (ir_interp_run(f->fused, args, args + np, err, sizeof err) != 0)
-            return set_message(m, FUSEC_ERR_RUNTIME, "%s", err);
-        return FUSEC_OK;
-    }
     fusec_status st =
         m->backend->launch(m->program, (int)(f - m->funcs), args, syms, stream, err, sizeof err);
     if (st != FUSEC_OK) return set_message(m, st, "%s", err);
@@ -892,37 +889,26 @@ void fusec_plan_free(fusec_plan *p) {
 
 /* ---- memory ------------------------------------------------------------------------------ */
 
-/* The target's memory functions, NULL on host targets. */
-static const rt_backend *device_backend(const fusec_module *m) {
-    return m->backend && m->backend->mem_alloc ? m->backend : NULL;
+/* The target's memory functions; a module whose compilation failed before it chose a target
+ * still frees and copies host memory. */
+static const rt_backend *memory_backend(const fusec_module *m) {
+    return m->backend ? m->backend : &rt_backend_ref;
 }
 
 fusec_status fusec_memory_alloc(fusec_module *m, size_t bytes, void **ptr) {
     if (ptr) *ptr = NULL;
     if (!m || !ptr) return FUSEC_ERR_INVALID_ARGUMENT;
-    const rt_backend *be = device_backend(m);
-    if (be) {
-        char err[512];
-        fusec_status st = be->mem_alloc(bytes, ptr, err, sizeof err);
-        if (st != FUSEC_OK) return set_message(m, st, "%s", err);
-        return FUSEC_OK;
-    }
-    size_t n = (bytes + 63) & ~(size_t)63;
-    if (n < bytes || !(*ptr = aligned_alloc(64, n ? n : 64)))
-        return set_message(m, FUSEC_ERR_OUT_OF_MEMORY, "out of memory for %zu bytes", bytes);
+    char err[512];
+    fusec_status st = memory_backend(m)->mem_alloc(bytes, ptr, err, sizeof err);
+    if (st != FUSEC_OK) return set_message(m, st, "%s", err);
     return FUSEC_OK;
 }
 
 fusec_status fusec_memory_free(fusec_module *m, void *ptr) {
     if (!m) return FUSEC_ERR_INVALID_ARGUMENT;
     if (!ptr) return FUSEC_OK;
-    const rt_backend *be = device_backend(m);
-    if (!be) {
-        free(ptr);
-        return FUSEC_OK;
-    }
     char err[512];
-    fusec_status st = be->mem_free(ptr, err, sizeof err);
+    fusec_status st = memory_backend(m)->mem_free(ptr, err, sizeof err);
     if (st != FUSEC_OK) return set_message(m, st, "%s", err);
     return FUSEC_OK;
 }
@@ -930,13 +916,8 @@ fusec_status fusec_memory_free(fusec_module *m, void *ptr) {
 static fusec_status memory_copy(fusec_module *m, void *dst, const void *src, size_t bytes,
                                 int to_device) {
     if (!m || (bytes && (!dst || !src))) return FUSEC_ERR_INVALID_ARGUMENT;
-    const rt_backend *be = device_backend(m);
-    if (!be) {
-        if (bytes) memcpy(dst, src, bytes);
-        return FUSEC_OK;
-    }
     char err[512];
-    fusec_status st = be->mem_copy(dst, src, bytes, to_device, err, sizeof err);
+    fusec_status st = memory_backend(m)->mem_copy(dst, src, bytes, to_device, err, sizeof err);
     if (st != FUSEC_OK) return set_message(m, st, "%s", err);
     return FUSEC_OK;
 }
@@ -951,10 +932,8 @@ fusec_status fusec_memory_download(fusec_module *m, void *host_dst, const void *
 
 fusec_status fusec_synchronize(fusec_module *m, void *stream) {
     if (!m) return FUSEC_ERR_INVALID_ARGUMENT;
-    const rt_backend *be = device_backend(m);
-    if (!be) return FUSEC_OK;
     char err[512];
-    fusec_status st = be->synchronize(stream, err, sizeof err);
+    fusec_status st = memory_backend(m)->synchronize(stream, err, sizeof err);
     if (st != FUSEC_OK) return set_message(m, st, "%s", err);
     return FUSEC_OK;
 }
@@ -1064,32 +1043,8 @@ fusec_status fusec_bench_launch(fusec_function *f, const fusec_tensor *inputs, i
 fusec_status fusec_bench_copy(fusec_module *m, size_t bytes, int reps, double *median_ms) {
     if (!m || !median_ms || reps < 1) return FUSEC_ERR_INVALID_ARGUMENT;
     *median_ms = 0;
-    if (m->backend) {
-        char err[512];
-        fusec_status st = m->backend->copy_time(bytes, reps, median_ms, err, sizeof err);
-        if (st != FUSEC_OK) return set_message(m, st, "%s", err);
-        return FUSEC_OK;
-    }
-    /* the reference interpreter is single-threaded: its roofline is one memcpy */
-    size_t half = bytes / 2 ? bytes / 2 : 1;
-    char *a = malloc(half), *b = malloc(half);
-    double *t = malloc(sizeof(double) * (size_t)reps);
-    fusec_status st = FUSEC_OK;
-    if (!a || !b || !t) {
-        st = set_message(m, FUSEC_ERR_OUT_OF_MEMORY, "out of memory for a %zu-byte copy", half);
-    } else {
-        memset(a, 1, half);
-        memcpy(b, a, half);
-        for (int r = 0; r < reps; r++) {
-            double t0 = now_ms();
-            memcpy(b, a, half);
-            t[r] = now_ms() - t0;
-            a[r % half] = b[(r + 1) % half]; /* keep the copies from being elided */
-        }
-        *median_ms = median(t, reps);
-    }
-    free(a);
-    free(b);
-    free(t);
-    return st;
+    char err[512];
+    fusec_status st = memory_backend(m)->copy_time(bytes, reps, median_ms, err, sizeof err);
+    if (st != FUSEC_OK) return set_message(m, st, "%s", err);
+    return FUSEC_OK;
 }

@@ -1,5 +1,6 @@
-/* runtime/backend.h: the interface every execution backend implements (CUDA, CPU), a table
- * of function pointers, so the public API serves every target with the same calls.
+/* runtime/backend.h: the interface every execution backend implements (CUDA, CPU, and the
+ * reference interpreter), a table of function pointers, so the public API serves every target
+ * with the same calls.
  *
  * A backend gets the module's fused functions (each with its ir_partition), generates code
  * for every kernel (codegen/), builds it (NVRTC or the LLVM JIT, through the disk cache),
@@ -25,7 +26,7 @@ typedef struct rt_backend_request {
 } rt_backend_request;
 
 typedef struct rt_backend {
-    const char *name; /* "cuda", "cpu" */
+    const char *name; /* "cuda", "cpu", "ref" */
     fusec_target target;
     /* 1 when the backend can run here; else 0 with the reason (no driver, no device). */
     int (*available)(char *why, size_t whylen);
@@ -49,14 +50,16 @@ typedef struct rt_backend {
      * `reps` runs after a warm-up. */
     fusec_status (*copy_time)(size_t bytes, int reps, double *median_ms, char *err, size_t errlen);
 
-    /* The rest is for backends with memory of their own (a device); NULL on host targets,
-     * where api.c uses malloc and memcpy, runs a plan as a launch with its arguments bound,
-     * and times with the wall clock. */
+    /* Tensor memory on the target: device memory on a GPU; on the host targets the rt_host_*
+     * functions below. */
     fusec_status (*mem_alloc)(size_t bytes, void **ptr, char *err, size_t errlen);
     fusec_status (*mem_free)(void *ptr, char *err, size_t errlen);
     fusec_status (*mem_copy)(void *dst, const void *src, size_t bytes, int to_device, char *err,
                              size_t errlen);
     fusec_status (*synchronize)(void *stream, char *err, size_t errlen);
+
+    /* Optional (NULL: the API runs a plan as a launch with its arguments bound, and times
+     * launches with the wall clock, which is right where a launch returns when done). */
     /* A plan: func's launches for fixed dims and pointers, made once, replayed with one
      * call, re-bound to new pointers for the same dims. */
     fusec_status (*plan_create)(void *program, int func, const ir_tensor *args, const int64_t *syms,
@@ -70,8 +73,18 @@ typedef struct rt_backend {
                                   size_t errlen);
 } rt_backend;
 
-/* The backends (runtime/cuda/cuda_backend.c, runtime/cpu/cpu_backend.c). */
+/* The backends (runtime/cuda/cuda_backend.c, runtime/cpu/cpu_backend.c, runtime/ref_backend.c:
+ * the reference interpreter). */
 extern const rt_backend rt_backend_cuda;
 extern const rt_backend rt_backend_cpu;
+extern const rt_backend rt_backend_ref;
+
+/* The memory fields of the backends that run on the host (runtime/host_memory.c): 64-byte
+ * aligned malloc, memcpy, nothing to wait for. */
+fusec_status rt_host_mem_alloc(size_t bytes, void **ptr, char *err, size_t errlen);
+fusec_status rt_host_mem_free(void *ptr, char *err, size_t errlen);
+fusec_status rt_host_mem_copy(void *dst, const void *src, size_t bytes, int to_device, char *err,
+                              size_t errlen);
+fusec_status rt_host_synchronize(void *stream, char *err, size_t errlen);
 
 #endif

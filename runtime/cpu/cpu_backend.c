@@ -721,4 +721,8 @@ const rt_backend rt_backend_cpu = {
     .launch = cpu_launch,
     .destroy = cpu_destroy,
     .copy_time = cpu_copy_time,
+    .mem_alloc = rt_host_mem_alloc,
+    .mem_free = rt_host_mem_free,
+    .mem_copy = rt_host_mem_copy,
+    .synchronize = rt_host_synchronize,
 };
