@@ -274,11 +274,14 @@ static fusec_status compile_source_c(fusec_module *m, const char *path, char *sr
     m->nfuncs = m->checked ? m->checked->nfuncs : 0;
     m->funcs = ir_arena_calloc(&m->arena, (size_t)(m->nfuncs ? m->nfuncs : 1), sizeof(*m->funcs));
     m->fused = ir_arena_calloc(&m->arena, (size_t)(m->nfuncs ? m->nfuncs : 1), sizeof(*m->fused));
+    /* every function has its signature, whatever fails below: a caller may look them up */
+    for (int i = 0; i < m->nfuncs; i++) {
+        m->funcs[i].module = m;
+        m->funcs[i].checked = m->checked->funcs[i];
+    }
     fusec_status st = resolve_target(m);
     for (int i = 0; i < m->nfuncs && st == FUSEC_OK; i++) {
         fusec_function *fn = &m->funcs[i];
-        fn->module = m;
-        fn->checked = m->checked->funcs[i];
         char err[512] = "";
         rt_pipeline_options po = {
             .no_fuse = m->opt.no_fuse,
@@ -291,6 +294,8 @@ static fusec_status compile_source_c(fusec_module *m, const char *path, char *sr
                              "%s", err);
         m->fused[i] = fn->fused;
     }
+    /* a module that failed has nothing to build: its launches fail as not compiled */
+    if (st != FUSEC_OK) m->backend = NULL;
     double t3 = now_ms();
     if (m->opt.verbose)
         ir_buf_printf(&m->report, "time: parse %.3f ms, check %.3f ms, passes %.3f ms\n", t1 - t0,

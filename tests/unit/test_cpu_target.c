@@ -240,6 +240,15 @@ static void test_bad_options(const char *dir) {
     CHECK_MSG(st == FUSEC_ERR_INVALID_ARGUMENT &&
                   strstr(fusec_module_message(m), "'pentium4-banana' is not a CPU fusec knows"),
               "%d %s", (int)st, fusec_module_message(m));
+    /* a careless caller goes on: a status, not a crash */
+    fusec_function *f = NULL;
+    if (fusec_module_function(m, "gelu", &f) == FUSEC_OK) {
+        float x[3] = {1, 2, 3}, y[3];
+        fusec_tensor in = {x, FUSEC_F32, 1, {3}}, out = {y, FUSEC_F32, 1, {3}};
+        st = fusec_launch(f, &in, 1, &out, 1, NULL);
+        CHECK_MSG(st == FUSEC_ERR_SOURCE, "a launch after a failed compile: %d %s", (int)st,
+                  fusec_module_message(m));
+    }
     fusec_module_free(m);
     fusec_target targets[] = {FUSEC_TARGET_CPU, FUSEC_TARGET_REF, FUSEC_TARGET_AUTO};
     for (int i = 0; i < 3; i++) {
