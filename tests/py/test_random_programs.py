@@ -224,15 +224,18 @@ class Gen:
 
     def call(self, depth):
         """A call of the helper on a full-shape argument (cast to its parameter's dtype) and a
-        rank-0 one (a literal, or the caller's rank-0 parameter): mapped over the first axis."""
-        name, udt, vdt = self.helper
+        rank-0 one (a literal, or the caller's rank-0 parameter): mapped over the first axis; a
+        result that is not a float is cast to f32."""
+        name, udt, vdt, rdt = self.helper
         a, k, s = self.expr(depth - 1)
         if s != self.full:
             a = f"({a} + {self.xname})"
         scalars = [n for n, _, sh, dims in self.params if dims == ()]
         v = f"{vdt}({scalars[0]})" if scalars and self.rng.random() < 0.5 else self.pick(
             ["0.5", "-1.25", "3"])
-        return f"{name}({udt}({a}), {v})", "f", self.full
+        call = f"{name}({udt}({a}), {v})"
+        # its result may be of any dtype, bool and integers too: as f32, every operator takes it
+        return (call if rdt in FLOATS else f"f32({call})"), "f", self.full
 
     def function(self, name, nout):
         """The source of a function of self.params with nout results (the first of the full
@@ -281,9 +284,9 @@ class Gen:
             h.xdt = self.pick(FLOATS)
             vdt = self.pick(FLOATS)
             h.params = [("u", h.xdt, h.full, h.full), ("v", vdt, h.one, ())]
-            src, _ = h.function("helper", 1)
+            src, decls = h.function("helper", 1)
             src += "\n"
-            self.helper = ("helper", h.xdt, vdt)
+            self.helper = ("helper", h.xdt, vdt, decls[0][0])
         self.xdt = self.pick(FLOATS + list(INTS))
         self.params = [("x", self.xdt, self.full, self.full)]
         for pname, dims in PARAMS[self.rank]:
