@@ -12,13 +12,17 @@
  *     store = size(V) to read V back, plus size(V) to write it unless it is a function
  *             result (written anyway).
  * A cone that holds a reduction is never copied (a reduction is never done twice), nor one
- * over CONE_MAX nodes, nor past a budget of copies per pass. So an element-wise value is
- * recomputed whenever that moves no more bytes than storing it, and expensive work
- * (transcendentals) is duplicated only when that saves bytes: these kernels are
- * memory-bound, where a duplicated exp costs a few instructions and a stored intermediate
- * costs a write and a read of every element. Example: exp(x) feeding sum(axis=0) and
- * sum(axis=1) is recomputed in both kernels (extra 4 < store 8); a + b + c + d of four f32
- * inputs feeding both would be stored (extra 16 > store 8).
+ * over CONE_MAX nodes, nor one that would take a call of pass_recompute past its budget: as
+ * many copied nodes as the function had when called, COPY_BUDGET_MIN at least. The budget
+ * is per call, not per pass: fuse_pointwise calls it once, fuse_reduction and
+ * fuse_horizontal once a round, in up to FUSE_ROUNDS_MAX (4) rounds each (pass_fuse_rounds
+ * in kgraph.c). So, within these limits, an element-wise value is recomputed whenever that
+ * moves no more bytes than storing it, and expensive work (transcendentals) is duplicated
+ * only when that saves bytes: these kernels are memory-bound, where a duplicated exp costs a
+ * few instructions and a stored intermediate costs a write and a read of every element.
+ * Example: exp(x) feeding sum(axis=0) and sum(axis=1) is recomputed in both kernels (extra
+ * 4 < store 8); a + b + c + d of four f32 inputs feeding both would be stored (extra 16 >
+ * store 8).
  */
 #include "passes/rewrite.h"
 

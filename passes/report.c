@@ -3,11 +3,12 @@
  * bytes moved fused against the --no-fuse baseline of the same cleaned-up function.
  *
  * Bytes are polynomials in the symbolic dims (`8*R*C + 4*R`), or numbers when every dim is
- * a literal or the caller bound the symbols (pass_options.sym_values). The format:
+ * a literal or the caller bound the symbols (pass_options.sym_values). The format, as
+ * `fusec -v --target=ref examples/softmax.fuse` prints it (the second line wrapped here):
  *
  *   fusion softmax: kernel 0 row-reduction domain=[R, C] reduce=(1): 1 input, 1 output, 8*R*C bytes
- *   fusion softmax: 1 kernel moves 8*R*C bytes; unfused 5 kernels move 40*R*C + 16*R bytes (5.00x,
- * large dims)
+ *   fusion softmax: 1 kernel moves 8*R*C bytes; unfused 5 kernels move 32*R*C + 16*R bytes
+ *       (4.00x, large dims)
  *
  * The ratio is exact when the two polynomials are proportional, else taken for large dims
  * (every symbol 2^16). Under --no-fuse the summary line gives the partition alone.
@@ -101,7 +102,9 @@ static void print_bytes(ir_buf *b, const ir_func *f, poly *p, const int64_t *sym
     ir_buf_puts(b, " bytes");
 }
 
-/* The bytes of kernel k: its inputs read once, its outputs written once. */
+/* The bytes of kernel k: its inputs read once, its outputs written once. A combined
+ * kernel's too: an input that several of its parts load counts once (docs/fusion.md, the
+ * report). */
 static int kernel_poly(ir_arena *a, const ir_func *f, const ir_kernel *k, poly *p) {
     for (int32_t i = 0; i < k->ninputs; i++) {
         const ir_node *n = &f->nodes[k->inputs[i]];
