@@ -10,7 +10,8 @@
  *                 each other at all (no path either way) run as one launch, a COMBINED
  *                 kernel whose parts each cover their own domain (the grid is split between
  *                 them). Each part reads and writes exactly what it did alone, so this
- *                 costs no bandwidth and saves a launch each time. Reductions are never
+ *                 costs no bandwidth and saves a launch each time (the fusion report
+ *                 counts an input the parts share once: docs/fusion.md). Reductions are never
  *                 combined: their launch shape (a block per row or column, or a grid-wide
  *                 tree) differs from a pointwise grid, and splitting one launch between
  *                 both schemes would cost more than the launch it saves.

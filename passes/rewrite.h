@@ -82,7 +82,9 @@ int32_t pass_kgraph_find(pass_kgraph *g, int32_t u);
  * rule) and the merge makes no cycle and breaks no rule of a full reduction. 1: merged. */
 int pass_kgraph_try_merge(pass_kgraph *g, int32_t u, int32_t v);
 /* Tries every producer -> consumer pair of kernels for which want(producer, consumer) holds,
- * in dependency order, until nothing more merges. Returns the number of merges. */
+ * in dependency order, round after round until a round merges nothing or
+ * MERGE_EDGES_ROUNDS_MAX rounds or the graph's budget run out (kgraph.c). Returns the number
+ * of merges. */
 int pass_kgraph_merge_edges(pass_kgraph *g, int (*want)(const pass_ksig *p, const pass_ksig *c));
 /* Merges kernels over a common domain (pointwise domain, reduced shape, or reduction
  * result) for which want(a, b) holds; with shared_only, only kernels that also read a
