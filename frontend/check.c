@@ -3,7 +3,8 @@
  * Every function of the file is an entry point, checked and lowered on its own into one
  * ir_func: its parameters become INPUT nodes, its lets and results are lowered in order
  * (calls of other functions inlined, see check_calls.c), its results become OUTPUT nodes.
- * Dtype rules live in check_types.c, the call graph (recursion, sizes) in check_graph.c.
+ * Dtype rules live in ir/typing.c (what each op takes and gives) and check_types.c (weak
+ * literals, promotion), the call graph (recursion, sizes) in check_graph.c.
  *
  * Errors go to the diag_ctx with the position of the offending token or expression:
  *   - a binary operator's errors (operand types, shapes): the operator token;
@@ -323,6 +324,16 @@ static check_val lower_ew(check_ctx *c, check_frame *fr, ir_op op, const ir_dtyp
     return check_tensor(r, batched ? fr->nb : 0, pad, at);
 }
 
+/* Lowers op on n operands promoted together to `promoted`: each converted to the dtype the op
+ * takes it in, the result of the dtype the op gives (ir/typing.c). */
+static check_val lower_op(check_ctx *c, check_frame *fr, ir_op op, ir_dtype promoted, int n,
+                          const check_val *args, src_loc at) {
+    ir_dtype argt[3];
+    for (int i = 0; i < n; i++)
+        argt[i] = ir_op_operand_dtype(op, i, promoted);
+    return lower_ew(c, fr, op, argt, ir_op_result_dtype(op, argt, promoted), n, args, at);
+}
+
 static int is_bool(const check_type *t) {
     return t->weak ? t->wk == CHECK_W_BOOL : t->t == IR_BOOL;
 }
@@ -347,8 +358,7 @@ static check_val lower_unary(check_ctx *c, check_frame *fr, const ast_expr *e) {
         return check_err_val();
     }
     if (x.kind == CHECK_WEAK) return check_fold_unary(op, &x);
-    ir_dtype dt = t.t;
-    return lower_ew(c, fr, op, &dt, dt, 1, &x, e->loc);
+    return lower_op(c, fr, op, t.t, 1, &x, e->loc);
 }
 
 static check_val lower_binary(check_ctx *c, check_frame *fr, const ast_expr *e) {
@@ -369,8 +379,7 @@ static check_val lower_binary(check_ctx *c, check_frame *fr, const ast_expr *e) 
             }
         }
         if (all_weak(v, 2)) return check_fold_binary(op, &v[0], &v[1]);
-        ir_dtype bt[2] = {IR_BOOL, IR_BOOL};
-        return lower_ew(c, fr, op, bt, IR_BOOL, 2, v, at);
+        return lower_op(c, fr, op, IR_BOOL, 2, v, at);
     }
     check_type t = check_promote(c, v, 2);
     if (!(flags & IR_OPF_CMP) && is_bool(&t)) {
@@ -378,8 +387,7 @@ static check_val lower_binary(check_ctx *c, check_frame *fr, const ast_expr *e) 
         return check_err_val();
     }
     if (all_weak(v, 2)) return check_fold_binary(op, &v[0], &v[1]);
-    ir_dtype at2[2] = {t.t, t.t};
-    return lower_ew(c, fr, op, at2, (flags & IR_OPF_CMP) ? IR_BOOL : t.t, 2, v, at);
+    return lower_op(c, fr, op, t.t, 2, v, at);
 }
 
 /* c ? a : b and where(c, a, b): v holds the three operands. */
@@ -395,8 +403,7 @@ static check_val lower_select(check_ctx *c, check_frame *fr, const check_val *v,
     }
     if (all_weak(v, 3)) return check_fold_builtin(IR_OP_WHERE, v, 3);
     check_type t = check_promote(c, v + 1, 2);
-    ir_dtype argt[3] = {IR_BOOL, t.t, t.t};
-    return lower_ew(c, fr, IR_OP_WHERE, argt, t.t, 3, v, at);
+    return lower_op(c, fr, IR_OP_WHERE, t.t, 3, v, at);
 }
 
 /* ---- calls of built-ins ----------------------------------------------------------------- */
@@ -431,16 +438,12 @@ static check_val lower_reduce(check_ctx *c, ir_op op, const check_val *x, const 
         ok = 0;
     }
     if (!ok) return check_err_val();
-    if (x->kind == CHECK_WEAK) {
-        /* a rank-0 value is its own reduction; the sum of a bool is a number */
-        if ((op == IR_OP_SUM || op == IR_OP_PROD) && x->wk == CHECK_W_BOOL)
-            return check_weak_to(x, CHECK_W_INT);
-        return *x;
-    }
-    ir_dtype rt = t.t;
-    if ((op == IR_OP_SUM || op == IR_OP_PROD) && (rt == IR_BOOL || rt == IR_I32)) rt = IR_I64;
-    ir_ref r = ir_cast(c->f, x->ref, rt);
-    if (axes) r = ir_reduce(c->f, op, r, axes << (x->nb + x->pad), rt);
+    /* a rank-0 value is its own reduction, of the kind the op gives (the sum of a bool is a
+     * number) */
+    if (x->kind == CHECK_WEAK) return check_weak_to(x, check_weak_result(op, x->wk));
+    ir_dtype at = ir_op_operand_dtype(op, 0, t.t);
+    ir_ref r = ir_cast(c->f, x->ref, at);
+    if (axes) r = ir_reduce(c->f, op, r, axes << (x->nb + x->pad), ir_op_result_dtype(op, &at, at));
     return check_tensor(r, x->nb, x->pad, x->loc);
 }
 
@@ -484,21 +487,13 @@ static check_val lower_builtin(check_ctx *c, check_frame *fr, const ast_expr *e,
     unsigned flags = ir_ops[op].flags;
     if (flags & IR_OPF_SELECT) return lower_select(c, fr, v, name, e->loc);
     check_type t = check_promote(c, v, arity);
-    ir_dtype argt[3], rt;
-    if (flags & IR_OPF_FLOATFN) {
-        if (all_weak(v, arity)) return check_fold_builtin(op, v, arity);
-        rt = ir_dtype_is_float(t.t) ? t.t : IR_F32;
-        argt[0] = argt[1] = argt[2] = rt;
-        if (flags & IR_OPF_PRED) rt = IR_BOOL;
-    } else {
-        if (is_bool(&t)) {
-            check_error(c, v[0].loc, "'%s' needs numeric arguments, got bool", name);
-            return check_err_val();
-        }
-        if (all_weak(v, arity)) return check_fold_builtin(op, v, arity);
-        rt = argt[0] = argt[1] = argt[2] = t.t;
+    /* float functions take bools and integers as f32; numeric ones take no bool */
+    if (!(flags & IR_OPF_FLOATFN) && is_bool(&t)) {
+        check_error(c, v[0].loc, "'%s' needs numeric arguments, got bool", name);
+        return check_err_val();
     }
-    return lower_ew(c, fr, op, argt, rt, arity, v, e->loc);
+    if (all_weak(v, arity)) return check_fold_builtin(op, v, arity);
+    return lower_op(c, fr, op, t.t, arity, v, e->loc);
 }
 
 static check_val lower_call(check_ctx *c, check_frame *fr, const ast_expr *e) {

@@ -189,6 +189,9 @@ check_val check_fold_binary(ir_op op, const check_val *l, const check_val *r);
 check_val check_fold_builtin(ir_op op, const check_val *args, int n);
 /* A weak value converted to kind wk. */
 check_val check_weak_to(const check_val *v, check_wkind wk);
+/* The kind of op's result on weak operands promoted to kind k: the IR's rule
+ * (ir_op_result_dtype) on the dtypes weak values compute in. */
+check_wkind check_weak_result(ir_op op, check_wkind k);
 
 /* ---- check_calls.c -------------------------------------------------------------------- */
 

@@ -1,5 +1,7 @@
 /* frontend/check_types.c: the dtype rules of the checker (SPEC §1, "Types and shapes").
  *
+ * - What dtype an op takes and gives is the IR's rule (ir/typing.c), for weak values too:
+ *   a fold gives the kind of what ir_op_result_dtype gives on the dtypes they compute in.
  * - Promotion of tensors is ir_dtype_promote. Literals, and expressions made only of
  *   literals, are weak: they are folded here, at check time, into a weak constant of kind
  *   bool, int (int64, wrapping) or float (double), and take the dtype of the tensor they
@@ -111,6 +113,17 @@ static ir_dtype weak_eval_dtype(check_wkind wk) {
     return IR_F64;
 }
 
+/* The kind of a weak value that holds a value of dtype t. */
+static check_wkind weak_kind_of(ir_dtype t) {
+    if (ir_dtype_is_float(t)) return CHECK_W_FLOAT;
+    return t == IR_BOOL ? CHECK_W_BOOL : CHECK_W_INT;
+}
+
+check_wkind check_weak_result(ir_op op, check_wkind k) {
+    ir_dtype t = weak_eval_dtype(k), args[3] = {t, t, t};
+    return weak_kind_of(ir_op_result_dtype(op, args, t));
+}
+
 static ir_scalar weak_scalar(const check_val *v) {
     ir_scalar s = {0, 0};
     if (v->wk == CHECK_W_FLOAT)
@@ -167,7 +180,7 @@ ir_ref check_const_cast(check_ctx *c, const check_val *v, ir_dtype t) {
 
 check_val check_fold_unary(ir_op op, const check_val *x) {
     /* NOT of a bool, NEG of a number (NEG of a bool was rejected) */
-    return fold(op, x->wk, x->wk, x, 1, x->loc);
+    return fold(op, check_weak_result(op, x->wk), x->wk, x, 1, x->loc);
 }
 
 /* Operands of a fold, converted to the kind k they are promoted to together. */
@@ -181,7 +194,7 @@ check_val check_fold_binary(ir_op op, const check_val *l, const check_val *r) {
     check_wkind k = l->wk > r->wk ? l->wk : r->wk;
     if (ir_ops[op].flags & IR_OPF_LOGIC) k = CHECK_W_BOOL;
     weak_promote(v, in, 2, k);
-    return fold(op, (ir_ops[op].flags & IR_OPF_CMP) ? CHECK_W_BOOL : k, k, v, 2, l->loc);
+    return fold(op, check_weak_result(op, k), k, v, 2, l->loc);
 }
 
 check_val check_fold_builtin(ir_op op, const check_val *args, int n) {
@@ -194,7 +207,7 @@ check_val check_fold_builtin(ir_op op, const check_val *args, int n) {
         check_wkind k = args[1].wk > args[2].wk ? args[1].wk : args[2].wk;
         v[0] = args[0];
         weak_promote(v + 1, args + 1, 2, k);
-        return fold(op, k, k, v, 3, loc);
+        return fold(op, check_weak_result(op, k), k, v, 3, loc);
     }
     check_wkind k = CHECK_W_BOOL;
     for (int i = 0; i < n; i++)
@@ -203,5 +216,5 @@ check_val check_fold_builtin(ir_op op, const check_val *args, int n) {
      * float functions compute in the weak float kind */
     k = (flags & IR_OPF_NUMERIC) && k != CHECK_W_FLOAT ? CHECK_W_INT : CHECK_W_FLOAT;
     weak_promote(v, args, n, k);
-    return fold(op, (flags & IR_OPF_PRED) ? CHECK_W_BOOL : k, k, v, n, loc);
+    return fold(op, check_weak_result(op, k), k, v, n, loc);
 }

@@ -6,7 +6,8 @@
  * values are exact with wrap-around at their width: computed in uint64 (no signed overflow)
  * and wrapped with ir_wrap_int. Inputs are read from their storage dtype. What each
  * element-wise op, cast and constant computes is ir/scalar_ops.h's, shared with constant
- * folding and the front end; only reductions are defined here.
+ * folding and the front end; only reductions are defined here, each starting from its
+ * identity (ir_reduce_identity) as both code generators do.
  *
  * Nodes are evaluated in index order (topological). Each value is one array of double (float
  * dtypes) or int64_t (integers and bool), freed after its last use; values no output needs
@@ -309,16 +310,14 @@ static int eval_reduce(run *R, ir_ref r) {
     value *out = &R->vals[r];
     walk w;
     walk_init(&w, rank, xd, st);
+    ir_scalar id = ir_reduce_identity(n->op, n->dtype);
 
     if (!is_float(xn->dtype)) {
         /* integers: exact, wrapping at 64 bits, then at the node's width */
         uint64_t *acc = malloc((size_t)(ocnt > 0 ? ocnt : 1) * sizeof(uint64_t));
         if (!acc) return ir_fail(R->err, R->errlen, "out of memory");
         for (int64_t k = 0; k < ocnt; k++)
-            acc[k] = n->op == IR_OP_PROD  ? 1
-                     : n->op == IR_OP_MAX ? (uint64_t)INT64_MIN
-                     : n->op == IR_OP_MIN ? (uint64_t)INT64_MAX
-                                          : 0;
+            acc[k] = (uint64_t)id.i;
         for (int64_t k = 0; k < icnt; k++, walk_next(&w)) {
             uint64_t *p = &acc[w.pos];
             int64_t v = a->i[k];
@@ -352,10 +351,7 @@ static int eval_reduce(run *R, ir_ref r) {
         return ir_fail(R->err, R->errlen, "out of memory");
     }
     for (int64_t k = 0; k < ocnt; k++)
-        acc[k] = n->op == IR_OP_PROD  ? 1.0
-                 : n->op == IR_OP_MAX ? -INFINITY
-                 : n->op == IR_OP_MIN ? INFINITY
-                                      : 0.0;
+        acc[k] = id.f;
     for (int64_t k = 0; k < icnt; k++, walk_next(&w)) {
         double *p = &acc[w.pos];
         double v = a->d[k];

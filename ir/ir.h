@@ -40,7 +40,7 @@ static inline int ir_dtype_is_float(ir_dtype t) {
 static inline int ir_dtype_is_int(ir_dtype t) {
     return ir_dtypes[t].kind == IR_DK_INT;
 }
-/* The SPEC's promotion of two tensor dtypes (f16 with bf16 gives f32). */
+/* The SPEC's promotion of two tensor dtypes (f16 with bf16 gives f32; ir/typing.c). */
 ir_dtype ir_dtype_promote(ir_dtype a, ir_dtype b);
 /* 1 and *out set when `name` (length n) is a dtype name, else 0. */
 int ir_dtype_lookup(const char *name, size_t n, ir_dtype *out);
@@ -63,7 +63,7 @@ int64_t ir_wrap_int(int64_t v, ir_dtype t);
 /* ---- ops ------------------------------------------------------------------------------- */
 
 typedef enum ir_op {
-#define IR_OP(E, CLASS, ARITY, NAME, FLAGS) IR_OP_##E,
+#define IR_OP(E, CLASS, ARITY, NAME, FLAGS, IDENTITY) IR_OP_##E,
 #include "ops.def"
 #undef IR_OP
     IR_OP_COUNT
@@ -87,19 +87,48 @@ enum {
     IR_OPF_PRED = 1u << 5,      /* float operand, bool result (isnan, isinf) */
     IR_OPF_SELECT = 1u << 6,    /* where(c, a, b): c bool, a and b promoted together */
     IR_OPF_EXPENSIVE = 1u << 7, /* transcendental: worth storing rather than recomputing */
+    IR_OPF_WIDEN = 1u << 8,     /* reduction of bool or i32 accumulates in i64 (sum, prod) */
 };
+
+/* The identity of a reduction: the value it starts from, and so its result over nothing (but
+ * for max and min, which fail there). The lowest and highest are the dtype's: -inf and +inf
+ * for floats, the least and greatest integer, false and true. */
+typedef enum ir_identity {
+    IR_ID_NONE, /* not a reduction */
+    IR_ID_ZERO,
+    IR_ID_ONE,
+    IR_ID_LOWEST,
+    IR_ID_HIGHEST,
+} ir_identity;
 
 typedef struct ir_op_info {
     const char *name;
     ir_class cls;
     int arity;
     unsigned flags;
+    ir_identity identity;
 } ir_op_info;
 
 extern const ir_op_info ir_ops[IR_OP_COUNT];
 
 /* 1 and *out set when `name` (length n) is a built-in function (IR_OPF_BUILTIN), else 0. */
 int ir_op_lookup_builtin(const char *name, size_t n, ir_op *out);
+
+/* The dtype rules of ops (SPEC §1), stated once in ir/typing.c: the front end lowers by
+ * them, the verifier holds the IR to them.
+ *
+ * The dtype operand i of op is converted to when the operands, promoted together
+ * (ir_dtype_promote, or the checker's rule for weak literals), have dtype `promoted`:
+ * logic takes bool, where's condition is bool, float functions (predicates too) compute in
+ * f32 where `promoted` is an integer or bool, sum and prod of bool or i32 accumulate in
+ * i64; every other operand keeps `promoted`. */
+ir_dtype ir_op_operand_dtype(ir_op op, int i, ir_dtype promoted);
+/* The dtype of op's result on operands of dtypes args[0 .. arity - 1], promoted together
+ * first (where's condition, args[0], aside): comparisons, logic and predicates give bool;
+ * the other element-wise ops, broadcast, output and the reductions give their operands'
+ * dtype as ir_op_operand_dtype converts it (f32 for a float function of integers, i64 for
+ * a sum of i32). A cast gives `target`, and so does a leaf, whose dtype is its own. */
+ir_dtype ir_op_result_dtype(ir_op op, const ir_dtype *args, ir_dtype target);
 
 /* ---- shapes ---------------------------------------------------------------------------- */
 

@@ -1,7 +1,8 @@
 /* ir/scalar.c: ir_scalar_eval, the one evaluator of an element-wise op, a cast or a
- * constant on scalar values (see scalar.h). Which family an op belongs to is read from its
- * class and flags in the op table (ops.def); what it computes comes from the X-macro lists
- * of scalar_ops.h, the same lists the interpreter's loops expand.
+ * constant on scalar values (see scalar.h), and the scalar value of a reduction's identity.
+ * Which family an op belongs to is read from its class and flags in the op table
+ * (ops.def); what it computes comes from the X-macro lists of scalar_ops.h, the same lists
+ * the interpreter's loops expand.
  */
 #include "scalar.h"
 
@@ -115,4 +116,32 @@ double ir_scalar_int_to_float(int64_t v, ir_dtype t) {
         d = ldexp((double)m, s);
     }
     return ir_round_to_dtype(v < 0 ? -d : d, t);
+}
+
+ir_scalar ir_reduce_identity(ir_op op, ir_dtype t) {
+    ir_scalar s = {0, 0};
+    int is_float = ir_dtype_is_float(t);
+    switch (ir_ops[op].identity) {
+    case IR_ID_NONE:
+    case IR_ID_ZERO: break;
+    case IR_ID_ONE:
+        if (is_float)
+            s.f = 1.0;
+        else
+            s.i = 1;
+        break;
+    case IR_ID_LOWEST:
+        if (is_float)
+            s.f = -INFINITY;
+        else
+            s.i = t == IR_BOOL ? 0 : t == IR_I32 ? INT32_MIN : INT64_MIN;
+        break;
+    case IR_ID_HIGHEST:
+        if (is_float)
+            s.f = INFINITY;
+        else
+            s.i = t == IR_BOOL ? 1 : t == IR_I32 ? INT32_MAX : INT64_MAX;
+        break;
+    }
+    return s;
 }

@@ -1,5 +1,6 @@
 /* ir/scalar.h: the one evaluator of an element-wise op, a cast or a constant on scalar
- * values, with the semantics of SPEC §1 as the reference interpreter defines them.
+ * values, with the semantics of SPEC §1 as the reference interpreter defines them, and the
+ * identities of the reductions.
  *
  * The interpreter (ir/interp.c), constant folding (passes/fold.c) and the front end's
  * folding of weak literals (frontend/check_types.c) all compute through it, so a literal
@@ -37,5 +38,11 @@ ir_scalar ir_scalar_of_const(const ir_node *n);
 /* An integer converted to float dtype t with a single rounding (what a CAST does). Going
  * through double first would round twice for |v| >= 2^53. */
 double ir_scalar_int_to_float(int64_t v, ir_dtype t);
+
+/* The identity of reduction op (ir_ops[op].identity) in dtype t: 0, 1, or t's lowest or
+ * highest value (-inf / +inf, the least / greatest integer of t's width, false / true).
+ * The interpreter and both code generators start their accumulators from it. {0, 0} for
+ * an op that is no reduction. */
+ir_scalar ir_reduce_identity(ir_op op, ir_dtype t);
 
 #endif

@@ -11,7 +11,7 @@ const ir_dtype_info ir_dtypes[IR_DTYPE_COUNT] = {
 };
 
 const ir_op_info ir_ops[IR_OP_COUNT] = {
-#define IR_OP(E, CLASS, ARITY, NAME, FLAGS) {NAME, CLASS, ARITY, FLAGS},
+#define IR_OP(E, CLASS, ARITY, NAME, FLAGS, IDENTITY) {NAME, CLASS, ARITY, FLAGS, IDENTITY},
 #include "ops.def"
 #undef IR_OP
 };
@@ -35,10 +35,4 @@ int ir_op_lookup_builtin(const char *name, size_t n, ir_op *out) {
         }
     }
     return 0;
-}
-
-ir_dtype ir_dtype_promote(ir_dtype a, ir_dtype b) {
-    if (a == b) return a;
-    if ((a == IR_F16 && b == IR_BF16) || (a == IR_BF16 && b == IR_F16)) return IR_F32;
-    return ir_dtypes[a].rank >= ir_dtypes[b].rank ? a : b;
 }

@@ -103,11 +103,14 @@ static int check_ew(const ir_func *f, ir_ref r, char *err, size_t errlen) {
                            shape_str(f, &n->shape, s2, sizeof s2));
     }
     const ir_node *a0 = &f->nodes[n->args[0]];
-    if (oi->flags & (IR_OPF_CMP | IR_OPF_LOGIC | IR_OPF_PRED)) {
-        if (n->dtype != IR_BOOL)
-            return ir_fail(err, errlen, "%%%d: %s gives bool but node has %s", (int)r, oi->name,
-                           dt(n->dtype));
-    }
+    /* The node's dtype must be one the op can give: fed operands of that very dtype, the op
+     * gives it back. Comparisons, logic and predicates give only bool, float functions only
+     * floats, the other ops any dtype. The operands are checked after, each op's rule below. */
+    ir_dtype same[3] = {n->dtype, n->dtype, n->dtype};
+    ir_dtype gives = ir_op_result_dtype(n->op, same, n->dtype);
+    if (gives != n->dtype)
+        return ir_fail(err, errlen, "%%%d: %s gives %s but node has %s", (int)r, oi->name,
+                       gives == IR_BOOL ? "bool" : "a float", dt(n->dtype));
     if (oi->flags & IR_OPF_CMP) {
         for (int i = 1; i < oi->arity; i++) {
             const ir_node *a = &f->nodes[n->args[i]];
@@ -138,13 +141,8 @@ static int check_ew(const ir_func *f, ir_ref r, char *err, size_t errlen) {
                            oi->name, dt(a0->dtype));
         return operands_have_dtype(f, r, 1, err, errlen);
     }
-    if (oi->flags & IR_OPF_FLOATFN) {
-        if (!ir_dtype_is_float(n->dtype))
-            return ir_fail(err, errlen, "%%%d: %s gives a float but node has %s", (int)r, oi->name,
-                           dt(n->dtype));
+    if (oi->flags & (IR_OPF_FLOATFN | IR_OPF_NUMERIC))
         return operands_have_dtype(f, r, 0, err, errlen);
-    }
-    if (oi->flags & IR_OPF_NUMERIC) return operands_have_dtype(f, r, 0, err, errlen);
     return ir_fail(err, errlen, "%%%d: %s has no dtype rule", (int)r, oi->name);
 }
 
@@ -164,10 +162,9 @@ static int check_reduce(const ir_func *f, ir_ref r, char *err, size_t errlen) {
         return ir_fail(err, errlen, "%%%d: %s of shape %s gives %s but node has %s", (int)r, name,
                        shape_str(f, &a->shape, s1, sizeof s1), shape_str(f, &want, s2, sizeof s2),
                        shape_str(f, &n->shape, s3, sizeof s3));
-    /* sum and prod of bool and integers may widen to i64; otherwise the dtype is kept */
-    int widen = (n->op == IR_OP_SUM || n->op == IR_OP_PROD) && !ir_dtype_is_float(a->dtype) &&
-                n->dtype == IR_I64;
-    if (n->dtype != a->dtype && !widen)
+    /* the dtype the rule gives (sum of i32: i64), or the operand's: the IR admits a sum that
+     * keeps its operand's dtype too */
+    if (n->dtype != a->dtype && n->dtype != ir_op_result_dtype(n->op, &a->dtype, a->dtype))
         return ir_fail(err, errlen, "%%%d: %s of %s cannot give %s", (int)r, name, dt(a->dtype),
                        dt(n->dtype));
     if (n->op == IR_OP_MEAN && !ir_dtype_is_float(n->dtype))

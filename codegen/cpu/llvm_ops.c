@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "codegen/cpu/llvm_gen.h"
+#include "ir/scalar.h"
 
 /* ---- types and constants ----------------------------------------------------------------- */
 
@@ -648,7 +649,7 @@ static LLVMValueRef op_MIN(lg_mod *m, const lg_args *a) {
 #define op_OUTPUT NULL
 
 static const lg_op_fn op_table[IR_OP_COUNT] = {
-#define IR_OP(E, CLASS, ARITY, NAME, FLAGS) [IR_OP_##E] = op_##E,
+#define IR_OP(E, CLASS, ARITY, NAME, FLAGS, IDENTITY) [IR_OP_##E] = op_##E,
 #include "ir/ops.def"
 #undef IR_OP
 };
@@ -681,29 +682,35 @@ static int red_float_key(const ir_func *f, const ir_node *n) {
            (n->op == IR_OP_MAX || n->op == IR_OP_MIN);
 }
 
-LLVMTypeRef lg_red_type(lg_mod *m, const ir_func *f, const ir_node *n) {
+/* The dtype reduction n accumulates in: a float sum or product in its operand's; a float
+ * max or min in i32 or i64, the order keys of its floats; integers and bools (as 0/1) in
+ * i64 where the operand or the result is i64 or bool, else in i32. */
+static ir_dtype red_dtype(const ir_func *f, const ir_node *n) {
     ir_dtype at = f->nodes[n->args[0]].dtype;
     if (ir_dtype_is_float(at)) {
-        if (red_float_key(f, n)) return at == IR_F64 ? m->t_i64 : m->t_i32;
-        return lg_compute_type(m, at);
+        if (red_float_key(f, n)) return at == IR_F64 ? IR_I64 : IR_I32;
+        return at;
     }
-    if (at == IR_BOOL || at == IR_I64 || n->dtype == IR_I64) return m->t_i64;
-    return m->t_i32;
+    if (at == IR_BOOL || at == IR_I64 || n->dtype == IR_I64) return IR_I64;
+    return IR_I32;
 }
 
+LLVMTypeRef lg_red_type(lg_mod *m, const ir_func *f, const ir_node *n) {
+    return lg_compute_type(m, red_dtype(f, n));
+}
+
+/* The identity in the accumulator's dtype: for max and min of floats, whose accumulators are
+ * order keys, the key type's extreme lies past every float's key, as -inf's and +inf's
+ * would. */
 LLVMValueRef lg_red_identity(lg_mod *m, const ir_func *f, const ir_node *n) {
     LLVMTypeRef t = lg_red_type(m, f, n);
-    int is_int = LLVMGetTypeKind(t) == LLVMIntegerTypeKind;
-    int64_t big = t == m->t_i64 ? INT64_MAX : INT32_MAX;
-    switch (n->op) {
-    case IR_OP_SUM:
-    case IR_OP_MEAN: return is_int ? cint(t, 0) : cfp(t, 0.0);
-    case IR_OP_PROD: return is_int ? cint(t, 1) : cfp(t, 1.0);
-    case IR_OP_MAX: return cint(t, -big - 1);
-    case IR_OP_MIN: return cint(t, big);
-    default: lg_fail(m, "internal error: %s is no reduction", ir_ops[n->op].name);
+    if (ir_ops[n->op].identity == IR_ID_NONE) {
+        lg_fail(m, "internal error: %s is no reduction", ir_ops[n->op].name);
+        return LLVMGetUndef(t);
     }
-    return LLVMGetUndef(t);
+    ir_dtype rt = red_dtype(f, n);
+    ir_scalar id = ir_reduce_identity(n->op, rt);
+    return ir_dtype_is_float(rt) ? cfp(t, id.f) : cint(t, id.i);
 }
 
 /* The order key of a float: an integer that compares as the float does (-0 below +0), with

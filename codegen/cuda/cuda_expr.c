@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "codegen/cuda/cuda_internal.h"
+#include "ir/scalar.h"
 
 /* ---- sizes --------------------------------------------------------------------------------- */
 
@@ -170,85 +171,106 @@ const char *cg_to_storage(cg_kernel *k, ir_dtype t, const char *expr) {
 
 /* One element-wise op as CUDA: an expression template per compute class of its operands
  * ($0, $1, $2 stand for them), and the helpers the templates call. NULL: the class does
- * not occur (the verifier rules it out). Indexed by ir_op; cg_op_table_check (tests) makes
- * sure every element-wise op of ops.def has an entry. */
+ * not occur (the verifier rules it out).
+ *
+ * The table is expanded from ops.def, each op's entry being the macro TMPL_<ENUM> below, so
+ * an op added to ops.def without its template here fails to compile. The ops that are no
+ * element-wise expression (leaves, cast, broadcast, reductions, output: cg_emit_node makes
+ * those otherwise) are NONE. cg_op_table_check (tests) makes sure that each element-wise op
+ * has the templates its flags in ops.def call for. */
 typedef struct op_tmpl {
     const char *f, *d, *i, *b;
     unsigned hfd, hi; /* helpers the float/double templates and the integer one call */
 } op_tmpl;
 
 #define H(x)          (1u << CG_H_##x)
+#define NONE          NULL, NULL, NULL, NULL, 0, 0
 #define SAME(t)       t, t, t, t, 0, 0
 #define FD(fn)        fn "f($0)", fn "($0)", NULL, NULL, 0, 0
 #define FD2(fn)       fn "f($0, $1)", fn "($0, $1)", NULL, NULL, 0, 0
 #define ARITH(op, fn) "($0 " op " $1)", "($0 " op " $1)", "fx_" fn "($0, $1)", NULL, 0, H(INT)
+/* minimum, maximum and clamp: NaN-propagating helpers; on bool, logic */
+#define MINMAX(t, b) t, t, t, b, H(MINMAX), H(MINMAX)
+
+#define TMPL_INPUT     NONE
+#define TMPL_CONST     NONE
+#define TMPL_NEG       "(-$0)", "(-$0)", "fx_neg($0)", NULL, 0, H(INT)
+#define TMPL_NOT       NULL, NULL, NULL, "(!$0)", 0, 0
+#define TMPL_ADD       ARITH("+", "add")
+#define TMPL_SUB       ARITH("-", "sub")
+#define TMPL_MUL       ARITH("*", "mul")
+#define TMPL_DIV       ARITH("/", "div")
+#define TMPL_MOD       "fmodf($0, $1)", "fmod($0, $1)", "fx_mod($0, $1)", NULL, 0, H(INT)
+#define TMPL_EQ        SAME("($0 == $1)")
+#define TMPL_NE        SAME("($0 != $1)")
+#define TMPL_LT        SAME("($0 < $1)")
+#define TMPL_LE        SAME("($0 <= $1)")
+#define TMPL_GT        SAME("($0 > $1)")
+#define TMPL_GE        SAME("($0 >= $1)")
+#define TMPL_AND       NULL, NULL, NULL, "($0 && $1)", 0, 0
+#define TMPL_OR        NULL, NULL, NULL, "($0 || $1)", 0, 0
+#define TMPL_WHERE     SAME("($0 ? $1 : $2)")
+#define TMPL_ABS       "fabsf($0)", "fabs($0)", "fx_abs($0)", NULL, 0, H(INT)
+#define TMPL_SIGN      "fx_sign($0)", "fx_sign($0)", "fx_sign($0)", NULL, H(FLOAT), H(INT)
+#define TMPL_MINIMUM   MINMAX("fx_min($0, $1)", "($0 && $1)")
+#define TMPL_MAXIMUM   MINMAX("fx_max($0, $1)", "($0 || $1)")
+#define TMPL_CLAMP     MINMAX("fx_min(fx_max($0, $1), $2)", "(($0 || $1) && $2)")
+#define TMPL_EXP       FD("exp")
+#define TMPL_EXP2      FD("exp2")
+#define TMPL_EXPM1     FD("expm1")
+#define TMPL_LOG       FD("log")
+#define TMPL_LOG2      FD("log2")
+#define TMPL_LOG10     FD("log10")
+#define TMPL_LOG1P     FD("log1p")
+#define TMPL_SQRT      FD("sqrt")
+#define TMPL_RSQRT     FD("rsqrt")
+#define TMPL_SIN       FD("sin")
+#define TMPL_COS       FD("cos")
+#define TMPL_TAN       FD("tan")
+#define TMPL_ASIN      FD("asin")
+#define TMPL_ACOS      FD("acos")
+#define TMPL_ATAN      FD("atan")
+#define TMPL_SINH      FD("sinh")
+#define TMPL_COSH      FD("cosh")
+#define TMPL_TANH      FD("tanh")
+#define TMPL_ASINH     FD("asinh")
+#define TMPL_ACOSH     FD("acosh")
+#define TMPL_ATANH     FD("atanh")
+#define TMPL_ERF       FD("erf")
+#define TMPL_SIGMOID   "fx_sigmoid($0)", "fx_sigmoid($0)", NULL, NULL, H(FLOAT), 0
+#define TMPL_RELU      "fx_relu($0)", "fx_relu($0)", NULL, NULL, H(FLOAT), 0
+#define TMPL_FLOOR     FD("floor")
+#define TMPL_CEIL      FD("ceil")
+#define TMPL_ROUND     FD("rint") /* half to even in the default rounding mode */
+#define TMPL_TRUNC     FD("trunc")
+#define TMPL_ISNAN     "isnan($0)", "isnan($0)", NULL, NULL, 0, 0
+#define TMPL_ISINF     "isinf($0)", "isinf($0)", NULL, NULL, 0, 0
+#define TMPL_POW       FD2("pow")
+#define TMPL_ATAN2     FD2("atan2")
+#define TMPL_HYPOT     FD2("hypot")
+#define TMPL_COPYSIGN  FD2("copysign")
+#define TMPL_CAST      NONE
+#define TMPL_BROADCAST NONE
+#define TMPL_SUM       NONE
+#define TMPL_PROD      NONE
+#define TMPL_MEAN      NONE
+#define TMPL_MAX       NONE
+#define TMPL_MIN       NONE
+#define TMPL_OUTPUT    NONE
 
 static const op_tmpl op_table[IR_OP_COUNT] = {
-    [IR_OP_NEG] = {"(-$0)", "(-$0)", "fx_neg($0)", NULL, 0, H(INT)},
-    [IR_OP_NOT] = {NULL, NULL, NULL, "(!$0)", 0, 0},
-    [IR_OP_ADD] = {ARITH("+", "add")},
-    [IR_OP_SUB] = {ARITH("-", "sub")},
-    [IR_OP_MUL] = {ARITH("*", "mul")},
-    [IR_OP_DIV] = {ARITH("/", "div")},
-    [IR_OP_MOD] = {"fmodf($0, $1)", "fmod($0, $1)", "fx_mod($0, $1)", NULL, 0, H(INT)},
-    [IR_OP_EQ] = {SAME("($0 == $1)")},
-    [IR_OP_NE] = {SAME("($0 != $1)")},
-    [IR_OP_LT] = {SAME("($0 < $1)")},
-    [IR_OP_LE] = {SAME("($0 <= $1)")},
-    [IR_OP_GT] = {SAME("($0 > $1)")},
-    [IR_OP_GE] = {SAME("($0 >= $1)")},
-    [IR_OP_AND] = {NULL, NULL, NULL, "($0 && $1)", 0, 0},
-    [IR_OP_OR] = {NULL, NULL, NULL, "($0 || $1)", 0, 0},
-    [IR_OP_WHERE] = {SAME("($0 ? $1 : $2)")},
-    [IR_OP_ABS] = {"fabsf($0)", "fabs($0)", "fx_abs($0)", NULL, 0, H(INT)},
-    [IR_OP_SIGN] = {"fx_sign($0)", "fx_sign($0)", "fx_sign($0)", NULL, H(FLOAT), H(INT)},
-    [IR_OP_MINIMUM] = {"fx_min($0, $1)", "fx_min($0, $1)", "fx_min($0, $1)", "($0 && $1)",
-                       H(MINMAX), H(MINMAX)},
-    [IR_OP_MAXIMUM] = {"fx_max($0, $1)", "fx_max($0, $1)", "fx_max($0, $1)", "($0 || $1)",
-                       H(MINMAX), H(MINMAX)},
-    [IR_OP_CLAMP] = {"fx_min(fx_max($0, $1), $2)", "fx_min(fx_max($0, $1), $2)",
-                     "fx_min(fx_max($0, $1), $2)", "(($0 || $1) && $2)", H(MINMAX), H(MINMAX)},
-    [IR_OP_EXP] = {FD("exp")},
-    [IR_OP_EXP2] = {FD("exp2")},
-    [IR_OP_EXPM1] = {FD("expm1")},
-    [IR_OP_LOG] = {FD("log")},
-    [IR_OP_LOG2] = {FD("log2")},
-    [IR_OP_LOG10] = {FD("log10")},
-    [IR_OP_LOG1P] = {FD("log1p")},
-    [IR_OP_SQRT] = {FD("sqrt")},
-    [IR_OP_RSQRT] = {FD("rsqrt")},
-    [IR_OP_SIN] = {FD("sin")},
-    [IR_OP_COS] = {FD("cos")},
-    [IR_OP_TAN] = {FD("tan")},
-    [IR_OP_ASIN] = {FD("asin")},
-    [IR_OP_ACOS] = {FD("acos")},
-    [IR_OP_ATAN] = {FD("atan")},
-    [IR_OP_SINH] = {FD("sinh")},
-    [IR_OP_COSH] = {FD("cosh")},
-    [IR_OP_TANH] = {FD("tanh")},
-    [IR_OP_ASINH] = {FD("asinh")},
-    [IR_OP_ACOSH] = {FD("acosh")},
-    [IR_OP_ATANH] = {FD("atanh")},
-    [IR_OP_ERF] = {FD("erf")},
-    [IR_OP_SIGMOID] = {"fx_sigmoid($0)", "fx_sigmoid($0)", NULL, NULL, H(FLOAT), 0},
-    [IR_OP_RELU] = {"fx_relu($0)", "fx_relu($0)", NULL, NULL, H(FLOAT), 0},
-    [IR_OP_FLOOR] = {FD("floor")},
-    [IR_OP_CEIL] = {FD("ceil")},
-    [IR_OP_ROUND] = {FD("rint")}, /* half to even in the default rounding mode */
-    [IR_OP_TRUNC] = {FD("trunc")},
-    [IR_OP_ISNAN] = {"isnan($0)", "isnan($0)", NULL, NULL, 0, 0},
-    [IR_OP_ISINF] = {"isinf($0)", "isinf($0)", NULL, NULL, 0, 0},
-    [IR_OP_POW] = {FD2("pow")},
-    [IR_OP_ATAN2] = {FD2("atan2")},
-    [IR_OP_HYPOT] = {FD2("hypot")},
-    [IR_OP_COPYSIGN] = {FD2("copysign")},
+#define IR_OP(E, CLASS, ARITY, NAME, FLAGS, IDENTITY) [IR_OP_##E] = {TMPL_##E},
+#include "ir/ops.def"
+#undef IR_OP
 };
 
 #undef H
+#undef NONE
 #undef SAME
 #undef FD
 #undef FD2
 #undef ARITH
+#undef MINMAX
 
 const char *cg_op_table_check(void) {
     for (int op = 0; op < IR_OP_COUNT; op++) {
@@ -538,29 +560,34 @@ void cg_emit_values(cg_kernel *k, const ir_ref *targets, int32_t n) {
 
 /* ---- reductions ------------------------------------------------------------------------------ */
 
+/* The identity of reduction r (ir_reduce_identity) as a literal of its compute type: an
+ * integer takes the LL suffix only where an int cannot hold it; a finite float identity is 0
+ * or 1, exact with one decimal. */
 const char *cg_red_init(cg_kernel *k, ir_ref r) {
     const ir_node *n = &k->f->nodes[r];
-    cclass c = class_of(n->dtype);
-    switch (n->op) {
-    case IR_OP_SUM:
-    case IR_OP_MEAN:
-        return c == CC_FLOAT ? "0.0f" : c == CC_DOUBLE ? "0.0" : c == CC_BOOL ? "false" : "0";
-    case IR_OP_PROD:
-        return c == CC_FLOAT ? "1.0f" : c == CC_DOUBLE ? "1.0" : c == CC_BOOL ? "true" : "1";
-    case IR_OP_MAX:
-    case IR_OP_MIN: {
-        int mx = n->op == IR_OP_MAX;
-        cg_use(k, CG_H_BITS);
-        switch (n->dtype) {
-        case IR_BOOL: return mx ? "false" : "true";
-        case IR_I32: return mx ? "(-2147483647 - 1)" : "2147483647";
-        case IR_I64: return mx ? "(-9223372036854775807LL - 1LL)" : "9223372036854775807LL";
-        case IR_F64: return mx ? "(-FX_INF_D)" : "FX_INF_D";
-        default: return mx ? "(-FX_INF_F)" : "FX_INF_F";
-        }
+    ir_identity kind = ir_ops[n->op].identity;
+    if (kind == IR_ID_NONE) {
+        cg_fail(k->m, "cuda codegen: %s is no reduction", ir_ops[n->op].name);
+        return "0";
     }
-    default: cg_fail(k->m, "cuda codegen: %s is no reduction", ir_ops[n->op].name); return "0";
+    /* the extremes of floats are the infinities of the bits helper; integer extremes take
+     * the helper in too, unused, which keeps the generated code as it has been */
+    if (kind == IR_ID_LOWEST || kind == IR_ID_HIGHEST) cg_use(k, CG_H_BITS);
+    ir_scalar id = ir_reduce_identity(n->op, n->dtype);
+    switch (class_of(n->dtype)) {
+    case CC_BOOL: return id.i ? "true" : "false";
+    case CC_INT:
+        if (id.i == INT64_MIN) return "(-9223372036854775807LL - 1LL)";
+        if (id.i == INT32_MIN) return "(-2147483647 - 1)";
+        return cg_fmt(k, id.i > INT32_MAX ? "%" PRId64 "LL" : "%" PRId64, id.i);
+    case CC_DOUBLE:
+        if (isinf(id.f)) return id.f > 0 ? "FX_INF_D" : "(-FX_INF_D)";
+        return cg_fmt(k, "%.1f", id.f);
+    case CC_FLOAT:
+        if (isinf(id.f)) return id.f > 0 ? "FX_INF_F" : "(-FX_INF_F)";
+        return cg_fmt(k, "%.1ff", id.f);
     }
+    return "0";
 }
 
 const char *cg_red_combine(cg_kernel *k, ir_ref r, const char *acc, const char *x) {

@@ -258,7 +258,8 @@ const char *cg_global_name(cg_kernel *k, const char *suffix);
 /* Elements a chunked kernel gives its 32-bit body at once (a multiple of every vector). */
 #define CG_CHUNK (INT64_C(1) << 30)
 
-/* Returns the name of the first element-wise op without a CUDA form, NULL if none (tests). */
+/* Returns the name of the first element-wise op that lacks a CUDA template its flags call
+ * for, NULL if none (tests). */
 const char *cg_op_table_check(void);
 
 #endif
