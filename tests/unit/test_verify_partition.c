@@ -285,6 +285,8 @@ static void test_pointwise_domains(void) {
 
     /* part 1 holds a dead log over [N] and stores over [M] */
     g = new_func("part_fit");
+    n = SHAPE(g, "N"); /* a function's shapes name its own symbols */
+    m = SHAPE(g, "M");
     x = ir_add_input(g, "x", IR_F32, &n);
     y = ir_add_input(g, "y", IR_F32, &m);
     a = ir_ew(g, IR_OP_EXP, IR_F32, &n, 1, &x);
@@ -300,6 +302,8 @@ static void test_pointwise_domains(void) {
 
     /* part 1 stores over [M] and over [] */
     g = new_func("part_shape");
+    n = SHAPE(g, "N");
+    m = SHAPE(g, "M");
     x = ir_add_input(g, "x", IR_F32, &n);
     y = ir_add_input(g, "y", IR_F32, &m);
     ir_ref z = ir_add_input(g, "z", IR_F32, &sc);
