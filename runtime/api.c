@@ -19,6 +19,7 @@
 #include "runtime/cpu/cpu_target.h"
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/pipeline.h"
+#include "runtime/clock.h"
 
 /* Source files larger than this are refused: a .fuse program is a few kilobytes. */
 #define RT_MAX_SOURCE_BYTES (16u << 20)
@@ -145,12 +146,6 @@ static void leave_c_locale(locale_t old) {
     if (old) uselocale(old);
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* Checks the options that name things (a CUDA architecture, a CPU) whatever the target, so
  * that a misspelling is an error where it is made, not where a later target reads it. */
 static fusec_status check_names(fusec_module *m) {
@@ -206,20 +201,6 @@ static fusec_status resolve_target(fusec_module *m) {
     return set_message(m, FUSEC_ERR_INVALID_ARGUMENT, "unknown target %d", (int)m->opt.target);
 }
 
-/* A copy of s in the arena, or NULL when memory ran out (outside a compilation, whose
- * arena failures jump). */
-static const char *strdup_in(ir_arena *a, const char *s) {
-    jmp_buf oom;
-    if (setjmp(oom)) {
-        a->oom = NULL;
-        return NULL;
-    }
-    a->oom = &oom;
-    const char *copy = ir_arena_strdup(a, s);
-    a->oom = NULL;
-    return copy;
-}
-
 static fusec_module *module_new(const fusec_options *opt) {
     fusec_module *m = calloc(1, sizeof(*m));
     if (!m) return NULL;
@@ -232,10 +213,11 @@ static fusec_module *module_new(const fusec_options *opt) {
                                                                          : sizeof(m->opt);
         memcpy(&m->opt, opt, n);
         m->opt.struct_size = sizeof(m->opt);
-        /* the caller's strings may be gone by the time a launch builds the module */
+        /* the caller's strings may be gone by the time a launch builds the module (the arena
+         * has no jump buffer yet: a failed copy is NULL) */
         const char **strs[] = {&m->opt.arch, &m->opt.cache_dir, &m->opt.dump_after, &m->opt.cpu};
         for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
-            if (*strs[i] && !(*strs[i] = strdup_in(&m->arena, *strs[i]))) {
+            if (*strs[i] && !(*strs[i] = ir_arena_strdup(&m->arena, *strs[i]))) {
                 fusec_module_free(m);
                 return NULL;
             }
@@ -257,13 +239,13 @@ static fusec_status compile_source_c(fusec_module *m, const char *path, char *sr
     memcpy(text, src, len);
     text[len] = 0;
 
-    double t0 = now_ms();
+    double t0 = rt_now_ms();
     diag_ctx d;
     diag_init(&d, &m->arena, m->path, text, len);
     parse_file(&d, &m->ast);
-    double t1 = now_ms();
+    double t1 = rt_now_ms();
     if (m->ast) check_file(&d, m->ast, &m->checked);
-    double t2 = now_ms();
+    double t2 = rt_now_ms();
     m->diagnostics = d.out.data ? d.out.data : "";
     if (d.nerrors > 0) {
         m->arena.oom = NULL;
@@ -296,7 +278,7 @@ static fusec_status compile_source_c(fusec_module *m, const char *path, char *sr
     }
     /* a module that failed has nothing to build: its launches fail as not compiled */
     if (st != FUSEC_OK) m->backend = NULL;
-    double t3 = now_ms();
+    double t3 = rt_now_ms();
     if (m->opt.verbose)
         ir_buf_printf(&m->report, "time: parse %.3f ms, check %.3f ms, passes %.3f ms\n", t1 - t0,
                       t2 - t1, t3 - t2);
@@ -453,10 +435,10 @@ static fusec_status build_now(fusec_module *m) {
     m->arena.oom = &oom;
     rt_backend_request req = backend_request(m);
     char err[sizeof m->message];
-    double t0 = now_ms();
+    double t0 = rt_now_ms();
     fusec_status st = m->backend->compile(&req, &m->program, err, sizeof err);
     if (m->opt.verbose)
-        ir_buf_printf(&m->report, "time: %s build %.3f ms\n", m->backend->name, now_ms() - t0);
+        ir_buf_printf(&m->report, "time: %s build %.3f ms\n", m->backend->name, rt_now_ms() - t0);
     m->arena.oom = NULL;
     if (st != FUSEC_OK) snprintf(m->message, sizeof m->message, "%s", err);
     return st;
@@ -950,16 +932,6 @@ int fusec_function_num_kernels(const fusec_function *f) {
     return f->fused->partition->nkernels;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *t, int n) {
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-}
-
 /* Launches of a prepared call, through a plan when there is one. */
 static fusec_status launch_prepared(fusec_function *f, fusec_plan *plan, const ir_tensor *args,
                                     const int64_t *syms) {
@@ -980,13 +952,13 @@ static fusec_status host_time(fusec_function *f, fusec_plan *plan, const ir_tens
     if (!t) return FUSEC_ERR_OUT_OF_MEMORY;
     fusec_status st = FUSEC_OK;
     for (int b = 0; b < batches && st == FUSEC_OK; b++) {
-        double t0 = now_ms();
+        double t0 = rt_now_ms();
         for (int k = 0; k < BATCH && st == FUSEC_OK; k++)
             st = launch_prepared(f, plan, args, syms);
-        t[b] = (now_ms() - t0) * 1e3 / BATCH;
+        t[b] = (rt_now_ms() - t0) * 1e3 / BATCH;
         if (st == FUSEC_OK) st = fusec_synchronize(f->module, NULL);
     }
-    if (st == FUSEC_OK) *host_us = median(t, batches);
+    if (st == FUSEC_OK) *host_us = rt_median(t, batches);
     free(t);
     return st;
 }
@@ -1019,13 +991,13 @@ fusec_status fusec_bench_run(fusec_function *f, const fusec_tensor *inputs, int 
         /* the CPU and reference targets return when done: the wall clock is their clock */
         st = launch_prepared(f, plan, args, syms);
         for (int r = 0; r < reps && st == FUSEC_OK; r++) {
-            double t0 = now_ms();
+            double t0 = rt_now_ms();
             st = launch_prepared(f, plan, args, syms);
-            t[r] = now_ms() - t0;
+            t[r] = rt_now_ms() - t0;
         }
     }
     if (st == FUSEC_OK) {
-        out->median_ms = median(t, reps);
+        out->median_ms = rt_median(t, reps);
         out->min_ms = t[0];
         if (!out->host_us) out->host_us = out->median_ms * 1e3;
     }

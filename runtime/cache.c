@@ -8,6 +8,7 @@
  * whole entry or none; no I/O failure fails a compile, it only costs the cache.
  */
 #include "runtime/cache.h"
+#include "runtime/clock.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -50,12 +51,6 @@ struct rt_cache {
 };
 
 /* ---- small helpers -------------------------------------------------------------------- */
-
-static double now_ms(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
-}
 
 static void put_u32(unsigned char *p, uint32_t v) {
     for (int i = 0; i < 4; i++)
@@ -880,9 +875,9 @@ rt_cache_status rt_cache_lookup(rt_cache *c, const rt_cache_key *k, void **paylo
     if (!c || !k || k->bad || !payload || !len) return RT_CACHE_INVALID;
     *payload = NULL;
     *len = 0;
-    double t0 = now_ms();
+    double t0 = rt_now_ms();
     rt_cache_status st = lookup_core(c, k, payload, len, info, 1);
-    info->lookup_ms = now_ms() - t0;
+    info->lookup_ms = rt_now_ms() - t0;
     return st;
 }
 
@@ -926,7 +921,7 @@ static int lock_key(rt_cache *c, const rt_cache_key *k, char *path, size_t pathl
     rt_cache_key_hex(k, hex);
     int n = snprintf(path, pathlen, "%s/l-%s.lock", c->dir, hex);
     if (n < 0 || (size_t)n >= pathlen) return -1;
-    double deadline = now_ms() + LOCK_WAIT_SECONDS * 1e3;
+    double deadline = rt_now_ms() + LOCK_WAIT_SECONDS * 1e3;
     long sleep_us = 500;
     for (;;) {
         int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -940,7 +935,7 @@ static int lock_key(rt_cache *c, const rt_cache_key *k, char *path, size_t pathl
                 close(fd);
                 return -1;
             }
-            if (now_ms() > deadline) {
+            if (rt_now_ms() > deadline) {
                 close(fd);
                 return -1;
             }
@@ -970,10 +965,10 @@ rt_cache_status rt_cache_get_or_build(rt_cache *c, const rt_cache_key *k, rt_cac
     if (!c || !k || k->bad || !build || !payload || !len) return RT_CACHE_INVALID;
     *payload = NULL;
     *len = 0;
-    double t0 = now_ms();
+    double t0 = rt_now_ms();
     rt_cache_status st = lookup_core(c, k, payload, len, info, 1);
     if (st != RT_CACHE_MISS) {
-        info->lookup_ms = now_ms() - t0;
+        info->lookup_ms = rt_now_ms() - t0;
         return st;
     }
 
@@ -989,7 +984,7 @@ rt_cache_status rt_cache_get_or_build(rt_cache *c, const rt_cache_key *k, rt_cac
             info->hit = 1;
             info->source = RT_CACHE_FROM_PEER;
             snprintf(info->reason, sizeof info->reason, "hit (built meanwhile by another process)");
-            info->lookup_ms = now_ms() - t0;
+            info->lookup_ms = rt_now_ms() - t0;
             return RT_CACHE_OK;
         }
         if (st == RT_CACHE_NOMEM) {
@@ -998,13 +993,13 @@ rt_cache_status rt_cache_get_or_build(rt_cache *c, const rt_cache_key *k, rt_cac
         }
         if (again.discarded) info->discarded = 1;
     }
-    info->lookup_ms = now_ms() - t0;
+    info->lookup_ms = rt_now_ms() - t0;
 
     void *out = NULL;
     size_t outlen = 0;
-    double tb = now_ms();
+    double tb = rt_now_ms();
     int rc = build(ctx, &out, &outlen);
-    info->build_ms = now_ms() - tb;
+    info->build_ms = rt_now_ms() - tb;
     if (rc != 0) {
         free(out);
         unlock_key(lockfd, lockpath);

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "runtime/backend.h"
+#include "runtime/clock.h"
 
 typedef struct ref_program {
     ir_func *const *funcs; /* the module's, which outlive the program */
@@ -68,17 +69,6 @@ static void ref_destroy(void *program) {
     free(program);
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* The interpreter runs on one thread: its roofline is one memcpy of `moved` / 2 bytes. */
 static fusec_status ref_copy_time(size_t moved, int reps, double *median_ms, char *err,
                                   size_t errlen) {
@@ -95,13 +85,12 @@ static fusec_status ref_copy_time(size_t moved, int reps, double *median_ms, cha
         memset(a, 1, half);
         memcpy(b, a, half);
         for (int r = 0; r < reps; r++) {
-            double t0 = now_ms();
+            double t0 = rt_now_ms();
             memcpy(b, a, half);
-            t[r] = now_ms() - t0;
+            t[r] = rt_now_ms() - t0;
             a[r % half] = b[(r + 1) % half]; /* keep the copies from being elided */
         }
-        qsort(t, (size_t)reps, sizeof *t, cmp_double);
-        *median_ms = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+        *median_ms = rt_median(t, reps);
     }
     free(a);
     free(b);

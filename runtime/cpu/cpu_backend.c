@@ -41,6 +41,7 @@
 #include "runtime/cpu/cpu_jit.h"
 #include "runtime/cpu/cpu_target.h"
 #include "runtime/cpu/threadpool.h"
+#include "runtime/clock.h"
 
 #ifndef FUSEC_LLVM_VERSION
 #define FUSEC_LLVM_VERSION "?"
@@ -126,12 +127,6 @@ static int streams(const llvm_kernel_meta *km, int vector_bytes, int64_t elems,
     return bytes >= (double)LLVM_STREAM_MIN_BYTES && run >= CPU_STREAM_MIN_RUN_BYTES;
 }
 
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* Available when the LLVM module is there to build kernels (its presence is checked, it is
  * not loaded: --target=auto must stay cheap). */
 static int cpu_available(char *why, size_t whylen) {
@@ -172,6 +167,17 @@ static int target_setup(const rt_backend_request *req, llvm_gen_options *o, cons
     return 0;
 }
 
+/* What emitting and compiling both start from: the module's plan, and the options and the
+ * identity of the CPU it is for. */
+static fusec_status plan_for_target(const rt_backend_request *req, llvm_module_meta **meta,
+                                    llvm_gen_options *o, const char **arch, char *err,
+                                    size_t errlen) {
+    if (llvm_plan_module(req->funcs, req->nfuncs, req->arena, meta, err, errlen))
+        return FUSEC_ERR_INTERNAL;
+    if (target_setup(req, o, arch, err, errlen)) return FUSEC_ERR_UNSUPPORTED;
+    return FUSEC_OK;
+}
+
 static fusec_status cpu_emit(const rt_backend_request *req, fusec_emit kind, ir_buf *out, char *err,
                              size_t errlen) {
     if (kind != FUSEC_EMIT_LLVM) {
@@ -181,11 +187,10 @@ static fusec_status cpu_emit(const rt_backend_request *req, fusec_emit kind, ir_
     const rt_llvm_api *api = rt_llvm_open(err, errlen);
     if (!api || api->init(err, errlen)) return FUSEC_ERR_UNSUPPORTED;
     llvm_module_meta *meta;
-    if (llvm_plan_module(req->funcs, req->nfuncs, req->arena, &meta, err, errlen))
-        return FUSEC_ERR_INTERNAL;
     llvm_gen_options o;
     const char *arch;
-    if (target_setup(req, &o, &arch, err, errlen)) return FUSEC_ERR_UNSUPPORTED;
+    fusec_status st = plan_for_target(req, &meta, &o, &arch, err, errlen);
+    if (st != FUSEC_OK) return st;
     if (api->print_ir(meta, &o, req->arena, out, err, errlen)) return FUSEC_ERR_COMPILER;
     return FUSEC_OK;
 }
@@ -327,18 +332,16 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
     *program = NULL;
     const fusec_options *opt = req->opt;
     int verbose = opt && opt->verbose && req->report;
-    double t0 = now_ms();
+    double t0 = rt_now_ms();
     llvm_module_meta *meta;
-    if (llvm_plan_module(req->funcs, req->nfuncs, req->arena, &meta, err, errlen))
-        return FUSEC_ERR_INTERNAL;
     llvm_gen_options o;
     const char *arch;
-    if (target_setup(req, &o, &arch, err, errlen)) return FUSEC_ERR_UNSUPPORTED;
+    fusec_status st = plan_for_target(req, &meta, &o, &arch, err, errlen);
+    if (st != FUSEC_OK) return st;
     build_ctx bc = {meta, &o, req->arena, {0, 0, 0, 0}, ""};
     void *obj = NULL;
     size_t len = 0;
-    fusec_status st = FUSEC_OK;
-    double t1 = now_ms();
+    double t1 = rt_now_ms();
     if (opt && opt->no_cache) {
         if (build_cb(&bc, &obj, &len) != 0) {
             snprintf(err, errlen, "%s", bc.err);
@@ -370,7 +373,7 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
             return cs == RT_CACHE_NOMEM ? FUSEC_ERR_OUT_OF_MEMORY : FUSEC_ERR_INTERNAL;
         }
     }
-    double t2 = now_ms();
+    double t2 = rt_now_ms();
     if (verbose)
         ir_buf_printf(req->report, "cpu: code for %s (%d-byte vectors)\n",
                       req->cpu ? req->cpu->name : "this host's CPU", o.vector_bytes);
@@ -393,7 +396,7 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
         cpu_destroy(p);
         return FUSEC_ERR_COMPILER;
     }
-    double t3 = now_ms();
+    double t3 = rt_now_ms();
     if (verbose) {
         if (bc.times.gen + bc.times.opt > 0)
             ir_buf_printf(req->report,
@@ -628,11 +631,6 @@ static void copy_part(void *vctx, int64_t b, int64_t e, int worker) {
     }
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* `bytes` moved, as fusec bench counts them (runtime/api.c does the same for the reference
  * target): bytes / 2 read and bytes / 2 written, by memcpy on every thread of the pool. */
 static fusec_status cpu_copy_time(size_t moved, int reps, double *median_ms, char *err,
@@ -656,12 +654,11 @@ static fusec_status cpu_copy_time(size_t moved, int reps, double *median_ms, cha
     copy_ctx c = {dst, src, bytes, parts, 0};
     rt_pool_run(parts, 0, copy_part, &c); /* warm-up */
     for (int i = 0; i < reps; i++) {
-        double t0 = now_ms();
+        double t0 = rt_now_ms();
         rt_pool_run(parts, 0, copy_part, &c);
-        t[i] = now_ms() - t0;
+        t[i] = rt_now_ms() - t0;
     }
-    qsort(t, (size_t)reps, sizeof(double), cmp_double);
-    *median_ms = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    *median_ms = rt_median(t, reps);
     free(src);
     free(dst);
     free(t);

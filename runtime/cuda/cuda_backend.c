@@ -23,6 +23,7 @@
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/cuda/cuda_launch.h"
 #include "runtime/cuda/nvrtc.h"
+#include "runtime/clock.h"
 
 /* The architecture emitted without --arch and without a GPU. */
 #define RT_CUDA_DEFAULT_ARCH "sm_90"
@@ -41,12 +42,6 @@ typedef struct rt_cuda_program {
     fusec_status load_status; /* why gpu is NULL when a device is present */
     char load_err[512];
 } rt_cuda_program;
-
-static double now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
 
 /* ---- cache handles: one per configuration, for the process ---------------------------------- */
 
@@ -257,12 +252,12 @@ static fusec_status build_cached(const rt_backend_request *req, const cuda_modul
 
 static fusec_status generate(const rt_backend_request *req, cuda_module **mod, char *err,
                              size_t errlen) {
-    double t0 = now_ms();
+    double t0 = rt_now_ms();
     if (cuda_generate(req->arena, req->funcs, req->nfuncs, mod, err, errlen) != 0)
         return FUSEC_ERR_INTERNAL;
     if (req->opt->verbose)
         ir_buf_printf(req->report, "time: cuda codegen %.3f ms (%zu bytes of CUDA C)\n",
-                      now_ms() - t0, (*mod)->source_len);
+                      rt_now_ms() - t0, (*mod)->source_len);
     return FUSEC_OK;
 }
 
@@ -326,11 +321,11 @@ static fusec_status rt_cuda_compile(const rt_backend_request *req, void **progra
         }
     }
     if (rt_cuda_probe(NULL, NULL, 0)) {
-        double t0 = now_ms();
+        double t0 = rt_now_ms();
         p->load_status =
             rt_cuda_gpu_load(mod, p->cubin, p->cubin_len, &p->gpu, p->load_err, sizeof p->load_err);
         if (req->opt->verbose)
-            ir_buf_printf(req->report, "cuda: loading the kernels %.3f ms%s%s\n", now_ms() - t0,
+            ir_buf_printf(req->report, "cuda: loading the kernels %.3f ms%s%s\n", rt_now_ms() - t0,
                           p->load_status == FUSEC_OK ? "" : ": ", p->load_err);
         /* built for the GPU's own architecture, the kernels must load; built for an --arch
          * of the caller's, the failure waits for a launch (emitting needs no device) */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "runtime/cuda/cuda_driver.h"
+#include "runtime/clock.h"
 
 /* Scratch buffers are carved from one pool allocation at this alignment (cuda_resolve's
  * rule; the pool's own allocations are at least this aligned). */
@@ -580,11 +581,6 @@ fusec_status rt_cuda_plan_rebind(rt_cuda_plan *p, const ir_tensor *args, char *e
 
 /* ---- timing ---------------------------------------------------------------------------- */
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Events around each of `reps` runs of `run` (after a warm-up) on a stream of fusec's own,
  * recorded back to back so the device never waits for the host between runs. */
 typedef fusec_status (*timed_fn)(void *ctx, rt_cu_stream s, char *err, size_t errlen);
@@ -681,8 +677,7 @@ fusec_status rt_cuda_copy_time(size_t bytes, int reps, double *median_ms, char *
     if (st == FUSEC_OK && !t) st = no_memory(err, errlen);
     if (st == FUSEC_OK) st = time_runs(run_copy, &c, reps, t, err, errlen);
     if (st == FUSEC_OK) {
-        qsort(t, (size_t)reps, sizeof *t, cmp_double);
-        *median_ms = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+        *median_ms = rt_median(t, reps);
     }
     free(t);
     if (c.a) cu->MemFree(c.a);
