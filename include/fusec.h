@@ -41,11 +41,11 @@ extern "C" {
 /* ---- version -------------------------------------------------------------------------- */
 
 #define FUSEC_VERSION_MAJOR 0
-#define FUSEC_VERSION_MINOR 2
+#define FUSEC_VERSION_MINOR 3
 #define FUSEC_VERSION_PATCH 0
 #define FUSEC_VERSION_NUMBER                                                                       \
     (FUSEC_VERSION_MAJOR * 10000 + FUSEC_VERSION_MINOR * 100 + FUSEC_VERSION_PATCH)
-#define FUSEC_VERSION_STRING "0.2.0"
+#define FUSEC_VERSION_STRING "0.3.0"
 
 /* The library's FUSEC_VERSION_NUMBER: compare with the header's to detect a mismatch. */
 FUSEC_API unsigned fusec_version_number(void);
@@ -167,6 +167,7 @@ typedef enum fusec_emit {
     FUSEC_EMIT_PTX = 3,
     FUSEC_EMIT_CUBIN = 4,
     FUSEC_EMIT_LLVM = 5,
+    FUSEC_EMIT_PLAN = 6, /* the kernel plan the target's code generator follows (0.3.0) */
 } fusec_emit;
 
 /* The module's text (or binary, for cubin) of the given kind, in *data (malloc'd, free with

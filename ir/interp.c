@@ -303,7 +303,7 @@ static int eval_reduce(run *R, ir_ref r) {
             s *= xd[i];
         }
     }
-    if (reduced == 0 && (n->op == IR_OP_MAX || n->op == IR_OP_MIN))
+    if (reduced == 0 && (ir_ops[n->op].flags & IR_OPF_NONEMPTY))
         return ir_fail(R->err, R->errlen, "%s over an empty axis", ir_ops[n->op].name);
     int64_t ocnt = R->count[r], icnt = R->count[x];
     const value *a = &R->vals[x];

@@ -88,6 +88,7 @@ enum {
     IR_OPF_SELECT = 1u << 6,    /* where(c, a, b): c bool, a and b promoted together */
     IR_OPF_EXPENSIVE = 1u << 7, /* transcendental: worth storing rather than recomputing */
     IR_OPF_WIDEN = 1u << 8,     /* reduction of bool or i32 accumulates in i64 (sum, prod) */
+    IR_OPF_NONEMPTY = 1u << 9,  /* reduction without a result over nothing: an error there */
 };
 
 /* The identity of a reduction: the value it starts from, and so its result over nothing (but

@@ -491,8 +491,12 @@ static fusec_status emit_locked(fusec_module *m, fusec_emit kind, ir_buf *b, cha
     case FUSEC_EMIT_CUDA:
     case FUSEC_EMIT_PTX:
     case FUSEC_EMIT_CUBIN:
-    case FUSEC_EMIT_LLVM: {
-        const rt_backend *be = kind == FUSEC_EMIT_LLVM ? &rt_backend_cpu : &rt_backend_cuda;
+    case FUSEC_EMIT_LLVM:
+    case FUSEC_EMIT_PLAN: {
+        /* the plan is the module's target's (the CPU's for the reference, which has none) */
+        int cpu =
+            kind == FUSEC_EMIT_LLVM || (kind == FUSEC_EMIT_PLAN && m->target != FUSEC_TARGET_CUDA);
+        const rt_backend *be = cpu ? &rt_backend_cpu : &rt_backend_cuda;
         rt_backend_request req = backend_request(m);
         return be->emit(&req, kind, b, msg, msglen);
     }

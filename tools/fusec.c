@@ -35,8 +35,9 @@ static const char usage_text[] =
     "                              x86-64-v2, x86-64-v3, x86-64-v4, znver3, znver4,\n"
     "                              skylake-avx512, icelake-server, sapphirerapids (built\n"
     "                              and cached anywhere; run only where the CPU has it)\n"
-    "  --emit=ast|ir|cuda|ptx|cubin|llvm\n"
-    "                              print that stage of compilation\n"
+    "  --emit=ast|ir|plan|cuda|ptx|cubin|llvm\n"
+    "                              print that stage of compilation (plan: the kernel\n"
+    "                              plan of the target's code generator)\n"
     "  -o FILE                     write --emit output to FILE (default: stdout)\n"
     "  --no-fuse                   every operation its own kernel (the unfused baseline)\n"
     "  --fast-math                 approximate transcendentals\n"
@@ -112,8 +113,8 @@ static int parse_target(const char *v, fusec_target *t) {
 }
 
 static int parse_emit(const char *v, fusec_emit *e) {
-    static const char *names[] = {"ast", "ir", "cuda", "ptx", "cubin", "llvm"};
-    for (int i = 0; i < 6; i++) {
+    static const char *names[] = {"ast", "ir", "cuda", "ptx", "cubin", "llvm", "plan"};
+    for (int i = 0; i < 7; i++) {
         if (!strcmp(v, names[i])) {
             *e = (fusec_emit)i;
             return 0;
@@ -182,8 +183,8 @@ static int parse_args(int argc, char **argv, cli *c) {
             fusec_emit e;
             if (!v) return cli_usage_error("%s needs a value", "--emit");
             if (parse_emit(v, &e))
-                return cli_usage_error("unknown --emit kind '%s' (ast, ir, cuda, ptx, cubin, llvm)",
-                                       v);
+                return cli_usage_error(
+                    "unknown --emit kind '%s' (ast, ir, plan, cuda, ptx, cubin, llvm)", v);
             c->emit = v;
         } else if ((v = option_value(argc, argv, &i, "--cache-dir", &m)) || m) {
             if (!v) return cli_usage_error("%s needs a value", "--cache-dir");

@@ -169,7 +169,8 @@ static void if_end(lg_fn *g, LLVMBasicBlockRef after) {
 
 static int in_body(const lg_fn *g, ir_ref q) {
     const ir_node *n = &g->f->nodes[q];
-    return n->kernel == g->p->kernel && ir_ops[n->op].cls != IR_CLASS_LEAF && n->op != IR_OP_OUTPUT;
+    return n->kernel == g->p->pk->kernel && ir_ops[n->op].cls != IR_CLASS_LEAF &&
+           n->op != IR_OP_OUTPUT;
 }
 
 static void set_val(lg_fn *g, ir_ref q, LLVMValueRef v) {
@@ -194,19 +195,19 @@ static int is_zero(LLVMValueRef v) {
 
 static LLVMValueRef offset(lg_fn *g, int32_t i) {
     const llvm_kplan *p = g->p;
-    if (g->j && p->naxes > 0 && (p->acc[i].present >> (p->naxes - 1)) & 1)
+    if (g->j && p->pk->naxes > 0 && (p->pk->acc[i].present >> (p->pk->naxes - 1)) & 1)
         return is_zero(g->base[i]) ? g->j : LLVMBuildNSWAdd(g->m->b, g->base[i], g->j, "");
     return g->base[i];
 }
 
 static LLVMValueRef access_ptr(lg_fn *g, int32_t i) {
-    const llvm_buf *bf = &g->p->fm->bufs[g->p->acc[i].buf];
+    const plan_buf *bf = &g->p->fm->plan->bufs[g->p->pk->acc[i].buf];
     if (g->stage_ptr && g->stage_ptr[i])
         return LLVMBuildInBoundsGEP2(g->m->b, lg_storage_type(g->m, bf->dtype), g->stage_ptr[i],
                                      &g->stage_k, 1, "");
     LLVMValueRef off = offset(g, i);
     return LLVMBuildInBoundsGEP2(g->m->b, lg_storage_type(g->m, bf->dtype),
-                                 g->bufp[g->p->acc[i].buf], &off, 1, "");
+                                 g->bufp[g->p->pk->acc[i].buf], &off, 1, "");
 }
 
 static LLVMTypeRef arr_type(lg_fn *g, ir_ref q) {
@@ -243,14 +244,14 @@ static LLVMValueRef value_of(lg_fn *g, ir_ref q) {
         g->lvl[q] = 0; /* constants are valid everywhere */
         return v;
     }
-    if (g->p->load_acc[q] >= 0) {
-        v = lg_load(m, n->dtype, access_ptr(g, g->p->load_acc[q]));
+    if (g->p->pk->load_acc[q] >= 0) {
+        v = lg_load(m, n->dtype, access_ptr(g, g->p->pk->load_acc[q]));
         name_value(v, 'v', q);
     } else if (g->in_arr && g->in_arr[q] && g->j) {
         v = load(g, lg_compute_type(m, n->dtype), arr_ptr(g, q, g->j));
     } else {
         lg_fail(m, "internal error: %%%d of kernel %d is used before it is computed", (int)q,
-                (int)g->p->kernel);
+                (int)g->p->pk->kernel);
         return LLVMGetUndef(lg_compute_type(m, n->dtype));
     }
     set_val(g, q, v);
@@ -286,18 +287,18 @@ static int outer_value(const lg_fn *g, ir_ref q) {
 
 /* Node r's computed value v as the kernel's later reads of it see it (see round_kept). */
 static LLVMValueRef as_kept(lg_fn *g, ir_ref r, LLVMValueRef v) {
-    return g->p->round_kept[r] ? lg_round_to(g->m, g->f->nodes[r].dtype, v) : v;
+    return g->p->pk->round_kept[r] ? lg_round_to(g->m, g->f->nodes[r].dtype, v) : v;
 }
 
 /* Computes the body nodes the roots need, in body order, each once per scope. */
 static void eval(lg_fn *g, const ir_ref *roots, int32_t nroots) {
     const llvm_kplan *p = g->p;
     const ir_kernel *k = g->k;
-    for (int32_t i = p->from; i < p->to; i++)
+    for (int32_t i = p->pk->from; i < p->pk->to; i++)
         g->mark[k->body[i]] = 0;
     for (int32_t i = 0; i < nroots; i++)
         if (in_body(g, roots[i])) g->mark[roots[i]] = 1;
-    for (int32_t i = p->to - 1; i >= p->from; i--) {
+    for (int32_t i = p->pk->to - 1; i >= p->pk->from; i--) {
         ir_ref r = k->body[i];
         if (!g->mark[r] || available(g, r) || cache_loaded(g, r)) continue;
         const ir_node *n = &g->f->nodes[r];
@@ -306,7 +307,7 @@ static void eval(lg_fn *g, const ir_ref *roots, int32_t nroots) {
             if (in_body(g, q) && !available(g, q)) g->mark[q] = 1;
         }
     }
-    for (int32_t i = p->from; i < p->to; i++) {
+    for (int32_t i = p->pk->from; i < p->pk->to; i++) {
         ir_ref r = k->body[i];
         if (!g->mark[r] || available(g, r)) continue;
         const ir_node *n = &g->f->nodes[r];
@@ -336,8 +337,8 @@ static void eval(lg_fn *g, const ir_ref *roots, int32_t nroots) {
 /* Stores node r (computed) to every buffer that holds it, at the current point. */
 static void store_node(lg_fn *g, ir_ref r) {
     const llvm_kplan *p = g->p;
-    for (int32_t i = 0; i < p->nacc; i++)
-        if (p->acc[i].store && p->acc[i].node == r)
+    for (int32_t i = 0; i < p->pk->nacc; i++)
+        if (p->pk->acc[i].store && p->pk->acc[i].node == r)
             lg_store(g->m, g->f->nodes[r].dtype, value_of(g, r), access_ptr(g, i));
 }
 
@@ -356,7 +357,7 @@ static void add_offsets(lg_fn *g, LLVMValueRef *base, LLVMValueRef x, const int 
             idx = LLVMBuildSub(b, x, LLVMBuildMul(b, q, g->dim[c], ""), "");
             x = q;
         }
-        for (int32_t a = 0; a < p->nacc; a++) {
+        for (int32_t a = 0; a < p->pk->nacc; a++) {
             LLVMValueRef st = g->stride[a * IR_MAX_RANK + c];
             if (!st) continue;
             LLVMValueRef term = LLVMIsAConstantInt(st) && LLVMConstIntGetSExtValue(st) == 1
@@ -370,14 +371,14 @@ static void add_offsets(lg_fn *g, LLVMValueRef *base, LLVMValueRef x, const int 
 /* The collapsed axes that are reduced (red = 1) or kept (red = 0), in order, into axes[]. */
 static int axes_of(const llvm_kplan *p, int red, int *axes) {
     int n = 0;
-    for (int c = 0; c < p->naxes; c++)
-        if ((int)((p->reduced >> c) & 1) == red) axes[n++] = c;
+    for (int c = 0; c < p->pk->naxes; c++)
+        if ((int)((p->pk->reduced >> c) & 1) == red) axes[n++] = c;
     return n;
 }
 
 static LLVMValueRef *new_bases(lg_fn *g, LLVMValueRef *from) {
-    LLVMValueRef *b = ir_arena_calloc(g->m->arena, (size_t)(g->p->nacc + 1), sizeof(*b));
-    for (int32_t i = 0; i < g->p->nacc; i++)
+    LLVMValueRef *b = ir_arena_calloc(g->m->arena, (size_t)(g->p->pk->nacc + 1), sizeof(*b));
+    for (int32_t i = 0; i < g->p->pk->nacc; i++)
         b[i] = from ? from[i] : ci64(g->m, 0);
     return b;
 }
@@ -391,9 +392,9 @@ static LLVMValueRef dims_product(lg_fn *g, const int *axes, int n) {
 }
 
 static int all_axes(const llvm_kplan *p, int *axes) {
-    for (int c = 0; c < p->naxes; c++)
+    for (int c = 0; c < p->pk->naxes; c++)
         axes[c] = c;
-    return p->naxes;
+    return p->pk->naxes;
 }
 
 /* ---- walking a range of elements ------------------------------------------------------------ */
@@ -484,13 +485,14 @@ static LLVMValueRef stage_entry(lg_mod *m, LLVMBuilderRef b, LLVMValueRef table,
 static void stage_alloc(lg_fn *g, lg_walk *w, LLVMValueRef *tmp, int32_t *slot, lg_stage_set *set) {
     lg_mod *m = g->m;
     const llvm_kplan *p = g->p;
-    for (int32_t i = 0; i < p->nacc; i++) {
+    for (int32_t i = 0; i < p->pk->nacc; i++) {
         /* the stores of this walk's points, along the run */
         int mine = 0;
         for (int32_t k = 0; k < w->nstores; k++)
-            mine |= w->stores[k] == p->acc[i].node;
-        if (!p->acc[i].store || !mine || !((p->acc[i].present >> (p->naxes - 1)) & 1)) continue;
-        ir_dtype dt = p->fm->bufs[p->acc[i].buf].dtype;
+            mine |= w->stores[k] == p->pk->acc[i].node;
+        if (!p->pk->acc[i].store || !mine || !((p->pk->acc[i].present >> (p->pk->naxes - 1)) & 1))
+            continue;
+        ir_dtype dt = p->fm->plan->bufs[p->pk->acc[i].buf].dtype;
         LLVMTypeRef t = lg_storage_type(m, dt);
         LLVMValueRef arr = alloca_at_entry(g, LLVMArrayType(t, LG_STAGE), "stage");
         LLVMSetAlignment(arr, 64);
@@ -504,9 +506,9 @@ static void stage_alloc(lg_fn *g, lg_walk *w, LLVMValueRef *tmp, int32_t *slot, 
         set[d].src = alloca_at_entry(g, tt, "stage_src");
         set[d].dst = alloca_at_entry(g, tt, "stage_dst");
     }
-    for (int32_t i = 0; i < p->nacc; i++)
+    for (int32_t i = 0; i < p->pk->nacc; i++)
         if (tmp[i]) {
-            LLVMValueRef table = set[p->fm->bufs[p->acc[i].buf].dtype].src;
+            LLVMValueRef table = set[p->fm->plan->bufs[p->pk->acc[i].buf].dtype].src;
             LLVMBuildStore(g->ab, tmp[i], stage_entry(m, g->ab, table, ci64(m, slot[i])));
         }
 }
@@ -537,23 +539,24 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
     LLVMBuilderRef b = m->b;
     const llvm_kplan *p = g->p;
     g->streams = 1;
-    LLVMValueRef *tmp = ir_arena_calloc(m->arena, (size_t)p->nacc + 1, sizeof(*tmp));
-    LLVMValueRef *sel = ir_arena_calloc(m->arena, (size_t)p->nacc + 1, sizeof(*sel));
-    int32_t *slot = ir_arena_calloc(m->arena, (size_t)p->nacc + 1, sizeof(*slot));
+    LLVMValueRef *tmp = ir_arena_calloc(m->arena, (size_t)p->pk->nacc + 1, sizeof(*tmp));
+    LLVMValueRef *sel = ir_arena_calloc(m->arena, (size_t)p->pk->nacc + 1, sizeof(*sel));
+    int32_t *slot = ir_arena_calloc(m->arena, (size_t)p->pk->nacc + 1, sizeof(*slot));
     lg_stage_set set[IR_DTYPE_COUNT];
     memset(set, 0, sizeof set);
     stage_alloc(g, w, tmp, slot, set);
     /* the first block ends where the first streamed result's line does, so that later
      * blocks start on a line and only the run's ends have partial lines */
     LLVMValueRef skew = ci64(m, 0);
-    for (int32_t i = 0; i < p->nacc; i++) {
+    for (int32_t i = 0; i < p->pk->nacc; i++) {
         if (!tmp[i]) continue;
-        ir_dtype dt = p->fm->bufs[p->acc[i].buf].dtype;
+        ir_dtype dt = p->fm->plan->bufs[p->pk->acc[i].buf].dtype;
         LLVMValueRef off = LLVMBuildNSWAdd(b, base[i], j0, "");
-        LLVMValueRef addr = LLVMBuildPtrToInt(
-            b,
-            LLVMBuildInBoundsGEP2(b, lg_storage_type(m, dt), g->bufp[p->acc[i].buf], &off, 1, ""),
-            m->t_i64, "");
+        LLVMValueRef addr =
+            LLVMBuildPtrToInt(b,
+                              LLVMBuildInBoundsGEP2(b, lg_storage_type(m, dt),
+                                                    g->bufp[p->pk->acc[i].buf], &off, 1, ""),
+                              m->t_i64, "");
         skew = LLVMBuildUDiv(b, LLVMBuildAnd(b, addr, ci64(m, LG_LINE - 1), ""),
                              ci64(m, ir_dtypes[dt].bytes), "");
         break;
@@ -564,12 +567,12 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
         b, ci64(m, LG_STAGE),
         LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, b0, j0, ""), skew, ci64(m, 0), ""), "");
     LLVMValueRef len = imin(g, cap, LLVMBuildSub(b, j1, b0, ""));
-    for (int32_t i = 0; i < p->nacc; i++) {
+    for (int32_t i = 0; i < p->pk->nacc; i++) {
         if (!tmp[i]) continue;
-        ir_dtype dt = p->fm->bufs[p->acc[i].buf].dtype;
+        ir_dtype dt = p->fm->plan->bufs[p->pk->acc[i].buf].dtype;
         LLVMValueRef off = LLVMBuildNSWAdd(b, base[i], b0, "");
-        LLVMValueRef dst =
-            LLVMBuildInBoundsGEP2(b, lg_storage_type(m, dt), g->bufp[p->acc[i].buf], &off, 1, "");
+        LLVMValueRef dst = LLVMBuildInBoundsGEP2(b, lg_storage_type(m, dt),
+                                                 g->bufp[p->pk->acc[i].buf], &off, 1, "");
         store(g, dst, stage_entry(m, b, set[dt].dst, ci64(m, slot[i])));
         sel[i] = LLVMBuildSelect(b, g->stream, tmp[i], dst, "");
     }
@@ -645,8 +648,9 @@ static void walk_range(lg_fn *g, lg_walk *w, const int *axes, int n, LLVMValueRe
         if_end(g, after);
         return;
     }
-    if (axes[n - 1] != g->p->naxes - 1) {
-        lg_fail(m, "internal error: kernel %d walks a run along a middle axis", (int)g->p->kernel);
+    if (axes[n - 1] != g->p->pk->naxes - 1) {
+        lg_fail(m, "internal error: kernel %d walks a run along a middle axis",
+                (int)g->p->pk->kernel);
         return;
     }
     if (n == 1) {
@@ -705,19 +709,19 @@ static void sweep_init(lg_fn *g, lg_sweep *sw, int s) {
     ir_arena *a = g->m->arena;
     memset(sw, 0, sizeof(*sw));
     sw->s = s;
-    int32_t n = p->to - p->from;
+    int32_t n = p->pk->to - p->pk->from;
     sw->red = ir_arena_calloc(a, (size_t)n + 1, sizeof(*sw->red));
     sw->roots = ir_arena_calloc(a, (size_t)n * 2 + 1, sizeof(ir_ref));
-    for (int32_t i = p->from; i < p->to; i++) {
+    for (int32_t i = p->pk->from; i < p->pk->to; i++) {
         ir_ref r = g->k->body[i];
         const ir_node *nd = &g->f->nodes[r];
-        if (ir_ops[nd->op].cls == IR_CLASS_REDUCE && p->stage[r] == s + 1) {
+        if (ir_ops[nd->op].cls == IR_CLASS_REDUCE && p->pk->stage[r] == s + 1) {
             lg_red *rd = &sw->red[sw->nred++];
             rd->node = r;
             rd->t = lg_red_type(g->m, g->f, nd);
             rd->nparts = 1;
             sw->roots[sw->nroots++] = nd->args[0];
-        } else if (!p->per_result[r] && (nd->flags & IR_NODE_STORED) && p->stage[r] == s) {
+        } else if (!p->pk->per_result[r] && (nd->flags & IR_NODE_STORED) && p->pk->stage[r] == s) {
             sw->roots[sw->nroots++] = r;
         }
     }
@@ -755,8 +759,8 @@ static void sweep_point(lg_fn *g, lg_sweep *sw, LLVMValueRef *acc_ptrs) {
     }
     for (int32_t i = 0; i < sw->nroots; i++) {
         ir_ref r = sw->roots[i];
-        if (in_body(g, r) && (g->f->nodes[r].flags & IR_NODE_STORED) && !p->per_result[r] &&
-            p->stage[r] == sw->s)
+        if (in_body(g, r) && (g->f->nodes[r].flags & IR_NODE_STORED) && !p->pk->per_result[r] &&
+            p->pk->stage[r] == sw->s)
             store_node(g, r);
     }
     if (g->use_cache)
@@ -777,25 +781,26 @@ static void sweep_point(lg_fn *g, lg_sweep *sw, LLVMValueRef *acc_ptrs) {
 static void prefetch_ahead(lg_fn *g, uint32_t along) {
     lg_mod *m = g->m;
     const llvm_kplan *p = g->p;
-    for (int32_t i = 0; i < p->nacc; i++) {
+    for (int32_t i = 0; i < p->pk->nacc; i++) {
         /* loads along the run, of a buffer whose next row is elsewhere (not a weight that
          * every row reads: layernorm's w and b are in cache already) */
-        if (p->acc[i].store || !g->pf_base[i] || !((p->acc[i].present >> (p->naxes - 1)) & 1) ||
-            !(p->acc[i].present & along))
+        if (p->pk->acc[i].store || !g->pf_base[i] ||
+            !((p->pk->acc[i].present >> (p->pk->naxes - 1)) & 1) ||
+            !(p->pk->acc[i].present & along))
             continue;
-        ir_dtype dt = p->fm->bufs[p->acc[i].buf].dtype;
+        ir_dtype dt = p->fm->plan->bufs[p->pk->acc[i].buf].dtype;
         /* a plain GEP: past the last row the address is outside the buffer, which a prefetch
          * may touch (it never faults) but an inbounds GEP may not name */
         LLVMValueRef off = LLVMBuildAdd(m->b, g->pf_base[i], g->j, "");
         LLVMValueRef ptr =
-            LLVMBuildGEP2(m->b, lg_storage_type(m, dt), g->bufp[p->acc[i].buf], &off, 1, "");
+            LLVMBuildGEP2(m->b, lg_storage_type(m, dt), g->bufp[p->pk->acc[i].buf], &off, 1, "");
         lg_prefetch_hint(m, ptr, (int)ir_dtypes[dt].bytes);
     }
 }
 
 static void scalar_point(lg_fn *g, lg_walk *w) {
     lg_sweep *sw = w->ctx;
-    if (g->pf_base && g->j) prefetch_ahead(g, ~g->p->reduced & ((1u << g->p->naxes) - 1));
+    if (g->pf_base && g->j) prefetch_ahead(g, ~g->p->pk->reduced & ((1u << g->p->pk->naxes) - 1));
     LLVMValueRef *pp =
         ir_arena_calloc(g->m->arena, (size_t)(sw->nred + 1) * LG_RED_PARTS, sizeof(*pp));
     for (int32_t i = 0; i < sw->nred; i++)
@@ -913,9 +918,9 @@ static void add_attr(lg_mod *m, LLVMValueRef fn, unsigned idx, const char *name)
 static LLVMValueRef fn_declare_body(lg_fn *g, const char *name, LLVMTypeRef *ps, LLVMTypeRef *bty) {
     lg_mod *m = g->m;
     const llvm_kplan *p = g->p;
-    int32_t nb = p->nbufs;
+    int32_t nb = p->pk->nbufs;
     for (int32_t i = 0; i < nb; i++)
-        ps[i] = LLVMPointerType(lg_storage_type(m, p->fm->bufs[p->bufs[i]].dtype), 0);
+        ps[i] = LLVMPointerType(lg_storage_type(m, p->fm->plan->bufs[p->pk->bufs[i]].dtype), 0);
     ps[nb] = m->t_i64p;
     ps[nb + 1] = m->t_i64;
     ps[nb + 2] = m->t_i64;
@@ -945,14 +950,14 @@ static void fn_wrapper(lg_fn *g, const char *name, const LLVMTypeRef *ps, LLVMTy
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
     const llvm_kplan *p = g->p;
-    int32_t nb = p->nbufs;
+    int32_t nb = p->pk->nbufs;
     LLVMValueRef w = LLVMAddFunction(m->mod, name, task_type(m));
     add_attr(m, w, LLVMAttributeFunctionIndex, "nounwind");
     LLVMPositionBuilderAtEnd(b, LLVMAppendBasicBlockInContext(m->ctx, w, "entry"));
     LLVMValueRef *args = ir_arena_calloc(m->arena, (size_t)nb + 5, sizeof(*args));
     LLVMValueRef table = LLVMGetParam(w, 0);
     for (int32_t i = 0; i < nb; i++) {
-        LLVMValueRef idx = ci64(m, p->bufs[i]);
+        LLVMValueRef idx = ci64(m, p->pk->bufs[i]);
         LLVMValueRef slot = LLVMBuildInBoundsGEP2(b, m->t_i8p, table, &idx, 1, "");
         args[i] = LLVMBuildBitCast(b, load(g, m->t_i8p, slot), ps[i], "");
     }
@@ -968,7 +973,7 @@ static void fn_body_begin(lg_fn *g, LLVMValueRef body) {
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
     const llvm_kplan *p = g->p;
-    int32_t nb = p->nbufs;
+    int32_t nb = p->pk->nbufs;
     g->fn = body;
     LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(m->ctx, body, "entry");
     LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(m->ctx, body, "start");
@@ -978,9 +983,9 @@ static void fn_body_begin(lg_fn *g, LLVMValueRef body) {
     LLVMPositionBuilderBefore(g->ab, br);
     LLVMPositionBuilderAtEnd(b, start);
 
-    g->bufp = ir_arena_calloc(m->arena, (size_t)p->fm->nbufs + 1, sizeof(*g->bufp));
+    g->bufp = ir_arena_calloc(m->arena, (size_t)p->fm->plan->nbufs + 1, sizeof(*g->bufp));
     for (int32_t i = 0; i < nb; i++)
-        g->bufp[p->bufs[i]] = LLVMGetParam(body, (unsigned)i);
+        g->bufp[p->pk->bufs[i]] = LLVMGetParam(body, (unsigned)i);
     g->syms = LLVMGetParam(body, (unsigned)nb);
     g->begin = LLVMGetParam(body, (unsigned)nb + 1);
     g->end = LLVMGetParam(body, (unsigned)nb + 2);
@@ -997,11 +1002,11 @@ static void fn_dims(lg_fn *g) {
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
     const llvm_kplan *p = g->p;
-    for (int c = 0; c < p->naxes; c++) {
+    for (int c = 0; c < p->pk->naxes; c++) {
         LLVMValueRef d = NULL;
-        for (int32_t a = 0; a < p->dom.rank; a++) {
-            if (!((p->axis_dims[c] >> a) & 1)) continue;
-            ir_dim dm = p->dom.dims[a];
+        for (int32_t a = 0; a < p->pk->dom.rank; a++) {
+            if (!((p->pk->axis_dims[c] >> a) & 1)) continue;
+            ir_dim dm = p->pk->dom.dims[a];
             LLVMValueRef v;
             if (dm.sym >= 0) {
                 LLVMValueRef idx = ci64(m, dm.sym);
@@ -1014,11 +1019,12 @@ static void fn_dims(lg_fn *g) {
         }
         g->dim[c] = d ? d : ci64(m, 1);
     }
-    g->stride = ir_arena_calloc(m->arena, (size_t)(p->nacc + 1) * IR_MAX_RANK, sizeof(*g->stride));
-    for (int32_t i = 0; i < p->nacc; i++) {
+    g->stride =
+        ir_arena_calloc(m->arena, (size_t)(p->pk->nacc + 1) * IR_MAX_RANK, sizeof(*g->stride));
+    for (int32_t i = 0; i < p->pk->nacc; i++) {
         LLVMValueRef s = NULL;
-        for (int c = p->naxes - 1; c >= 0; c--) {
-            if (!((p->acc[i].present >> c) & 1)) continue;
+        for (int c = p->pk->naxes - 1; c >= 0; c--) {
+            if (!((p->pk->acc[i].present >> c) & 1)) continue;
             g->stride[i * IR_MAX_RANK + c] = s ? s : ci64(m, 1);
             s = s ? LLVMBuildNSWMul(b, s, g->dim[c], "") : g->dim[c];
         }
@@ -1029,7 +1035,7 @@ static void fn_dims(lg_fn *g) {
  * builder is left in with dims and strides computed. */
 static void fn_begin(lg_fn *g, const char *name) {
     lg_mod *m = g->m;
-    LLVMTypeRef *ps = ir_arena_calloc(m->arena, (size_t)g->p->nbufs + 5, sizeof(*ps));
+    LLVMTypeRef *ps = ir_arena_calloc(m->arena, (size_t)g->p->pk->nbufs + 5, sizeof(*ps));
     LLVMTypeRef bty;
     LLVMValueRef body = fn_declare_body(g, name, ps, &bty);
     fn_wrapper(g, name, ps, bty, body);
@@ -1069,7 +1075,7 @@ static void pointwise_point(lg_fn *g, lg_walk *w) {
     const llvm_kplan *p = g->p;
     ir_ref *roots = w->ctx;
     int32_t n = 0;
-    for (int32_t i = p->from; i < p->to; i++)
+    for (int32_t i = p->pk->from; i < p->pk->to; i++)
         if (g->f->nodes[g->k->body[i]].flags & IR_NODE_STORED) roots[n++] = g->k->body[i];
     scope_enter(g);
     eval(g, roots, n);
@@ -1080,9 +1086,9 @@ static void pointwise_point(lg_fn *g, lg_walk *w) {
 
 static void gen_pointwise(lg_fn *g) {
     ir_ref *roots =
-        ir_arena_calloc(g->m->arena, (size_t)(g->p->to - g->p->from) + 1, sizeof(ir_ref));
+        ir_arena_calloc(g->m->arena, (size_t)(g->p->pk->to - g->p->pk->from) + 1, sizeof(ir_ref));
     int32_t n = 0;
-    for (int32_t i = g->p->from; i < g->p->to; i++)
+    for (int32_t i = g->p->pk->from; i < g->p->pk->to; i++)
         if (g->f->nodes[g->k->body[i]].flags & IR_NODE_STORED) roots[n++] = g->k->body[i];
     lg_walk w = {pointwise_point, NULL, NULL, 0, LG_INTERLEAVE, roots, 1, roots, n};
     int axes[IR_MAX_RANK];
@@ -1094,20 +1100,21 @@ static void gen_pointwise(lg_fn *g) {
 /* Evaluates and stores the per-result values of stage s at the row's point. */
 static void per_result_stage(lg_fn *g, int s, LLVMValueRef *rowbase) {
     const llvm_kplan *p = g->p;
-    ir_ref *roots = ir_arena_calloc(g->m->arena, (size_t)(p->to - p->from) + 1, sizeof(ir_ref));
+    ir_ref *roots =
+        ir_arena_calloc(g->m->arena, (size_t)(p->pk->to - p->pk->from) + 1, sizeof(ir_ref));
     int32_t n = 0;
-    for (int32_t i = p->from; i < p->to; i++) {
+    for (int32_t i = p->pk->from; i < p->pk->to; i++) {
         ir_ref r = g->k->body[i];
-        if (p->per_result[r] && p->stage[r] == s &&
+        if (p->pk->per_result[r] && p->pk->stage[r] == s &&
             ir_ops[g->f->nodes[r].op].cls != IR_CLASS_REDUCE)
             roots[n++] = r;
     }
     g->base = rowbase;
     g->j = NULL;
     eval(g, roots, n);
-    for (int32_t i = p->from; i < p->to; i++) {
+    for (int32_t i = p->pk->from; i < p->pk->to; i++) {
         ir_ref r = g->k->body[i];
-        if (p->per_result[r] && p->stage[r] == s && (g->f->nodes[r].flags & IR_NODE_STORED))
+        if (p->pk->per_result[r] && p->pk->stage[r] == s && (g->f->nodes[r].flags & IR_NODE_STORED))
             store_node(g, r);
     }
 }
@@ -1138,14 +1145,14 @@ static void gen_row(lg_fn *g) {
     LLVMValueRef *rowbase = new_bases(g, NULL);
     add_offsets(g, rowbase, row, kept, nk);
     LLVMValueRef *nextbase = NULL;
-    if (p->nsweeps >= 2 && nr == 1) {
+    if (p->pk->nsweeps >= 2 && nr == 1) {
         nextbase = new_bases(g, NULL);
         add_offsets(g, nextbase, LLVMBuildNSWAdd(m->b, row, ci64(m, 1), ""), kept, nk);
     }
     scope_enter(g);
     per_result_stage(g, 0, rowbase);
-    for (int s = 0; s <= p->nsweeps; s++) {
-        if (s == p->nsweeps && !p->final_sweep) break;
+    for (int s = 0; s <= p->pk->nsweeps; s++) {
+        if (s == p->pk->nsweeps && !p->pk->final_sweep) break;
         lg_sweep sw;
         sweep_init(g, &sw, s);
         /* the second sweep (the first computes in cache what the one before brought in)
@@ -1153,7 +1160,7 @@ static void gen_row(lg_fn *g) {
         g->pf_base = s == 1 && nr == 1 && sweep_blocked(g, &sw) ? nextbase : NULL;
         int blocked = scalar_sweep(g, &sw, red, nr, rowbase, ci64(m, 0), rowlen);
         g->pf_base = NULL;
-        if (s == p->nsweeps) break;
+        if (s == p->pk->nsweeps) break;
         for (int32_t i = 0; i < sw.nred; i++) {
             const ir_node *n = &g->f->nodes[sw.red[i].node];
             set_val(g, sw.red[i].node,
@@ -1174,7 +1181,8 @@ static LLVMValueRef partial_ptr(lg_fn *g, LLVMTypeRef t, LLVMValueRef partials, 
                                 int32_t i) {
     lg_mod *m = g->m;
     LLVMValueRef idx = LLVMBuildNSWAdd(
-        m->b, LLVMBuildNSWMul(m->b, chunk, ci64(m, g->p->fm->kernels[g->p->kernel].npartials), ""),
+        m->b,
+        LLVMBuildNSWMul(m->b, chunk, ci64(m, g->p->fm->kernels[g->p->pk->kernel].npartials), ""),
         ci64(m, i), "");
     LLVMValueRef base = LLVMBuildBitCast(m->b, partials, LLVMPointerType(m->t_i64, 0), "");
     LLVMValueRef slot = LLVMBuildInBoundsGEP2(m->b, m->t_i64, base, &idx, 1, "");
@@ -1242,7 +1250,7 @@ static void gen_full_finalize(lg_fn *g) {
                 as_kept(g, rd->node, lg_red_post(m, g->f, nd, load(g, rd->t, tslot), total)));
     }
     LLVMValueRef *base = new_bases(g, NULL);
-    for (int s = 0; s <= p->nsweeps; s++)
+    for (int s = 0; s <= p->pk->nsweeps; s++)
         per_result_stage(g, s, base);
 }
 
@@ -1281,9 +1289,9 @@ static LLVMValueRef *rows_ahead(lg_fn *g, LLVMValueRef *kbase, LLVMValueRef rr, 
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
     int64_t es = 0; /* the widest element among those loads */
-    for (int32_t i = 0; i < p->nacc; i++) {
-        int64_t e = (int64_t)ir_dtypes[p->fm->bufs[p->acc[i].buf].dtype].bytes;
-        if (!p->acc[i].store && (p->acc[i].present & p->reduced) && e > es) es = e;
+    for (int32_t i = 0; i < p->pk->nacc; i++) {
+        int64_t e = (int64_t)ir_dtypes[p->fm->plan->bufs[p->pk->acc[i].buf].dtype].bytes;
+        if (!p->pk->acc[i].store && (p->pk->acc[i].present & p->pk->reduced) && e > es) es = e;
     }
     if (es == 0 || nr == 0) return NULL;
     LLVMValueRef d = LLVMBuildUDiv(b, ci64(m, LG_COLUMN_AHEAD_BYTES),
@@ -1304,14 +1312,14 @@ static void column_axes(lg_fn *g, lg_colunit *cu) {
     const llvm_kplan *p = g->p;
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
-    int last = p->naxes - 1;
+    int last = p->pk->naxes - 1;
     LLVMValueRef inner = g->dim[last];
     LLVMValueRef CW = ci64(m, LLVM_COLUMN_WIDTH);
     cu->nblk =
         LLVMBuildUDiv(b, LLVMBuildNSWAdd(b, inner, ci64(m, LLVM_COLUMN_WIDTH - 1), ""), CW, "");
     cu->nr = cu->nk = 0;
     for (int c = 0; c < last; c++) {
-        if ((p->reduced >> c) & 1)
+        if ((p->pk->reduced >> c) & 1)
             cu->red_axes[cu->nr++] = c;
         else
             cu->kept_axes[cu->nk++] = c;
@@ -1328,9 +1336,9 @@ static void column_arrays(lg_fn *g) {
     size_t nn = (size_t)g->f->nnodes + 1;
     g->arr = ir_arena_calloc(g->m->arena, nn, sizeof(*g->arr));
     g->in_arr = ir_arena_calloc(g->m->arena, nn, 1);
-    for (int32_t i = p->from; i < p->to; i++) {
+    for (int32_t i = p->pk->from; i < p->pk->to; i++) {
         ir_ref r = g->k->body[i];
-        if (p->per_result[r] && p->stage[r] >= 1)
+        if (p->pk->per_result[r] && p->pk->stage[r] >= 1)
             g->arr[r] = alloca_at_entry(g, arr_type(g, r), "col");
     }
 }
@@ -1342,7 +1350,7 @@ static void column_unit_begin(lg_fn *g, lg_colunit *cu, lg_loop *U) {
     const llvm_kplan *p = g->p;
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
-    int last = p->naxes - 1;
+    int last = p->pk->naxes - 1;
     LLVMValueRef CW = ci64(m, LLVM_COLUMN_WIDTH);
     LLVMValueRef u = loop_begin(g, U, g->begin, g->end, "unit");
     LLVMValueRef ko = LLVMBuildUDiv(b, u, cu->nblk, "");
@@ -1351,8 +1359,8 @@ static void column_unit_begin(lg_fn *g, lg_colunit *cu, lg_loop *U) {
     cu->cw = imin(g, CW, LLVMBuildSub(b, g->dim[last], c0, ""));
     cu->kbase = new_bases(g, NULL);
     add_offsets(g, cu->kbase, ko, cu->kept_axes, cu->nk);
-    for (int32_t a = 0; a < p->nacc; a++)
-        if ((p->acc[a].present >> last) & 1)
+    for (int32_t a = 0; a < p->pk->nacc; a++)
+        if ((p->pk->acc[a].present >> last) & 1)
             cu->kbase[a] = LLVMBuildNSWAdd(b, cu->kbase[a], c0, "");
     for (int32_t r = 0; r < g->f->nnodes; r++)
         g->in_arr[r] = 0;
@@ -1365,18 +1373,19 @@ static void column_stage(lg_fn *g, const lg_colunit *cu, int s) {
     const llvm_kplan *p = g->p;
     lg_mod *m = g->m;
     const ir_kernel *k = g->k;
-    ir_ref *roots = ir_arena_calloc(m->arena, (size_t)(p->to - p->from) + 1, sizeof(ir_ref));
+    ir_ref *roots =
+        ir_arena_calloc(m->arena, (size_t)(p->pk->to - p->pk->from) + 1, sizeof(ir_ref));
     int32_t n = 0;
-    for (int32_t i = p->from; i < p->to; i++) {
+    for (int32_t i = p->pk->from; i < p->pk->to; i++) {
         ir_ref r = k->body[i];
-        if (p->per_result[r] && p->stage[r] == s &&
+        if (p->pk->per_result[r] && p->pk->stage[r] == s &&
             ir_ops[g->f->nodes[r].op].cls != IR_CLASS_REDUCE)
             roots[n++] = r;
     }
     int any_store = 0;
-    for (int32_t i = p->from; i < p->to; i++) {
+    for (int32_t i = p->pk->from; i < p->pk->to; i++) {
         ir_ref r = k->body[i];
-        if (p->per_result[r] && p->stage[r] == s && (g->f->nodes[r].flags & IR_NODE_STORED))
+        if (p->pk->per_result[r] && p->pk->stage[r] == s && (g->f->nodes[r].flags & IR_NODE_STORED))
             any_store = 1;
     }
     if (n == 0 && !any_store) return;
@@ -1388,9 +1397,9 @@ static void column_stage(lg_fn *g, const lg_colunit *cu, int s) {
     eval(g, roots, n);
     for (int32_t i = 0; i < n; i++)
         if (g->arr[roots[i]]) store(g, value_of(g, roots[i]), arr_ptr(g, roots[i], c));
-    for (int32_t i = p->from; i < p->to; i++) {
+    for (int32_t i = p->pk->from; i < p->pk->to; i++) {
         ir_ref r = k->body[i];
-        if (p->per_result[r] && p->stage[r] == s && (g->f->nodes[r].flags & IR_NODE_STORED))
+        if (p->pk->per_result[r] && p->pk->stage[r] == s && (g->f->nodes[r].flags & IR_NODE_STORED))
             store_node(g, r);
     }
     scope_exit(g);
@@ -1461,7 +1470,7 @@ static void column_rows(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int blocke
     g->flat = c;
     if (ahead) {
         g->pf_base = ahead;
-        prefetch_ahead(g, p->reduced);
+        prefetch_ahead(g, p->pk->reduced);
         g->pf_base = NULL;
     }
     LLVMValueRef *ptrs =
@@ -1530,12 +1539,12 @@ static void gen_column(lg_fn *g) {
     lg_loop U;
     column_unit_begin(g, &cu, &U);
     scope_enter(g);
-    for (int s = 0; s <= p->nsweeps; s++) {
+    for (int s = 0; s <= p->pk->nsweeps; s++) {
         column_stage(g, &cu, s);
-        if (s == p->nsweeps && !p->final_sweep) break;
+        if (s == p->pk->nsweeps && !p->pk->final_sweep) break;
         lg_sweep sw;
         int blocked = column_sweep(g, &cu, &sw, s);
-        if (s == p->nsweeps) break;
+        if (s == p->pk->nsweeps) break;
         column_results(g, &cu, &sw, blocked);
     }
     scope_exit(g);
@@ -1551,8 +1560,8 @@ static int gen_task(lg_mod *m, const llvm_kplan *p, const char *name, int finali
     memset(&g, 0, sizeof g);
     g.m = m;
     g.p = p;
-    g.f = p->f;
-    g.k = &p->f->partition->kernels[p->kernel];
+    g.f = p->pk->f;
+    g.k = &p->pk->f->partition->kernels[p->pk->kernel];
     g.use_cache = !finalize && p->ncached > 0;
     fn_begin(&g, name);
     switch (p->loop) {

@@ -13,7 +13,7 @@
  *     void task(void *const *bufs, const int64_t *syms, int64_t begin, int64_t end,
  *               void *scratch, int64_t flags);
  *
- *   bufs     the function's buffer table (llvm_func_meta.bufs: parameters, results, then
+ *   bufs     the function's buffer table (plan_func.bufs: parameters, results, then
  *            the intermediates the partition stores), one data pointer each;
  *   syms     the values of the function's symbolic dims (ir_func.syms order);
  *   [begin, end)  the part of the task's iteration space (llvm_task.extent) to run:
@@ -41,6 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "codegen/plan.h"
 #include "ir/ir.h"
 
 /* Changes whenever generated code changes for the same partition: part of cache keys. */
@@ -59,20 +60,6 @@ typedef void (*llvm_task_fn)(void *const *bufs, const int64_t *syms, int64_t beg
 /* Reductions' results of at least this many bytes are written with streaming stores (the
  * runtime decides per kernel kind: runtime/cpu/cpu_backend.c). */
 #define LLVM_STREAM_MIN_BYTES (8u << 20)
-
-typedef enum llvm_buf_kind {
-    LLVM_BUF_PARAM,  /* a parameter: the caller's input */
-    LLVM_BUF_RESULT, /* a result: the caller's output */
-    LLVM_BUF_TEMP,   /* an intermediate the partition stores: allocated per launch */
-} llvm_buf_kind;
-
-typedef struct llvm_buf {
-    llvm_buf_kind kind;
-    int32_t index;  /* PARAM / RESULT: its position; TEMP: -1 */
-    ir_ref node;    /* the INPUT node, or the stored node */
-    ir_dtype dtype; /* elements are stored in this dtype's storage type */
-    ir_shape shape; /* TEMP: |shape| * ir_dtypes[dtype].bytes bytes */
-} llvm_buf;
 
 /* A number of items: |outer| * ceil(|inner| / block), |s| the product of s's dims. */
 typedef struct llvm_extent {
@@ -107,21 +94,17 @@ typedef struct llvm_kernel_meta {
     /* full reductions */
     const char *finalize;
     int32_t npartials;
-    /* max/min reductions: the shape whose product (the reduced count) must be non-zero */
-    int32_t nnonempty;
-    ir_shape *nonempty;
-    ir_op *nonempty_op;
 } llvm_kernel_meta;
 
 typedef struct llvm_func_meta {
     const ir_func *func;
-    int32_t nbufs; /* params, then results, then temps */
-    llvm_buf *bufs;
+    const plan_func *plan; /* the kernel plan: the buffer table, launch checks, kernels */
     int32_t nkernels;
     llvm_kernel_meta *kernels;
 } llvm_func_meta;
 
 typedef struct llvm_module_meta {
+    const plan_module *plan;
     int32_t nfuncs;
     llvm_func_meta *funcs;
 } llvm_module_meta;
@@ -135,14 +118,15 @@ typedef struct llvm_gen_options {
     const char *cpu, *cpu_features;
 } llvm_gen_options;
 
-/* Plans every function (each must have its partition): *out lives in `arena`. Symbol names
- * are "f<i>_<name>_k<j>[_p<part>]". 0, or -1 with a message in err (an unsupported
- * construct, which the verifier should have refused). */
+/* What the CPU backend asks of the kernel plan (codegen/plan.h). */
+extern const plan_options llvm_plan_options;
+
+/* Plans every function (each must have its partition) with the kernel plan, then describes
+ * its tasks: *out lives in `arena`. Symbol names are "f<i>_<name>_k<j>[_p<part>]". 0, or -1
+ * with a message in err (an unsupported construct, which the verifier should have refused). */
 int llvm_plan_module(ir_func *const *funcs, int nfuncs, ir_arena *arena, llvm_module_meta **out,
                      char *err, size_t errlen);
 
-/* |s| under sym_values (0 when a dim is 0). */
-int64_t llvm_shape_count(const ir_shape *s, const int64_t *sym_values);
 /* The number of items of an extent under sym_values. */
 int64_t llvm_extent_count(const llvm_extent *e, const int64_t *sym_values);
 

@@ -15,6 +15,8 @@
 
 #include "codegen/cuda/cuda_internal.h"
 
+const plan_options cuda_plan_options = {0, 32};
+
 /* ---- kernel arguments and functions -------------------------------------------------------- */
 
 static int name_taken(const cg_kernel *k, const char *name) {
@@ -200,8 +202,9 @@ typedef struct home {
 typedef struct fn_state {
     cg_module *m;
     const ir_func *f;
-    home *homes;       /* per node */
-    int32_t *nresults; /* per node: results that return it */
+    const plan_func *pf; /* its kernel plan */
+    home *homes;         /* per node */
+    int32_t *nresults;   /* per node: results that return it */
     cuda_scratch *scratch;
     int32_t nscratch, cap_scratch;
     cuda_launch *launches;
@@ -247,21 +250,17 @@ static void gen_kernel(fn_state *st, int32_t ki) {
     k->f = f;
     k->kn = kn;
     k->kidx = ki;
+    k->plans = &st->pf->kernels[ki];
+    k->plan = &k->plans->parts[0];
     k->name = cg_fmt(k, "%s_k%d", st->prefix, (int)ki);
     k->inbuf = ir_arena_calloc(m->a, nn, sizeof(int32_t));
     k->var = ir_arena_calloc(m->a, nn, sizeof(uint32_t));
     k->in = ir_arena_calloc(m->a, nn, 1);
     k->val = ir_arena_calloc(m->a, nn, sizeof(char *));
-    k->users = ir_arena_calloc(m->a, nn, sizeof(int32_t));
     k->ind = 1;
     ir_buf_init(&k->body, m->a);
     for (size_t i = 0; i < nn; i++)
         k->inbuf[i] = -1;
-    for (int32_t i = 0; i < kn->nbody; i++) {
-        const ir_node *n = &f->nodes[kn->body[i]];
-        for (int a = 0; a < ir_ops[n->op].arity; a++)
-            k->users[n->args[a]]++;
-    }
 
     /* buffers: inputs, then each output at each of its homes */
     for (int32_t i = 0; i < kn->ninputs; i++) {
@@ -282,7 +281,7 @@ static void gen_kernel(fn_state *st, int32_t ki) {
             if (f->nodes[f->outputs[o].node].args[0] == q) add_buf(k, q, 1, CUDA_ARG_RESULT, o);
     }
 
-    /* the engine, from the structure of the domain */
+    /* a comment naming the kernel */
     int reduction = kn->kind != IR_KERNEL_POINTWISE && kn->kind != IR_KERNEL_COMBINED;
     ir_buf_printf(&m->text, "\n/* %s kernel %d: %s over %s", f->name, (int)ki, kind_names[kn->kind],
                   shape_text(k, &kn->domain));
@@ -292,37 +291,29 @@ static void gen_kernel(fn_state *st, int32_t ki) {
             if (kn->reduce_axes & (1u << a)) ir_buf_printf(&m->text, " %d", (int)a);
     }
     ir_buf_puts(&m->text, " */\n");
-    if (reduction) cg_space_build(k, &kn->domain, kn->reduce_axes, 0, kn->nbody);
-    uint32_t all = (1u << k->ngroups) - 1;
-    int full = reduction && k->reduced == all && k->reduced;
-    int row = 0;
-    if (reduction && k->reduced && !full) {
-        /* a row reduction: every reduced group after every kept one */
-        int32_t firstr = 0;
-        while (!(k->reduced & (1u << firstr)))
-            firstr++;
-        row = (k->reduced | ((1u << firstr) - 1)) == all;
-    }
+    /* the engine, from the plan's layout */
+    plan_layout layout = k->plans->parts[0].layout;
+    int full = layout == PLAN_FULL;
     IR_VEC_PUSH(m->a, st->launches, st->nlaunches, st->cap_launches, (cuda_launch){0});
     if (full) IR_VEC_PUSH(m->a, st->launches, st->nlaunches, st->cap_launches, (cuda_launch){0});
     cuda_launch *l = &st->launches[st->nlaunches - 1];
     l->kernel = ki;
     k->launch_index = st->nlaunches - 1;
-    if (!reduction || !k->reduced) {
+    if (kn->kind == IR_KERNEL_COMBINED || layout == PLAN_ELEMENTWISE) {
         cg_gen_elementwise(k, l);
-    } else if (full) {
+        cg_launch_args(k, l);
+        return;
+    }
+    cg_space_build(k, 0);
+    if (full) {
         cuda_scratch sc;
-        sc.bytes = cg_size_lit(0);
         sc.node = IR_NONE;
-        int32_t nred = 0;
-        for (int32_t i = 0; i < kn->nbody; i++)
-            nred += ir_ops[f->nodes[kn->body[i]].op].cls == IR_CLASS_REDUCE;
-        sc.bytes = cg_size_lit((int64_t)nred * CG_MAX_PARTIALS * 8);
+        sc.bytes = cg_size_lit((int64_t)k->plan->nreds * CG_MAX_PARTIALS * 8);
         k->partials_scratch = st->nscratch;
         IR_VEC_PUSH(m->a, st->scratch, st->nscratch, st->cap_scratch, sc);
         l[-1].kernel = ki;
         cg_gen_full(k, l);
-    } else if (row) {
+    } else if (layout == PLAN_ROW) {
         cg_gen_row(k, l);
     } else {
         cg_gen_column(k, l);
@@ -330,58 +321,60 @@ static void gen_kernel(fn_state *st, int32_t ki) {
     cg_launch_args(k, l);
 }
 
-static void gen_func(cg_module *m, const ir_func *f, int32_t fi, cuda_func *out) {
+/* Where each stored value lives (the plan's buffers): the lowest result that returns it, else
+ * a scratch buffer, one a temporary in the plan's order. */
+static void gen_homes(fn_state *st) {
+    const plan_func *pf = st->pf;
+    for (int32_t i = pf->nbufs - 1; i >= 0; i--) {
+        const plan_buf *b = &pf->bufs[i];
+        if (b->kind != PLAN_BUF_RESULT) continue;
+        st->homes[b->node].kind = CUDA_ARG_RESULT;
+        st->homes[b->node].index = b->index;
+        st->nresults[b->node]++;
+    }
+    for (int32_t i = 0; i < pf->nbufs; i++) {
+        const plan_buf *b = &pf->bufs[i];
+        if (b->kind != PLAN_BUF_TEMP) continue;
+        cuda_scratch sc;
+        sc.bytes = cg_size_mul(cg_shape_elems(&b->shape), cg_size_lit(ir_dtypes[b->dtype].bytes));
+        sc.node = b->node;
+        st->homes[b->node].kind = CUDA_ARG_SCRATCH;
+        st->homes[b->node].index = st->nscratch;
+        IR_VEC_PUSH(st->m->a, st->scratch, st->nscratch, st->cap_scratch, sc);
+    }
+}
+
+/* The launch checks: the plan's (max and min over an empty axis fail, as in the reference),
+ * those that can fail for some sizes. */
+static void gen_checks(fn_state *st, cuda_func *out) {
+    cuda_check *checks = NULL;
+    int32_t nchecks = 0, cap = 0;
+    for (int32_t i = 0; i < st->pf->nchecks; i++) {
+        const plan_check *pc = &st->pf->checks[i];
+        cuda_check c;
+        c.extent = cg_shape_elems(&pc->shape);
+        c.message = ir_arena_printf(st->m->a, "%s over an empty axis", ir_ops[pc->op].name);
+        if (cg_size_is_lit(&c.extent, 0) || c.extent.nsyms > 0)
+            IR_VEC_PUSH(st->m->a, checks, nchecks, cap, c);
+    }
+    out->nchecks = nchecks;
+    out->checks = checks;
+}
+
+static void gen_func(cg_module *m, const ir_func *f, const plan_func *pf, cuda_func *out) {
     fn_state st;
     memset(&st, 0, sizeof st);
     st.m = m;
     st.f = f;
+    st.pf = pf;
     size_t nn = (size_t)f->nnodes;
     st.homes = ir_arena_calloc(m->a, nn ? nn : 1, sizeof(home));
     st.nresults = ir_arena_calloc(m->a, nn ? nn : 1, sizeof(int32_t));
     st.prefix = ir_arena_printf(m->a, "fusec_%s", f->name);
-    (void)fi;
-    if (!f->partition) {
-        cg_fail(m, "cuda codegen: function '%s' has no kernel partition", f->name);
-        return;
-    }
-    /* homes: results first (the lowest result that returns a value holds it) */
-    for (int32_t o = f->noutputs - 1; o >= 0; o--) {
-        ir_ref q = f->nodes[f->outputs[o].node].args[0];
-        st.homes[q].kind = CUDA_ARG_RESULT;
-        st.homes[q].index = o;
-        st.nresults[q]++;
-    }
-    for (ir_ref r = 0; r < f->nnodes; r++) {
-        const ir_node *n = &f->nodes[r];
-        if (!(n->flags & IR_NODE_STORED) || st.nresults[r]) continue;
-        cuda_scratch sc;
-        sc.bytes = cg_size_mul(cg_shape_elems(&n->shape), cg_size_lit(ir_dtypes[n->dtype].bytes));
-        sc.node = r;
-        st.homes[r].kind = CUDA_ARG_SCRATCH;
-        st.homes[r].index = st.nscratch;
-        IR_VEC_PUSH(m->a, st.scratch, st.nscratch, st.cap_scratch, sc);
-    }
+    gen_homes(&st);
     for (int32_t ki = 0; ki < f->partition->nkernels && !m->fail.failed; ki++)
         gen_kernel(&st, ki);
-
-    /* max and min over an empty axis fail at launch, as in the reference */
-    cuda_check *checks = NULL;
-    int32_t nchecks = 0, cap = 0;
-    for (ir_ref r = 0; r < f->nnodes; r++) {
-        const ir_node *n = &f->nodes[r];
-        if (n->op != IR_OP_MAX && n->op != IR_OP_MIN) continue;
-        const ir_shape *s = &f->nodes[n->args[0]].shape;
-        cuda_check c;
-        c.extent = cg_size_lit(1);
-        for (int32_t a = 0; a < s->rank; a++) {
-            if (!(n->axes & (1u << a))) continue;
-            ir_shape one = {1, {s->dims[a]}};
-            c.extent = cg_size_mul(c.extent, cg_shape_elems(&one));
-        }
-        c.message = n->op == IR_OP_MAX ? "max over an empty axis" : "min over an empty axis";
-        if (cg_size_is_lit(&c.extent, 0) || c.extent.nsyms > 0)
-            IR_VEC_PUSH(m->a, checks, nchecks, cap, c);
-    }
+    gen_checks(&st, out);
     out->name = f->name;
     out->nparams = f->nparams;
     out->nresults = f->noutputs;
@@ -390,8 +383,6 @@ static void gen_func(cg_module *m, const ir_func *f, int32_t fi, cuda_func *out)
     out->launches = st.launches;
     out->nscratch = st.nscratch;
     out->scratch = st.scratch;
-    out->nchecks = nchecks;
-    out->checks = checks;
 }
 
 /* ---- the module
@@ -407,9 +398,11 @@ int cuda_generate(ir_arena *a, ir_func *const *funcs, int nfuncs, cuda_module **
     if (err && errlen) err[0] = 0;
     *out = NULL;
     ir_buf_init(&mod.text, a);
+    plan_module *pm;
+    if (plan_module_build(funcs, nfuncs, &cuda_plan_options, a, &pm, err, errlen)) return -1;
     cuda_func *fs = ir_arena_calloc(a, (size_t)(nfuncs > 0 ? nfuncs : 1), sizeof(cuda_func));
     for (int i = 0; i < nfuncs && !mod.fail.failed; i++)
-        gen_func(&mod, funcs[i], i, &fs[i]);
+        gen_func(&mod, funcs[i], &pm->funcs[i], &fs[i]);
     if (mod.fail.failed) return -1;
 
     ir_buf src;

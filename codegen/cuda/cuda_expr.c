@@ -451,11 +451,9 @@ static const char *ew_expr(cg_kernel *k, ir_ref r) {
 }
 
 /* Whether a stored f16/bf16 value must be rounded where it is computed: the reference holds
- * the stored (rounded) value for every later reader. */
+ * the stored (rounded) value for every later reader (the plan's rounding). */
 static int round_stored(const cg_kernel *k, ir_ref r) {
-    const ir_node *n = &k->f->nodes[r];
-    return (n->flags & IR_NODE_STORED) && (n->dtype == IR_F16 || n->dtype == IR_BF16) &&
-           k->users[r] > 0;
+    return k->plan->round_kept[r];
 }
 
 void cg_emit_node(cg_kernel *k, ir_ref r) {
@@ -648,68 +646,34 @@ int cg_buf_used(const cg_kernel *k, int32_t b) {
     return 0;
 }
 
-/* Whether a shape spans domain axis `axis` (right-aligned; literal 1 is no span). */
-static int spans(const ir_shape *s, const ir_shape *domain, int32_t axis) {
-    int32_t j = axis - (domain->rank - s->rank);
-    if (j < 0) return 0;
-    return !ir_dim_is_one(s->dims[j]);
-}
-
-void cg_space_build(cg_kernel *k, const ir_shape *domain, uint32_t raxes, int32_t from,
-                    int32_t to) {
+void cg_space_build(cg_kernel *k, int32_t part) {
     const ir_func *f = k->f;
-    k->from = from;
-    k->to = to;
+    const plan_kernel *p = &k->plans->parts[part];
+    k->plan = p;
+    k->from = p->from;
+    k->to = p->to;
     memset(k->in, 0, (size_t)f->nnodes);
-    for (int32_t i = from; i < to; i++)
+    for (int32_t i = p->from; i < p->to; i++)
         k->in[k->kn->body[i]] = 1;
-    unsigned char *used = ir_arena_calloc(k->m->a, (size_t)(k->nbufs ? k->nbufs : 1), 1);
-    for (int32_t b = 0; b < k->nbufs; b++)
-        used[b] = (unsigned char)cg_buf_used(k, b);
 
-    /* groups: adjacent axes spanned alike by every used buffer, all reduced or all kept */
-    k->ngroups = 0;
-    k->reduced = 0;
-    int32_t group_of[IR_MAX_RANK];
-    int32_t prev = -1;
-    for (int32_t a = 0; a < domain->rank; a++) {
-        group_of[a] = -1;
-        if (ir_dim_is_one(domain->dims[a])) continue;
-        int red = (raxes >> a) & 1u;
-        int same = prev >= 0 && k->groups[k->ngroups - 1].reduced == red;
-        for (int32_t b = 0; same && b < k->nbufs; b++) {
-            if (!used[b]) continue;
-            const ir_shape *s = &f->nodes[k->bufs[b].node].shape;
-            same = spans(s, domain, a) == spans(s, domain, prev);
-        }
-        cuda_size d = cg_size_lit(domain->dims[a].sym >= 0 ? 1 : domain->dims[a].size);
-        if (domain->dims[a].sym >= 0) d.syms[d.nsyms++] = domain->dims[a].sym;
-        if (same) {
-            cg_group *g = &k->groups[k->ngroups - 1];
-            g->extent = cg_size_mul(g->extent, d);
-        } else {
-            cg_group *g = &k->groups[k->ngroups++];
-            g->extent = d;
-            g->reduced = red;
-            if (red) k->reduced |= 1u << (k->ngroups - 1);
-        }
-        group_of[a] = k->ngroups - 1;
-        prev = a;
+    /* groups: the plan's collapsed axes */
+    k->ngroups = p->naxes;
+    k->reduced = p->reduced;
+    for (int32_t g = 0; g < p->naxes; g++) {
+        ir_shape s = plan_axes_shape(p, 1u << g);
+        k->groups[g].extent = cg_shape_elems(&s);
+        k->groups[g].reduced = (int)((p->reduced >> g) & 1);
     }
     for (int32_t b = 0; b < k->nbufs; b++) {
         cg_buf *bf = &k->bufs[b];
-        bf->mask = 0;
-        if (!used[b]) continue;
-        const ir_shape *s = &f->nodes[bf->node].shape;
-        for (int32_t a = 0; a < domain->rank; a++)
-            if (group_of[a] >= 0 && spans(s, domain, a)) bf->mask |= 1u << group_of[a];
+        bf->mask = cg_buf_used(k, b) ? plan_presence(p, &f->nodes[bf->node].shape) : 0;
     }
 
     /* what each value varies over */
     memset(k->var, 0, sizeof(uint32_t) * (size_t)f->nnodes);
     for (int32_t b = 0; b < k->nbufs; b++)
-        if (!k->bufs[b].output && used[b]) k->var[k->bufs[b].node] = k->bufs[b].mask;
-    for (int32_t i = from; i < to; i++) {
+        if (!k->bufs[b].output && cg_buf_used(k, b)) k->var[k->bufs[b].node] = k->bufs[b].mask;
+    for (int32_t i = p->from; i < p->to; i++) {
         ir_ref r = k->kn->body[i];
         const ir_node *n = &f->nodes[r];
         uint32_t v = 0;
@@ -776,7 +740,9 @@ static const char *offset_part(cg_kernel *k, int32_t b, uint32_t space, const ch
         cuda_size per = cg_groups_extent(k, run);
         int first = !(space & ((1u << g) - 1)); /* no group of the space before the run */
         const char *x = t;
-        if (!cg_size_is_lit(&div, 1)) x = cg_fmt(k, "%s / %s", x, cg_size_expr(k, div, "div"));
+        if (!cg_size_is_lit(&div, 1))
+            x = cg_fmt(k, strpbrk(t, " +-*/%") ? "(%s) / %s" : "%s / %s", x,
+                       cg_size_expr(k, div, "div"));
         if (!first)
             x = cg_fmt(k, "(%s) %% %s", x, cg_size_expr(k, per, "ext"));
         else if (!cg_size_is_lit(&div, 1))
@@ -808,5 +774,11 @@ const char *cg_offset(cg_kernel *k, int32_t b, const char *o, const char *l, con
 }
 
 int cg_reduced_linear(const cg_kernel *k, int32_t b) {
-    return (k->bufs[b].mask & k->reduced) == k->reduced;
+    uint32_t m = k->bufs[b].mask;
+    if ((m & k->reduced) != k->reduced) return 0;
+    if (!k->reduced) return 1;
+    /* no kept group it spans between the reduced ones (a row layout may interleave them:
+     * reduced, kept, reduced), which would put a stride inside the reduced index */
+    uint32_t from_first = ~((1u << __builtin_ctz(k->reduced)) - 1);
+    return (m & from_first & ~k->reduced) == 0;
 }

@@ -80,8 +80,8 @@ typedef struct cg_buf {
     uint32_t mask;      /* groups of the current space it spans (space_build) */
 } cg_buf;
 
-/* A group: adjacent domain axes that every buffer of the kernel spans alike (and that are all
- * reduced or all kept), merged into one. Axes of literal size 1 belong to none. */
+/* A group: a collapsed axis of the kernel plan (adjacent domain axes that every buffer of the
+ * kernel spans alike, all reduced or all kept). Axes of literal size 1 belong to none. */
 typedef struct cg_group {
     cuda_size extent;
     int reduced;
@@ -113,7 +113,9 @@ struct cg_kernel {
     const ir_func *f;
     const ir_kernel *kn;
     int32_t kidx;
-    const char *name; /* the base name of its functions: fusec_<fn>_k<i> */
+    const plan_kernel_set *plans; /* the kernel plan of the kernel, a plan a part */
+    const plan_kernel *plan;      /* the current part's (cg_space_build) */
+    const char *name;             /* the base name of its functions: fusec_<fn>_k<i> */
 
     /* buffers: one per input, one per (stored node, destination) */
     cg_buf *bufs;
@@ -138,7 +140,6 @@ struct cg_kernel {
     int32_t nsaved, cap_saved;
     cg_load_fn load; /* how inputs are read where values are emitted */
     void *ctx;       /* the engine's state for `load` */
-    int32_t *users;  /* per node: readers within the kernel body */
 
     /* text */
     ir_buf body;
@@ -197,9 +198,10 @@ const char *cg_red_finish(cg_kernel *k, ir_ref r, const char *acc, const char *c
 
 /* ---- index spaces (cuda_expr.c) ------------------------------------------------------------ */
 
-/* Builds the groups of `domain` (reduced axes `raxes`) for the body range [from, to) and the
- * buffers its nodes use, sets every buffer's mask and every node's var. */
-void cg_space_build(cg_kernel *k, const ir_shape *domain, uint32_t raxes, int32_t from, int32_t to);
+/* Makes part `part` (0 for a kernel of one part) current: its body range, its groups (the
+ * plan's collapsed axes), every buffer's mask (the groups it spans in the plan) and every
+ * node's var. */
+void cg_space_build(cg_kernel *k, int32_t part);
 /* 1 if buffer b is used by the current range. */
 int cg_buf_used(const cg_kernel *k, int32_t b);
 /* The expression of a size: a literal, or the name of an int64 argument (added if new). */

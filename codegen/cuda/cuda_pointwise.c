@@ -358,17 +358,9 @@ static int32_t range_outputs(cg_kernel *k, int32_t *outs) {
 static int elementwise_part(cg_kernel *k, int32_t p, int32_t nparts, const char **starts,
                             int32_t *outs, cuda_grid *grid, cuda_cond *cond) {
     cg_module *m = k->m;
-    const ir_kernel *kn = k->kn;
-    int32_t from = nparts > 1 ? kn->parts[p] : 0;
-    int32_t to = nparts > 1 && p + 1 < nparts ? kn->parts[p + 1] : kn->nbody;
-    const ir_shape *dom = &kn->domain;
-    for (int32_t i = from; i < to && nparts > 1; i++)
-        if (k->f->nodes[kn->body[i]].flags & IR_NODE_STORED) {
-            dom = &k->f->nodes[kn->body[i]].shape;
-            break;
-        }
     /* a reduction of one element a result: its reduced axes (all of size 1) drop out */
-    cg_space_build(k, dom, nparts > 1 ? 0 : kn->reduce_axes, from, to);
+    cg_space_build(k, nparts > 1 ? p : 0);
+    const ir_shape *dom = &k->plan->dom;
     if (k->reduced) {
         cg_fail(m,
                 "cuda codegen: kernel %d of '%s' reduces axes the element-wise engine "

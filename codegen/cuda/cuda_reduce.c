@@ -41,9 +41,10 @@ enum {
 };
 
 typedef struct rplan {
-    ir_ref *reds;
+    const ir_ref *reds;
     int32_t nreds;
-    int32_t *lev;       /* per node: the sweep after which it can be computed (0: before any) */
+    const int32_t *lev; /* per node: the sweep after which it can be computed (0: before any);
+                           the plan's stage */
     int32_t nsweeps;    /* sweeps of reductions; a last one when `final_sweep` */
     int final_sweep;    /* per-element outputs wait for all reductions */
     int32_t *out_sweep; /* per buffer: the sweep that writes a per-element output */
@@ -114,36 +115,20 @@ static void plan_build(cg_kernel *k, rplan *p, int with_cache) {
     const ir_func *f = k->f;
     int32_t nn = f->nnodes;
     memset(p, 0, sizeof *p);
-    p->lev = ir_arena_calloc(m->a, (size_t)nn, sizeof(int32_t));
-    p->reds = ir_arena_calloc(m->a, (size_t)(k->to - k->from + 1), sizeof(ir_ref));
+    /* the levels are the plan's: a reduction's sweep is its stage */
+    p->lev = k->plan->stage;
+    p->reds = k->plan->reds;
+    p->nreds = k->plan->nreds;
+    p->nsweeps = k->plan->nsweeps;
+    p->final_sweep = k->plan->final_sweep;
     p->out_sweep = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), sizeof(int32_t));
     p->cached_node = ir_arena_calloc(m->a, (size_t)nn, 1);
     p->cached_buf = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
-    for (int32_t i = k->from; i < k->to; i++) {
-        ir_ref r = k->kn->body[i];
-        const ir_node *n = &f->nodes[r];
-        int32_t l = 0;
-        for (int a = 0; a < ir_ops[n->op].arity; a++)
-            if (p->lev[n->args[a]] > l) l = p->lev[n->args[a]];
-        if (ir_ops[n->op].cls == IR_CLASS_REDUCE) {
-            l++;
-            p->reds[p->nreds++] = r;
-            if (l > p->nsweeps) p->nsweeps = l;
-        }
-        p->lev[r] = l;
-    }
-    if (p->nsweeps > 30) {
-        cg_fail(m, "cuda codegen: kernel %d of '%s' chains %d reductions (30 at most)",
-                (int)k->kidx, f->name, (int)p->nsweeps);
-        p->nsweeps = 30;
-    }
-    /* each per-element output: the first sweep that can compute it, else a last sweep */
+    /* each per-element output: the first sweep that can compute it, else the last sweep */
     for (int32_t b = 0; b < k->nbufs; b++) {
         const cg_buf *bf = &k->bufs[b];
         if (!bf->output || !k->in[bf->node] || !per_element(k, bf->node)) continue;
-        int32_t s = p->lev[bf->node] + 1;
-        if (s > p->nsweeps) p->final_sweep = 1;
-        p->out_sweep[b] = s;
+        p->out_sweep[b] = p->lev[bf->node] + 1;
     }
     if (!with_cache) return;
 
@@ -265,8 +250,7 @@ static void acc_values(cg_kernel *k, const rplan *p, int32_t s, const char *coun
         if (p->lev[r] != s) continue;
         const ir_node *n = &k->f->nodes[r];
         const char *x = cg_red_finish(k, r, acc_name(k, r), count);
-        if ((n->flags & IR_NODE_STORED) && k->users[r] > 0 &&
-            (n->dtype == IR_F16 || n->dtype == IR_BF16)) {
+        if (k->plan->round_kept[r]) {
             cg_use(k, n->dtype == IR_F16 ? CG_H_F16 : CG_H_BF16);
             x = cg_fmt(k, "%s(%s)", n->dtype == IR_F16 ? "fx_rnd_h" : "fx_rnd_b", x);
         }
@@ -391,7 +375,7 @@ static void row_sweep(cg_kernel *k, const rplan *p, rowctx *c, int32_t s, int K)
         }
     }
     for (int32_t b = 0; b < k->nbufs; b++)
-        if (k->bufs[b].output && p->out_sweep[b] == s)
+        if (k->bufs[b].output && p->out_sweep[b] == s && row_linear(k, b))
             cg_line(k, "fx_vec<%s, %d> s%d;", cg_stype(k->bufs[b].dtype), w, (int)b);
     cg_line(k, "#pragma unroll");
     cg_line(k, "for (int j = 0; j < %d; j++) {", w);
@@ -409,10 +393,14 @@ static void row_sweep(cg_kernel *k, const rplan *p, rowctx *c, int32_t s, int K)
             if (p->cached_node[r] && need[r] && k->cache_first[r] == s)
                 cg_line(k, "cv%d[k][j] = v%d;", (int)r, (int)r);
     acc_add(k, p, s, compensated);
-    for (int32_t b = 0; b < k->nbufs; b++)
-        if (k->bufs[b].output && p->out_sweep[b] == s)
-            cg_line(k, "s%d.v[j] = %s;", (int)b,
-                    cg_to_storage(k, k->bufs[b].dtype, cg_operand(k, k->bufs[b].node)));
+    for (int32_t b = 0; b < k->nbufs; b++) {
+        if (!k->bufs[b].output || p->out_sweep[b] != s) continue;
+        const char *x = cg_to_storage(k, k->bufs[b].dtype, cg_operand(k, k->bufs[b].node));
+        if (row_linear(k, b))
+            cg_line(k, "s%d.v[j] = %s;", (int)b, x);
+        else /* kept groups between the reduced ones: element by element (rare) */
+            cg_line(k, "(%s)[%s] = %s;", row_base(k, b), cg_offset_reduced(k, b, c->e, ""), x);
+    }
     c->elem = 0;
     cg_scope_pop(k, mark2);
     if (!c->cached) {
@@ -422,7 +410,7 @@ static void row_sweep(cg_kernel *k, const rplan *p, rowctx *c, int32_t s, int K)
     k->ind--;
     cg_line(k, "}");
     for (int32_t b = 0; b < k->nbufs; b++) {
-        if (!k->bufs[b].output || p->out_sweep[b] != s) continue;
+        if (!k->bufs[b].output || p->out_sweep[b] != s || !row_linear(k, b)) continue;
         if (c->cached) {
             cg_line(k, "fx_stv<%d>(%s + e, s%d);", w, row_base(k, b), (int)b);
         } else {

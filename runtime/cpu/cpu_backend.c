@@ -123,7 +123,7 @@ static int streams(const llvm_kernel_meta *km, int vector_bytes, int64_t elems,
     if (stream_min_override >= 0) return bytes >= stream_min_override;
     int elementwise = km->kind == IR_KERNEL_POINTWISE || km->kind == IR_KERNEL_COMBINED;
     if (elementwise && km->expensive && vector_bytes < 64) return 0;
-    double run = (double)llvm_shape_count(&km->run_shape, syms) * km->elem_out_bytes;
+    double run = (double)plan_shape_count(&km->run_shape, syms) * km->elem_out_bytes;
     return bytes >= (double)LLVM_STREAM_MIN_BYTES && run >= CPU_STREAM_MIN_RUN_BYTES;
 }
 
@@ -180,8 +180,15 @@ static fusec_status plan_for_target(const rt_backend_request *req, llvm_module_m
 
 static fusec_status cpu_emit(const rt_backend_request *req, fusec_emit kind, ir_buf *out, char *err,
                              size_t errlen) {
+    if (kind == FUSEC_EMIT_PLAN) {
+        llvm_module_meta *meta;
+        if (llvm_plan_module(req->funcs, req->nfuncs, req->arena, &meta, err, errlen))
+            return FUSEC_ERR_INTERNAL;
+        plan_print(out, meta->plan);
+        return FUSEC_OK;
+    }
     if (kind != FUSEC_EMIT_LLVM) {
-        snprintf(err, errlen, "the cpu backend emits LLVM IR only");
+        snprintf(err, errlen, "the cpu backend emits LLVM IR and its plan only");
         return FUSEC_ERR_UNSUPPORTED;
     }
     const rt_llvm_api *api = rt_llvm_open(err, errlen);
@@ -452,12 +459,12 @@ static fusec_status run_kernel(const llvm_kernel_meta *km, const cpu_kernel *ck,
         snprintf(err, errlen, "internal error: a kernel of %d parts", n);
         return FUSEC_ERR_INTERNAL;
     }
-    int64_t total = 0, elems = llvm_shape_count(&km->domain, syms);
+    int64_t total = 0, elems = plan_shape_count(&km->domain, syms);
     for (int t = 0; t < n; t++) {
         counts[t] = llvm_extent_count(&km->tasks[t].extent, syms);
         fns[t] = ck->tasks[t];
         total += counts[t];
-        if (t > 0) elems += llvm_shape_count(&km->tasks[t].extent.outer, syms);
+        if (t > 0) elems += plan_shape_count(&km->tasks[t].extent.outer, syms);
     }
     run_ctx r = {fns, counts, n, bufs, syms, NULL, 0, 0};
     /* results far larger than the caches are streamed to memory */
@@ -470,7 +477,7 @@ static fusec_status run_kernel(const llvm_kernel_meta *km, const cpu_kernel *ck,
          * which is at most the rows', so rows far longer than the caches, which are few, take
          * scratch for few threads (the whole is at most the input's size or twice it) */
         size_t slots = (size_t)(total < threads ? total : threads);
-        size_t per = (size_t)llvm_shape_count(&km->scratch_shape, syms) * (size_t)km->scratch_bytes;
+        size_t per = (size_t)plan_shape_count(&km->scratch_shape, syms) * (size_t)km->scratch_bytes;
         r.scratch_stride =
             (per + CPU_SCRATCH_GAP - 1) / CPU_SCRATCH_GAP * CPU_SCRATCH_GAP + CPU_SCRATCH_GAP;
         if (slots > 0 && r.scratch_stride > SIZE_MAX / slots) goto oom;
@@ -557,26 +564,19 @@ static fusec_status cpu_launch(void *program, int func, const ir_tensor *args, c
     const ir_func *f = fm->func;
     /* max and min over an empty axis are errors (as the reference has them), found before
      * anything runs */
-    for (int32_t k = 0; k < fm->nkernels; k++) {
-        const llvm_kernel_meta *km = &fm->kernels[k];
-        for (int32_t i = 0; i < km->nnonempty; i++)
-            if (llvm_shape_count(&km->nonempty[i], syms) == 0) {
-                snprintf(err, errlen, "%s over an empty axis", ir_ops[km->nonempty_op[i]].name);
-                return FUSEC_ERR_RUNTIME;
-            }
-    }
-    void **bufs = calloc((size_t)fm->nbufs + 1, sizeof(void *));
-    size_t *offsets = calloc((size_t)fm->nbufs + 1, sizeof(size_t));
+    if (plan_checks_hold(fm->plan, syms, err, errlen)) return FUSEC_ERR_RUNTIME;
+    void **bufs = calloc((size_t)fm->plan->nbufs + 1, sizeof(void *));
+    size_t *offsets = calloc((size_t)fm->plan->nbufs + 1, sizeof(size_t));
     if (!bufs || !offsets) {
         free(bufs);
         free(offsets);
         goto oom;
     }
     size_t temp_bytes = 0;
-    for (int32_t i = 0; i < fm->nbufs; i++) {
-        const llvm_buf *b = &fm->bufs[i];
-        if (b->kind != LLVM_BUF_TEMP) continue;
-        size_t n = (size_t)llvm_shape_count(&b->shape, syms) * (size_t)ir_dtypes[b->dtype].bytes;
+    for (int32_t i = 0; i < fm->plan->nbufs; i++) {
+        const plan_buf *b = &fm->plan->bufs[i];
+        if (b->kind != PLAN_BUF_TEMP) continue;
+        size_t n = (size_t)plan_shape_count(&b->shape, syms) * (size_t)ir_dtypes[b->dtype].bytes;
         offsets[i] = temp_bytes;
         temp_bytes += (n + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
     }
@@ -587,12 +587,12 @@ static fusec_status cpu_launch(void *program, int func, const ir_tensor *args, c
         snprintf(err, errlen, "out of memory for %zu bytes of intermediates", temp_bytes);
         st = FUSEC_ERR_OUT_OF_MEMORY;
     }
-    for (int32_t i = 0; i < fm->nbufs && st == FUSEC_OK; i++) {
-        const llvm_buf *b = &fm->bufs[i];
+    for (int32_t i = 0; i < fm->plan->nbufs && st == FUSEC_OK; i++) {
+        const plan_buf *b = &fm->plan->bufs[i];
         switch (b->kind) {
-        case LLVM_BUF_PARAM: bufs[i] = args[b->index].data; break;
-        case LLVM_BUF_RESULT: bufs[i] = args[f->nparams + b->index].data; break;
-        case LLVM_BUF_TEMP: bufs[i] = block + offsets[i]; break;
+        case PLAN_BUF_PARAM: bufs[i] = args[b->index].data; break;
+        case PLAN_BUF_RESULT: bufs[i] = args[f->nparams + b->index].data; break;
+        case PLAN_BUF_TEMP: bufs[i] = block + offsets[i]; break;
         }
     }
     for (int32_t k = 0; k < fm->nkernels && st == FUSEC_OK; k++)

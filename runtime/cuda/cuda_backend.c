@@ -270,6 +270,14 @@ static int rt_cuda_available(char *why, size_t whylen) {
 
 static fusec_status rt_cuda_emit(const rt_backend_request *req, fusec_emit kind, ir_buf *out,
                                  char *err, size_t errlen) {
+    if (kind == FUSEC_EMIT_PLAN) {
+        plan_module *pm;
+        if (plan_module_build(req->funcs, req->nfuncs, &cuda_plan_options, req->arena, &pm, err,
+                              errlen))
+            return FUSEC_ERR_INTERNAL;
+        plan_print(out, pm);
+        return FUSEC_OK;
+    }
     cuda_module *mod = NULL;
     fusec_status st = generate(req, &mod, err, errlen);
     if (st != FUSEC_OK) return st;

@@ -41,7 +41,7 @@ np.save(fortran, np.asfortranarray(np.ones((2, 3), dtype=np.float32)))
 
 # help, version, usage
 expect(["--help"], 0, "usage: fusec", stream="stdout")
-expect(["--version"], 0, "fusec 0.2.0", stream="stdout")
+expect(["--version"], 0, "fusec 0.3.0", stream="stdout")
 expect([], 2, "no input file")
 expect(["--bogus", GELU], 2, "unknown option '--bogus'")
 expect(["--target=gpu", GELU], 2, "unknown target 'gpu'")
@@ -50,6 +50,11 @@ expect(["--target"], 2, "--target needs a value")
 expect(["run", GELU], 2, "run needs -f")
 expect(["run", GELU, "-f"], 2, "-f needs a function name")
 expect(["run", GELU, "-f", "gelu", "--in", "x"], 2, "--in needs NAME=FILE.npy")
+
+# the kernel plan, for either target (the reference's is the CPU's)
+for t in ("cpu", "cuda", "ref"):
+    expect(["--emit=plan", "--target=" + t, SOFTMAX], 0, "row over [R, C] reducing (1)",
+           "sweep 1: sum %", "check: max %", stream="stdout")
 
 # files
 expect([os.path.join(d, "missing.fuse")], 1, "cannot open", "missing.fuse")

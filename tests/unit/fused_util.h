@@ -12,24 +12,32 @@
 #include "frontend/frontend.h"
 #include "passes/passes.h"
 
+/* The checked (unfused) module of source `text`, named `name` in diagnostics, in arena a;
+ * NULL (and a failed check with the diagnostics) when it does not compile. */
+static inline ir_module *checked_module(ir_arena *a, const char *name, const char *text) {
+    size_t len = strlen(text);
+    char *copy = ir_arena_alloc(a, len + 1);
+    memcpy(copy, text, len + 1);
+    diag_ctx d;
+    diag_init(&d, a, name, copy, len);
+    ast_file *file = NULL;
+    ir_module *m = NULL;
+    if (parse_file(&d, &file) || check_file(&d, file, &m) || d.nerrors || !m) {
+        CHECK_MSG(0, "%s does not compile:\n%s", name, d.out.data ? d.out.data : "");
+        return NULL;
+    }
+    return m;
+}
+
 /* The fused functions of a source file, in arena a; n set. NULL on errors. */
 static inline ir_func **fused_funcs(ir_arena *a, const char *path, int no_fuse, int *n) {
     char *text = read_text(path);
     *n = 0;
     CHECK_MSG(text != NULL, "cannot read %s", path);
     if (!text) return NULL;
-    size_t len = strlen(text);
-    char *copy = ir_arena_alloc(a, len + 1);
-    memcpy(copy, text, len + 1);
+    ir_module *m = checked_module(a, path, text);
     free(text);
-    diag_ctx d;
-    diag_init(&d, a, path, copy, len);
-    ast_file *file = NULL;
-    ir_module *m = NULL;
-    if (parse_file(&d, &file) || check_file(&d, file, &m) || d.nerrors || !m) {
-        CHECK_MSG(0, "%s does not compile:\n%s", path, d.out.data ? d.out.data : "");
-        return NULL;
-    }
+    if (!m) return NULL;
     ir_func **fs = ir_arena_calloc(a, (size_t)(m->nfuncs + 1), sizeof(ir_func *));
     for (int i = 0; i < m->nfuncs; i++) {
         ir_func *g = ir_func_clone(a, m->funcs[i]);

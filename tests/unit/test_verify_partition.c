@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "fused_util.h"
 
 /* Partitioned (fused) by the pipeline:
  *   two      kernel 0 row-reduction [R, C] reduce=(1): %3 exp, %4 add, %5 sum (stored);
@@ -360,16 +361,8 @@ static void test_reduction_domains(void) {
 
 int main(void) {
     ir_arena_init(&arena);
-    diag_ctx d;
-    size_t len = strlen(PROGRAM);
-    char *text = ir_arena_alloc(&arena, len + 1);
-    memcpy(text, PROGRAM, len + 1);
-    diag_init(&d, &arena, "test_verify_partition", text, len);
-    ast_file *file = NULL;
-    if (parse_file(&d, &file) || check_file(&d, file, &module) || d.nerrors) {
-        fprintf(stderr, "the program does not compile:\n%s\n", d.out.data ? d.out.data : "");
-        return 1;
-    }
+    module = checked_module(&arena, "test_verify_partition", PROGRAM);
+    if (!module) return check_exit("test_verify_partition");
     test_membership();
     test_header_and_inputs();
     test_parts_reads_outputs();
