@@ -21,8 +21,6 @@
 #include "codegen/plan.h"
 
 static const char *const layout_names[] = {"element-wise", "row", "column", "full"};
-static const char *const kind_names[] = {"pointwise", "row-reduction", "column-reduction",
-                                         "full-reduction", "combined"};
 
 static void print_axes_list(ir_buf *b, uint32_t mask) {
     int first = 1;
@@ -147,7 +145,7 @@ static void print_levels(ir_buf *b, const plan_kernel *p) {
 static void print_kernel(ir_buf *b, const plan_kernel_set *ks) {
     for (int32_t pi = 0; pi < ks->nparts; pi++) {
         const plan_kernel *p = &ks->parts[pi];
-        ir_buf_printf(b, "  kernel %d %s", (int)ks->kernel, kind_names[ks->kind]);
+        ir_buf_printf(b, "  kernel %d %s", (int)ks->kernel, ir_kernel_kind_name(ks->kind));
         if (p->part >= 0) ir_buf_printf(b, ", part %d", (int)p->part);
         ir_buf_puts(b, "\n");
         print_space(b, p);

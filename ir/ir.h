@@ -311,6 +311,9 @@ int ir_verify_partition(const ir_func *f, char *err, size_t errlen);
 void ir_print_func(ir_buf *b, const ir_func *f);
 void ir_print_module(ir_buf *b, const ir_module *m);
 void ir_print_shape(ir_buf *b, const ir_func *f, const ir_shape *s);
+/* The name of a kernel kind as the printer writes it ("row-reduction"), which the reader
+ * (ir/read.h) matches and the plan and the code generators print. */
+const char *ir_kernel_kind_name(ir_kernel_kind k);
 
 /* ---- shapes at launch, and the reference interpreter ----------------------------------- */
 

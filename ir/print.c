@@ -1,5 +1,6 @@
 /* ir/print.c: the stable text form of the IR (`fusec --emit=ir`), also used by tests and
- * `--dump-after`. The format is fixed by tests: change it only with them.
+ * `--dump-after`, and read back by ir/read.c. The format is fixed by tests: change it only
+ * with them, and with the reader (tests/unit/test_ir_read.c holds the two together).
  *
  *   func NAME(%0: f32[N], ...) -> f32[N]          (several results: -> (f32[], f32[]))
  *     %0 = input 0 "x" : f32[N]
@@ -61,12 +62,14 @@ static void print_axes(ir_buf *b, uint32_t axes) {
     ir_buf_puts(b, ")");
 }
 
-/* The shortest %g form that reads back as the same double; a float keeps a '.' or an
- * exponent so it never reads as an integer. */
+/* The shortest %g form that reads back as the same double (ir/read.c reads it with strtod);
+ * a float keeps a '.' or an exponent so it never reads as an integer. A NaN keeps its sign
+ * ("-nan": x86's 0.0 / 0.0, which fold makes, has it) but not its payload: fold and the front
+ * end make only the default NaN of either sign, which strtod gives back. */
 static void print_float(ir_buf *b, double v) {
     char s[40];
     if (isnan(v)) {
-        ir_buf_puts(b, "nan");
+        ir_buf_puts(b, signbit(v) ? "-nan" : "nan");
         return;
     }
     if (isinf(v)) {
@@ -128,7 +131,7 @@ static void print_refs(ir_buf *b, const ir_ref *refs, int32_t n) {
     ir_buf_puts(b, ")");
 }
 
-static const char *kernel_kind_name(ir_kernel_kind k) {
+const char *ir_kernel_kind_name(ir_kernel_kind k) {
     switch (k) {
     case IR_KERNEL_POINTWISE: return "pointwise";
     case IR_KERNEL_ROW_REDUCTION: return "row-reduction";
@@ -140,7 +143,7 @@ static const char *kernel_kind_name(ir_kernel_kind k) {
 }
 
 static void print_kernel(ir_buf *b, const ir_func *f, int32_t k, const ir_kernel *kn) {
-    ir_buf_printf(b, "kernel %d %s domain=", (int)k, kernel_kind_name(kn->kind));
+    ir_buf_printf(b, "kernel %d %s domain=", (int)k, ir_kernel_kind_name(kn->kind));
     ir_print_shape(b, f, &kn->domain);
     if (kn->kind == IR_KERNEL_ROW_REDUCTION || kn->kind == IR_KERNEL_COLUMN_REDUCTION ||
         kn->kind == IR_KERNEL_FULL_REDUCTION) {

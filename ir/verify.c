@@ -194,6 +194,10 @@ int ir_verify_node(const ir_func *f, ir_ref r, char *err, size_t errlen) {
         if (a < 0 || a >= r)
             return ir_fail(err, errlen, "%%%d: %s operand %d is %%%d, not an earlier node", (int)r,
                            oi->name, i + 1, (int)a);
+        /* a result is no value: the passes would take it for one and fail (or worse) */
+        if (f->nodes[a].op == IR_OP_OUTPUT)
+            return ir_fail(err, errlen, "%%%d: %s operand %d is %%%d, an output", (int)r, oi->name,
+                           i + 1, (int)a);
     }
 
     switch (oi->cls) {

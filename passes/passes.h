@@ -52,6 +52,12 @@ typedef struct pass_ctx {
     ir_func *cleaned;
 } pass_ctx;
 
+/* The pass called `name` in the pipeline (pass_names), for running passes one at a time by
+ * name (the tests of tests/ir/); NULL when there is none. The caller runs ir_verify after it,
+ * as the pipeline does. */
+typedef int (*pass_fn)(ir_func *f, pass_ctx *c);
+pass_fn pass_find(const char *name);
+
 int pass_fold(ir_func *f, pass_ctx *c);            /* constant folding */
 int pass_simplify(ir_func *f, pass_ctx *c);        /* IEEE-exact algebraic identities */
 int pass_cse(ir_func *f, pass_ctx *c);             /* common subexpressions */

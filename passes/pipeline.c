@@ -38,6 +38,12 @@ const char *pass_names(void) {
            "report";
 }
 
+pass_fn pass_find(const char *name) {
+    for (int i = 0; i < NPASSES; i++)
+        if (!strcmp(name, pipeline[i].name)) return pipeline[i].run;
+    return NULL;
+}
+
 static int runs(const pass_entry *p, const pass_options *o) {
     return p->mode == RUN_ALWAYS || (p->mode == RUN_NOFUSE) == (o->no_fuse != 0);
 }

@@ -130,17 +130,6 @@ double pass_partition_bytes(const ir_func *f, const int64_t *sym_values) {
     return poly_eval(&p, sym_values, 1);
 }
 
-static const char *kind_name(ir_kernel_kind k) {
-    switch (k) {
-    case IR_KERNEL_POINTWISE: return "pointwise";
-    case IR_KERNEL_ROW_REDUCTION: return "row-reduction";
-    case IR_KERNEL_COLUMN_REDUCTION: return "column-reduction";
-    case IR_KERNEL_FULL_REDUCTION: return "full-reduction";
-    case IR_KERNEL_COMBINED: return "combined";
-    }
-    return "?";
-}
-
 static void print_axes(ir_buf *b, uint32_t axes) {
     ir_buf_puts(b, "(");
     int first = 1;
@@ -171,7 +160,8 @@ int pass_report(ir_func *f, pass_ctx *c) {
         poly kp = {0};
         if (kernel_poly(a, f, kn, &kp) || kernel_poly(a, f, kn, &total))
             return pass_fail(c, "out of memory");
-        ir_buf_printf(b, "fusion %s: kernel %d %s domain=", f->name, (int)k, kind_name(kn->kind));
+        ir_buf_printf(b, "fusion %s: kernel %d %s domain=", f->name, (int)k,
+                      ir_kernel_kind_name(kn->kind));
         ir_print_shape(b, f, &kn->domain);
         if (kn->kind != IR_KERNEL_POINTWISE && kn->kind != IR_KERNEL_COMBINED) {
             ir_buf_puts(b, " reduce=");

@@ -237,9 +237,6 @@ static const char *shape_text(cg_kernel *k, const ir_shape *s) {
     return b.data ? b.data : "[]";
 }
 
-static const char *const kind_names[] = {"pointwise", "row-reduction", "column-reduction",
-                                         "full-reduction", "combined"};
-
 static void gen_kernel(fn_state *st, int32_t ki) {
     cg_module *m = st->m;
     const ir_func *f = st->f;
@@ -283,8 +280,8 @@ static void gen_kernel(fn_state *st, int32_t ki) {
 
     /* a comment naming the kernel */
     int reduction = kn->kind != IR_KERNEL_POINTWISE && kn->kind != IR_KERNEL_COMBINED;
-    ir_buf_printf(&m->text, "\n/* %s kernel %d: %s over %s", f->name, (int)ki, kind_names[kn->kind],
-                  shape_text(k, &kn->domain));
+    ir_buf_printf(&m->text, "\n/* %s kernel %d: %s over %s", f->name, (int)ki,
+                  ir_kernel_kind_name(kn->kind), shape_text(k, &kn->domain));
     if (reduction) {
         ir_buf_puts(&m->text, " reducing axes");
         for (int32_t a = 0; a < kn->domain.rank; a++)

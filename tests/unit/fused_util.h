@@ -29,14 +29,20 @@ static inline ir_module *checked_module(ir_arena *a, const char *name, const cha
     return m;
 }
 
-/* The fused functions of a source file, in arena a; n set. NULL on errors. */
-static inline ir_func **fused_funcs(ir_arena *a, const char *path, int no_fuse, int *n) {
+/* The checked module of a source file, in arena a; NULL (and a failed check) on errors. */
+static inline ir_module *checked_file(ir_arena *a, const char *path) {
     char *text = read_text(path);
-    *n = 0;
     CHECK_MSG(text != NULL, "cannot read %s", path);
     if (!text) return NULL;
     ir_module *m = checked_module(a, path, text);
     free(text);
+    return m;
+}
+
+/* The fused functions of a source file, in arena a; n set. NULL on errors. */
+static inline ir_func **fused_funcs(ir_arena *a, const char *path, int no_fuse, int *n) {
+    *n = 0;
+    ir_module *m = checked_file(a, path);
     if (!m) return NULL;
     ir_func **fs = ir_arena_calloc(a, (size_t)(m->nfuncs + 1), sizeof(ir_func *));
     for (int i = 0; i < m->nfuncs; i++) {

@@ -15,25 +15,9 @@
 #include <string.h>
 
 #include "check.h"
+#include "fused_util.h"
 
 /* ---- helpers --------------------------------------------------------------------------- */
-
-/* Compiles source text through the front end; NULL (and a message) on errors. */
-static ir_module *compile(ir_arena *a, const char *name, const char *text) {
-    size_t len = strlen(text);
-    char *copy = ir_arena_alloc(a, len + 1);
-    memcpy(copy, text, len + 1);
-    diag_ctx d;
-    diag_init(&d, a, name, copy, len);
-    ast_file *file = NULL;
-    ir_module *m = NULL;
-    if (parse_file(&d, &file) || check_file(&d, file, &m) || d.nerrors) {
-        fprintf(stderr, "%s: does not compile:\n%s\n", name, d.out.data ? d.out.data : "");
-        failures++;
-        return NULL;
-    }
-    return m;
-}
 
 /* A copy of f run through the pipeline; NULL (and a failure) when it fails. */
 static ir_func *partition(ir_arena *a, const ir_func *f, int no_fuse) {
@@ -199,13 +183,9 @@ static void compare_all(const ir_func *ref, const ir_func *part, int no_fuse) {
 /* Every function of path, fused and --no-fuse, verified and run against the unpartitioned
  * function. (How many kernels of which kinds: the file's `# expect` lines.) */
 static void test_program(const char *path) {
-    char *text = read_text(path);
-    CHECK_MSG(text != NULL, "cannot read %s", path);
-    if (!text) return;
     ir_arena a;
     ir_arena_init(&a);
-    ir_module *m = compile(&a, path, text);
-    free(text);
+    ir_module *m = checked_file(&a, path);
     for (int32_t i = 0; m && i < m->nfuncs; i++) {
         ir_func *f = m->funcs[i];
         ir_func *fused = partition(&a, f, 0);
@@ -244,7 +224,7 @@ static void test_nofuse_and_splits(void) {
     if (!text) return;
     ir_arena a;
     ir_arena_init(&a);
-    ir_module *m = compile(&a, "fusion_models.fuse", text);
+    ir_module *m = checked_module(&a, "fusion_models.fuse", text);
     free(text);
     ir_func *gelu = m ? ir_module_find(m, "gelu") : NULL;
     CHECK(gelu != NULL);
@@ -279,7 +259,7 @@ static void test_nofuse_and_splits(void) {
     CHECK(text != NULL);
     if (!text) return;
     ir_arena_init(&a);
-    m = compile(&a, "fusion_split.fuse", text);
+    m = checked_module(&a, "fusion_split.fuse", text);
     free(text);
     ir_func *two = m ? ir_module_find(m, "two_axes") : NULL;
     if (two) {
@@ -472,7 +452,7 @@ static void test_verify_partition(void) {
     if (!text) return;
     ir_arena a;
     ir_arena_init(&a);
-    ir_module *m = compile(&a, "fusion_models.fuse", text);
+    ir_module *m = checked_module(&a, "fusion_models.fuse", text);
     free(text);
     ir_func *sm = m ? ir_module_find(m, "softmax") : NULL;
     char err[256];
@@ -535,7 +515,7 @@ static void test_pipeline_options(void) {
     if (!text) return;
     ir_arena a;
     ir_arena_init(&a);
-    ir_module *m = compile(&a, "fusion_models.fuse", text);
+    ir_module *m = checked_module(&a, "fusion_models.fuse", text);
     free(text);
     ir_func *gelu = m ? ir_module_find(m, "gelu") : NULL;
     if (!gelu) {
