@@ -73,12 +73,10 @@ int plan_checks_hold(const plan_func *pf, const int64_t *sym_values, char *err, 
 
 /* ---- the split ----------------------------------------------------------------------------- */
 
-int64_t plan_split_pieces(int64_t len, int64_t cols, int64_t width, int64_t *rows) {
+int64_t plan_split_pieces(int64_t len, int64_t units, int64_t want_units, int64_t *rows) {
     *rows = len;
-    if (len <= 0 || cols <= 0 || width <= 0) return 1;
-    int64_t units = cols / width + (cols % width != 0);
-    if (units >= PLAN_SPLIT_WANT_UNITS) return 1;
-    int64_t want = PLAN_SPLIT_WANT_UNITS / units + (PLAN_SPLIT_WANT_UNITS % units != 0);
+    if (len <= 0 || units <= 0 || units >= want_units) return 1;
+    int64_t want = want_units / units + (want_units % units != 0);
     int64_t most = len / PLAN_SPLIT_MIN_ROWS; /* pieces of at least the minimum */
     int64_t pieces = want < most ? want : most;
     if (pieces > PLAN_SPLIT_MAX) pieces = PLAN_SPLIT_MAX;

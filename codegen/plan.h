@@ -169,24 +169,24 @@ int plan_checks_hold(const plan_func *pf, const int64_t *sym_values, char *err, 
 
 /* ---- the split of a reduced axis ---------------------------------------------------------- */
 
-/* What a backend asks of splits: whether it splits column reductions at all, and the
- * columns one of its workers takes side by side (the CPU's unit, CUDA's block). */
+/* What a backend asks of splits: whether it splits column reductions at all, and how many
+ * units of work (its units of columns, times pieces) keep its workers busy: a constant of
+ * the backend, never of the machine, so that results do not depend on the machine. */
 typedef struct plan_options {
     int split_columns;
-    int64_t column_width;
+    int64_t want_units;
 } plan_options;
 
-/* Pieces a result's `len` reduced elements are cut into, when `cols` results share the
- * work in units of `width` columns: 1 when there are columns enough to keep every worker
- * busy or rows too few to be worth it; otherwise up to PLAN_SPLIT_MAX pieces of at least
- * PLAN_SPLIT_MIN_ROWS rows. *rows gets the rows of a piece (len when 1). A function of the
- * shape alone, so results do not depend on the machine. */
-int64_t plan_split_pieces(int64_t len, int64_t cols, int64_t width, int64_t *rows);
+/* Pieces a result's `len` reduced elements are cut into, when the kernel has `units` units
+ * of columns and `want` keep the workers busy: 1 when the units are enough or the rows too
+ * few to be worth it; otherwise up to PLAN_SPLIT_MAX pieces of at least PLAN_SPLIT_MIN_ROWS
+ * rows. *rows gets the rows of a piece, ceil(len / pieces) (len when 1). A function of the
+ * shape alone. */
+int64_t plan_split_pieces(int64_t len, int64_t units, int64_t want, int64_t *rows);
 
 enum {
-    PLAN_SPLIT_MAX = 64,         /* pieces a result at most (its partials' scratch) */
-    PLAN_SPLIT_MIN_ROWS = 256,   /* reduced elements a piece at least */
-    PLAN_SPLIT_WANT_UNITS = 512, /* units of columns times pieces that keep a GPU busy */
+    PLAN_SPLIT_MAX = 64,       /* pieces a result at most (its partials' scratch) */
+    PLAN_SPLIT_MIN_ROWS = 256, /* reduced elements a piece at least */
 };
 
 /* ---- planning ----------------------------------------------------------------------------- */

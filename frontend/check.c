@@ -433,7 +433,7 @@ static check_val lower_reduce(check_ctx *c, ir_op op, const check_val *x, const 
     }
     check_type t = check_type_of(c, x);
     int is_float = t.weak ? t.wk == CHECK_W_FLOAT : ir_dtype_is_float(t.t);
-    if (op == IR_OP_MEAN && !is_float) {
+    if ((ir_ops[op].flags & IR_OPF_FLOATONLY) && !is_float) {
         check_error(c, x->loc, "'%s' takes a float argument, got %s", name, check_type_name(&t));
         ok = 0;
     }

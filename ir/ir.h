@@ -79,16 +79,17 @@ typedef enum ir_class {
 } ir_class;
 
 enum {
-    IR_OPF_BUILTIN = 1u << 0,   /* callable by its name from .fuse source */
-    IR_OPF_NUMERIC = 1u << 1,   /* takes ints and floats; result has the promoted dtype */
-    IR_OPF_FLOATFN = 1u << 2,   /* operands promoted together, then an integer type -> f32 */
-    IR_OPF_CMP = 1u << 3,       /* operands promoted together, result bool */
-    IR_OPF_LOGIC = 1u << 4,     /* bool operands, bool result */
-    IR_OPF_PRED = 1u << 5,      /* float operand, bool result (isnan, isinf) */
-    IR_OPF_SELECT = 1u << 6,    /* where(c, a, b): c bool, a and b promoted together */
-    IR_OPF_EXPENSIVE = 1u << 7, /* transcendental: worth storing rather than recomputing */
-    IR_OPF_WIDEN = 1u << 8,     /* reduction of bool or i32 accumulates in i64 (sum, prod) */
-    IR_OPF_NONEMPTY = 1u << 9,  /* reduction without a result over nothing: an error there */
+    IR_OPF_BUILTIN = 1u << 0,    /* callable by its name from .fuse source */
+    IR_OPF_NUMERIC = 1u << 1,    /* takes ints and floats; result has the promoted dtype */
+    IR_OPF_FLOATFN = 1u << 2,    /* operands promoted together, then an integer type -> f32 */
+    IR_OPF_CMP = 1u << 3,        /* operands promoted together, result bool */
+    IR_OPF_LOGIC = 1u << 4,      /* bool operands, bool result */
+    IR_OPF_PRED = 1u << 5,       /* float operand, bool result (isnan, isinf) */
+    IR_OPF_SELECT = 1u << 6,     /* where(c, a, b): c bool, a and b promoted together */
+    IR_OPF_EXPENSIVE = 1u << 7,  /* transcendental: worth storing rather than recomputing */
+    IR_OPF_WIDEN = 1u << 8,      /* reduction of bool or i32 accumulates in i64 (sum, prod) */
+    IR_OPF_NONEMPTY = 1u << 9,   /* reduction without a result over nothing: an error there */
+    IR_OPF_FLOATONLY = 1u << 10, /* takes float operands only, integers are an error (mean) */
 };
 
 /* The identity of a reduction: the value it starts from, and so its result over nothing (but

@@ -167,8 +167,8 @@ static int check_reduce(const ir_func *f, ir_ref r, char *err, size_t errlen) {
     if (n->dtype != a->dtype && n->dtype != ir_op_result_dtype(n->op, &a->dtype, a->dtype))
         return ir_fail(err, errlen, "%%%d: %s of %s cannot give %s", (int)r, name, dt(a->dtype),
                        dt(n->dtype));
-    if (n->op == IR_OP_MEAN && !ir_dtype_is_float(n->dtype))
-        return ir_fail(err, errlen, "%%%d: mean of %s (floats only)", (int)r, dt(a->dtype));
+    if ((ir_ops[n->op].flags & IR_OPF_FLOATONLY) && !ir_dtype_is_float(n->dtype))
+        return ir_fail(err, errlen, "%%%d: %s of %s (floats only)", (int)r, name, dt(a->dtype));
     return 0;
 }
 

@@ -1264,7 +1264,10 @@ typedef struct lg_colunit {
     int kept_axes[IR_MAX_RANK], nk; /* the kept axes before the last */
     LLVMValueRef nblk;              /* units along the last axis */
     LLVMValueRef nred;              /* rows: the product of the reduced dims */
+    LLVMValueRef ncols;             /* columns: the product of the kept dims */
+    LLVMValueRef r0, r1;            /* the rows the unit reduces: all, or a piece's */
     LLVMValueRef cw;                /* columns in this unit */
+    LLVMValueRef col0;              /* the kept index (row-major) of its first column */
     LLVMValueRef *kbase;            /* the offsets of the unit's first column in row 0 */
 } lg_colunit;
 
@@ -1282,7 +1285,9 @@ static LLVMValueRef col_acc(lg_fn *g, LLVMValueRef arr, LLVMTypeRef t, LLVMValue
 #define LG_COLUMN_AHEAD_BYTES 16384
 
 /* The offsets of the row LG_COLUMN_AHEAD_BYTES past row rr (of nred) for a unit of cw columns,
- * or NULL when no load runs along the reduced axes. */
+ * or NULL when no load runs along the reduced axes. A piece of a split unit fetches past its
+ * end into the next piece's rows, which the same thread takes next: clamped at the piece's
+ * end instead, [1048576, 32] column sums took 8.3 ms, not 4.7 (bench/RESULTS.md). */
 static LLVMValueRef *rows_ahead(lg_fn *g, LLVMValueRef *kbase, LLVMValueRef rr, LLVMValueRef nred,
                                 LLVMValueRef cw, const int *red_axes, int nr) {
     const llvm_kplan *p = g->p;
@@ -1327,6 +1332,11 @@ static void column_axes(lg_fn *g, lg_colunit *cu) {
     cu->nred = ci64(m, 1);
     for (int i = 0; i < cu->nr; i++)
         cu->nred = LLVMBuildNSWMul(b, cu->nred, g->dim[cu->red_axes[i]], "");
+    cu->ncols = inner;
+    for (int i = 0; i < cu->nk; i++)
+        cu->ncols = LLVMBuildNSWMul(b, cu->ncols, g->dim[cu->kept_axes[i]], "");
+    cu->r0 = ci64(m, 0);
+    cu->r1 = cu->nred;
 }
 
 /* An array of LLVM_COLUMN_WIDTH values for each per-result value a later stage computes
@@ -1343,20 +1353,19 @@ static void column_arrays(lg_fn *g) {
     }
 }
 
-/* Opens the loop over the task's units and places unit u: its point of the kept axes (ko,
- * row-major over them), its first column c0 and its width cw (the last unit may be narrower);
- * no column array holds values yet. */
-static void column_unit_begin(lg_fn *g, lg_colunit *cu, lg_loop *U) {
+/* Places unit u: its point of the kept axes (ko, row-major over them), its first column c0
+ * and its width cw (the last unit may be narrower); no column array holds values yet. */
+static void column_unit_place(lg_fn *g, lg_colunit *cu, LLVMValueRef u) {
     const llvm_kplan *p = g->p;
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
     int last = p->pk->naxes - 1;
     LLVMValueRef CW = ci64(m, LLVM_COLUMN_WIDTH);
-    LLVMValueRef u = loop_begin(g, U, g->begin, g->end, "unit");
     LLVMValueRef ko = LLVMBuildUDiv(b, u, cu->nblk, "");
     LLVMValueRef c0 =
         LLVMBuildNSWMul(b, LLVMBuildSub(b, u, LLVMBuildMul(b, ko, cu->nblk, ""), ""), CW, "");
     cu->cw = imin(g, CW, LLVMBuildSub(b, g->dim[last], c0, ""));
+    cu->col0 = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, ko, g->dim[last], ""), c0, "");
     cu->kbase = new_bases(g, NULL);
     add_offsets(g, cu->kbase, ko, cu->kept_axes, cu->nk);
     for (int32_t a = 0; a < p->pk->nacc; a++)
@@ -1364,6 +1373,11 @@ static void column_unit_begin(lg_fn *g, lg_colunit *cu, lg_loop *U) {
             cu->kbase[a] = LLVMBuildNSWAdd(b, cu->kbase[a], c0, "");
     for (int32_t r = 0; r < g->f->nnodes; r++)
         g->in_arr[r] = 0;
+}
+
+/* Opens the loop over the task's units and places each. */
+static void column_unit_begin(lg_fn *g, lg_colunit *cu, lg_loop *U) {
+    column_unit_place(g, cu, loop_begin(g, U, g->begin, g->end, "unit"));
 }
 
 /* The per-result values of stage s (stage 0: only stores) for each column of the unit: into
@@ -1460,7 +1474,7 @@ static void column_rows(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int blocke
     LLVMValueRef nb = alloca_at_entry(g, m->t_i64, "nrows");
     store(g, ci64(m, 0), nb);
     lg_loop R, C;
-    LLVMValueRef rr = loop_begin(g, &R, ci64(m, 0), cu->nred, "r");
+    LLVMValueRef rr = loop_begin(g, &R, cu->r0, cu->r1, "r");
     LLVMValueRef *base = new_bases(g, cu->kbase);
     add_offsets(g, base, rr, cu->red_axes, cu->nr); /* the reduced axes' offsets, from rr */
     LLVMValueRef *ahead = rows_ahead(g, cu->kbase, rr, cu->nred, cu->cw, cu->red_axes, cu->nr);
@@ -1495,6 +1509,27 @@ static int column_sweep(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int s) {
     return blocked;
 }
 
+/* The sweep's reductions, finished in their column arrays: stored for the columns where
+ * they are stored. */
+static void column_store_results(lg_fn *g, const lg_colunit *cu, lg_sweep *sw) {
+    lg_mod *m = g->m;
+    for (int32_t i = 0; i < sw->nred; i++)
+        g->in_arr[sw->red[i].node] = 1;
+    int any = 0;
+    for (int32_t i = 0; i < sw->nred; i++)
+        any |= (g->f->nodes[sw->red[i].node].flags & IR_NODE_STORED) != 0;
+    if (!any) return;
+    lg_loop C;
+    LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
+    scope_enter(g);
+    g->base = cu->kbase;
+    g->j = c;
+    for (int32_t i = 0; i < sw->nred; i++)
+        if (g->f->nodes[sw->red[i].node].flags & IR_NODE_STORED) store_node(g, sw->red[i].node);
+    scope_exit(g);
+    loop_end(g, &C, ci64(m, 1), 0);
+}
+
 /* The sweep's finished reductions, per column into their column arrays (for the stages and
  * sweeps after), then stored for the columns where they are stored. */
 static void column_results(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int blocked) {
@@ -1512,20 +1547,7 @@ static void column_results(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int blo
               arr_ptr(g, sw->red[i].node, c));
     }
     loop_end(g, &C, ci64(m, 1), 0);
-    for (int32_t i = 0; i < sw->nred; i++)
-        g->in_arr[sw->red[i].node] = 1;
-    int any = 0;
-    for (int32_t i = 0; i < sw->nred; i++)
-        any |= (g->f->nodes[sw->red[i].node].flags & IR_NODE_STORED) != 0;
-    if (!any) return;
-    c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
-    scope_enter(g);
-    g->base = cu->kbase;
-    g->j = c;
-    for (int32_t i = 0; i < sw->nred; i++)
-        if (g->f->nodes[sw->red[i].node].flags & IR_NODE_STORED) store_node(g, sw->red[i].node);
-    scope_exit(g);
-    loop_end(g, &C, ci64(m, 1), 0);
+    column_store_results(g, cu, sw);
 }
 
 /* A column kernel: per unit of columns, the per-result values of stage 0, then each sweep
@@ -1551,25 +1573,131 @@ static void gen_column(lg_fn *g) {
     loop_end(g, &U, ci64(g->m, 1), 0);
 }
 
+/* ---- column reductions cut into pieces (the plan's split) -------------------------------------
+ */
+
+/* The pieces of this launch (flags >> LLVM_TASK_PIECES_SHIFT), and the rows of each. */
+static LLVMValueRef split_pieces(lg_fn *g) {
+    return LLVMBuildAShr(g->m->b, g->flags, ci64(g->m, LLVM_TASK_PIECES_SHIFT), "pieces");
+}
+
+/* Reduction i's partial result of piece pc for the unit's column c, in the plan's layout:
+ * slot ((pc * nreds + i) * columns + column) of 8 bytes. */
+static LLVMValueRef split_slot(lg_fn *g, const lg_colunit *cu, LLVMTypeRef t, LLVMValueRef pc,
+                               int32_t i, LLVMValueRef c) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    LLVMValueRef row =
+        LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, pc, ci64(m, g->p->pk->nreds), ""), ci64(m, i), "");
+    LLVMValueRef idx = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, row, cu->ncols, ""),
+                                       LLVMBuildNSWAdd(b, cu->col0, c, ""), "");
+    LLVMValueRef base = LLVMBuildBitCast(b, g->scratch, LLVMPointerType(m->t_i64, 0), "");
+    LLVMValueRef slot = LLVMBuildInBoundsGEP2(b, m->t_i64, base, &idx, 1, "");
+    return LLVMBuildBitCast(b, slot, LLVMPointerType(t, 0), "");
+}
+
+/* The pieces of a split column kernel: item u * pieces + pc reduces the rows of piece pc
+ * (ceil(rows / pieces) each, the last shorter) for unit u, writes the per-element values of
+ * those rows, and leaves its accumulators, unfinished, in its partial slots. */
+static void gen_column_pieces(lg_fn *g) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    lg_colunit cu;
+    column_axes(g, &cu);
+    column_arrays(g);
+    LLVMValueRef np = split_pieces(g);
+    LLVMValueRef rows = LLVMBuildSDiv(
+        b, LLVMBuildNSWAdd(b, cu.nred, LLVMBuildNSWSub(b, np, ci64(m, 1), ""), ""), np, "");
+    lg_loop U;
+    LLVMValueRef it = loop_begin(g, &U, g->begin, g->end, "item");
+    LLVMValueRef u = LLVMBuildSDiv(b, it, np, "");
+    LLVMValueRef pc = LLVMBuildNSWSub(b, it, LLVMBuildNSWMul(b, u, np, ""), "");
+    column_unit_place(g, &cu, u);
+    cu.r0 = LLVMBuildNSWMul(b, pc, rows, "");
+    cu.r1 = imin(g, LLVMBuildNSWAdd(b, cu.r0, rows, ""), cu.nred);
+    scope_enter(g);
+    lg_sweep sw;
+    int blocked = column_sweep(g, &cu, &sw, 0);
+    lg_loop C;
+    LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cu.cw, "c");
+    for (int32_t i = 0; i < sw.nred; i++) {
+        lg_red *rd = &sw.red[i];
+        const ir_node *n = &g->f->nodes[rd->node];
+        LLVMValueRef t = load(g, rd->t, col_acc(g, rd->tot[0], rd->t, c));
+        if (blocked)
+            t = lg_red_combine(m, g->f, n, t, load(g, rd->t, col_acc(g, rd->blk[0], rd->t, c)));
+        store(g, t, split_slot(g, &cu, rd->t, pc, i, c));
+    }
+    loop_end(g, &C, ci64(m, 1), 0);
+    scope_exit(g);
+    loop_end(g, &U, ci64(m, 1), 0);
+}
+
+/* The join of a split column kernel, over units: each column's partial results combined in
+ * piece order and finished, then the per-result values and stores of both stages. */
+static void gen_column_join(lg_fn *g) {
+    lg_mod *m = g->m;
+    lg_colunit cu;
+    column_axes(g, &cu);
+    column_arrays(g);
+    LLVMValueRef np = split_pieces(g);
+    lg_loop U;
+    column_unit_begin(g, &cu, &U);
+    scope_enter(g);
+    column_stage(g, &cu, 0);
+    lg_sweep sw;
+    sweep_init(g, &sw, 0);
+    lg_loop C, P;
+    LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cu.cw, "c");
+    for (int32_t i = 0; i < sw.nred; i++) {
+        lg_red *rd = &sw.red[i];
+        const ir_node *n = &g->f->nodes[rd->node];
+        LLVMValueRef acc = alloca_at_entry(g, rd->t, "joined");
+        store(g, load(g, rd->t, split_slot(g, &cu, rd->t, ci64(m, 0), i, c)), acc);
+        LLVMValueRef pc = loop_begin(g, &P, ci64(m, 1), np, "piece");
+        store(g,
+              lg_red_combine(m, g->f, n, load(g, rd->t, acc),
+                             load(g, rd->t, split_slot(g, &cu, rd->t, pc, i, c))),
+              acc);
+        loop_end(g, &P, ci64(m, 1), -1);
+        store(g, as_kept(g, rd->node, lg_red_post(m, g->f, n, load(g, rd->t, acc), cu.nred)),
+              arr_ptr(g, rd->node, c));
+    }
+    loop_end(g, &C, ci64(m, 1), 0);
+    column_store_results(g, &cu, &sw);
+    column_stage(g, &cu, 1);
+    scope_exit(g);
+    loop_end(g, &U, ci64(m, 1), 0);
+}
+
 /* ---- the module -------------------------------------------------------------------------------
  */
 
-/* Task `name` of plan p: the kernel's task, or with `finalize` a full reduction's finalize. */
-static int gen_task(lg_mod *m, const llvm_kplan *p, const char *name, int finalize) {
+/* Task `name` of plan p: the kernel's task (LG_TASK), a full reduction's finalize, or a split
+ * column kernel's pieces or join. */
+enum { LG_TASK, LG_FINALIZE, LG_PIECES, LG_JOIN };
+static int gen_task(lg_mod *m, const llvm_kplan *p, const char *name, int which) {
     lg_fn g;
     memset(&g, 0, sizeof g);
     g.m = m;
     g.p = p;
     g.f = p->pk->f;
     g.k = &p->pk->f->partition->kernels[p->pk->kernel];
-    g.use_cache = !finalize && p->ncached > 0;
+    g.use_cache = which == LG_TASK && p->ncached > 0;
     fn_begin(&g, name);
     switch (p->loop) {
     case LLVM_LOOP_POINTWISE: gen_pointwise(&g); break;
     case LLVM_LOOP_ROW: gen_row(&g); break;
-    case LLVM_LOOP_COLUMN: gen_column(&g); break;
+    case LLVM_LOOP_COLUMN:
+        if (which == LG_PIECES)
+            gen_column_pieces(&g);
+        else if (which == LG_JOIN)
+            gen_column_join(&g);
+        else
+            gen_column(&g);
+        break;
     case LLVM_LOOP_FULL:
-        if (finalize)
+        if (which == LG_FINALIZE)
             gen_full_finalize(&g);
         else
             gen_full(&g);
@@ -1616,8 +1744,10 @@ int llvm_gen_module(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_module_met
                     rc = -1;
                     break;
                 }
-                rc = gen_task(&m, &p, km->tasks[t].symbol, 0);
-                if (!rc && km->finalize) rc = gen_task(&m, &p, km->finalize, 1);
+                rc = gen_task(&m, &p, km->tasks[t].symbol, LG_TASK);
+                if (!rc && km->finalize) rc = gen_task(&m, &p, km->finalize, LG_FINALIZE);
+                if (!rc && km->split_pieces) rc = gen_task(&m, &p, km->split_pieces, LG_PIECES);
+                if (!rc && km->split_join) rc = gen_task(&m, &p, km->split_join, LG_JOIN);
             }
         }
     }

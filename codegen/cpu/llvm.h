@@ -26,14 +26,17 @@
  *   flags    LLVM_TASK_STREAM: write per-element results with non-temporal stores (for
  *            results much larger than the caches: no read-for-ownership of their lines,
  *            and they do not evict the inputs); computed in L1-sized blocks, each block then
- *            copied out with aligned streaming stores.
+ *            copied out with aligned streaming stores; the pieces of a split column kernel
+ *            from bit LLVM_TASK_PIECES_SHIFT up.
  *
  * Any split of an iteration space into ranges gives the same results: a row, a column unit
- * and a chunk are each computed by one call, in an order fixed by the shape alone, so a
- * reduction sums in the same order whatever the thread count. A full reduction's
- * `finalize` function (same C type, called once with begin = number of chunks, end = 0,
- * scratch = the partials and flags = 0) combines the chunks' partials pairwise in index order and
- * computes the scalar epilogue.
+ * (or a piece of one) and a chunk are each computed by one call, in an order fixed by the
+ * shape alone, so a reduction sums in the same order whatever the thread count. A full
+ * reduction's `finalize` function (same C type, called once with begin = number of chunks,
+ * end = 0, scratch = the partials and flags = 0) combines the chunks' partials pairwise in
+ * index order and computes the scalar epilogue. A split column kernel (the plan's split: few
+ * columns, many rows) runs `split_pieces` over units times pieces, then `split_join` over
+ * units, which combines each column's pieces in order and finishes it.
  */
 #ifndef FUSEC_CODEGEN_LLVM_H
 #define FUSEC_CODEGEN_LLVM_H
@@ -45,7 +48,7 @@
 #include "ir/ir.h"
 
 /* Changes whenever generated code changes for the same partition: part of cache keys. */
-#define LLVM_CODEGEN_VERSION "llvm-cpu-9"
+#define LLVM_CODEGEN_VERSION "llvm-cpu-10"
 
 /* Elements per chunk of a full reduction: a constant, so that the summation order depends on
  * the shape only (not on the number of threads). */
@@ -57,6 +60,9 @@ typedef void (*llvm_task_fn)(void *const *bufs, const int64_t *syms, int64_t beg
                              void *scratch, int64_t flags);
 
 #define LLVM_TASK_STREAM 1
+/* A split column kernel's pieces and join take the launch's number of pieces in the flags'
+ * bits from this one up (flags >> LLVM_TASK_PIECES_SHIFT). */
+#define LLVM_TASK_PIECES_SHIFT 8
 /* Reductions' results of at least this many bytes are written with streaming stores (the
  * runtime decides per kernel kind: runtime/cpu/cpu_backend.c). */
 #define LLVM_STREAM_MIN_BYTES (8u << 20)
@@ -94,6 +100,14 @@ typedef struct llvm_kernel_meta {
     /* full reductions */
     const char *finalize;
     int32_t npartials;
+    /* column reductions the plan lets split (plan_split): the pieces task, over units times
+     * pieces, and the join, over units (begin and end as the kernel's task), both with the
+     * pieces in the flags and the partials (plan_func.scratch[split_scratch]: pieces * nreds
+     * slots of 8 bytes per column) as scratch; the reduced and the kept dims, whose counts
+     * and the task's units give the pieces (plan_split_pieces) */
+    const char *split_pieces, *split_join;
+    int32_t split_nreds;
+    ir_shape split_len, split_cols;
 } llvm_kernel_meta;
 
 typedef struct llvm_func_meta {

@@ -11,7 +11,10 @@
 
 #include "codegen/cpu/llvm_internal.h"
 
-const plan_options llvm_plan_options = {0, LLVM_COLUMN_WIDTH};
+/* 64 units: as many threads as a big host has, each with a unit or more; a 2-core host
+ * gains nothing from more, and each piece costs its partials and a pass over them (measured:
+ * bench/RESULTS.md, "Column sums split into pieces") */
+const plan_options llvm_plan_options = {1, 64};
 
 int64_t llvm_extent_count(const llvm_extent *e, const int64_t *sym_values) {
     int64_t o = plan_shape_count(&e->outer, sym_values);
@@ -141,6 +144,13 @@ static void task_extent(const ir_func *f, int fi, const ir_kernel *kn, int32_t k
         t->extent.outer = plan_sub_shape(&p->pk->dom, kept);
         t->extent.inner = plan_sub_shape(&p->pk->dom, inner);
         t->extent.block = LLVM_COLUMN_WIDTH;
+        if (p->pk->split.splittable) {
+            km->split_pieces = symbol(a, fi, f, k, partno, "_pieces");
+            km->split_join = symbol(a, fi, f, k, partno, "_join");
+            km->split_nreds = p->pk->nreds;
+            km->split_len = plan_axes_shape(p->pk, p->pk->reduced);
+            km->split_cols = plan_axes_shape(p->pk, plan_all_axes(p->pk) & ~p->pk->reduced);
+        }
         break;
     }
     case LLVM_LOOP_FULL:

@@ -15,7 +15,8 @@
 
 #include "codegen/cuda/cuda_internal.h"
 
-const plan_options cuda_plan_options = {0, 32};
+/* 512 units of 32 columns: about 4 blocks an SM on a 132-SM GPU */
+const plan_options cuda_plan_options = {1, 512};
 
 /* ---- kernel arguments and functions -------------------------------------------------------- */
 
@@ -291,8 +292,10 @@ static void gen_kernel(fn_state *st, int32_t ki) {
     /* the engine, from the plan's layout */
     plan_layout layout = k->plans->parts[0].layout;
     int full = layout == PLAN_FULL;
+    int split = kn->kind != IR_KERNEL_COMBINED && k->plans->parts[0].split.splittable;
     IR_VEC_PUSH(m->a, st->launches, st->nlaunches, st->cap_launches, (cuda_launch){0});
-    if (full) IR_VEC_PUSH(m->a, st->launches, st->nlaunches, st->cap_launches, (cuda_launch){0});
+    if (full || split)
+        IR_VEC_PUSH(m->a, st->launches, st->nlaunches, st->cap_launches, (cuda_launch){0});
     cuda_launch *l = &st->launches[st->nlaunches - 1];
     l->kernel = ki;
     k->launch_index = st->nlaunches - 1;
@@ -305,6 +308,7 @@ static void gen_kernel(fn_state *st, int32_t ki) {
     if (full) {
         cuda_scratch sc;
         sc.node = IR_NONE;
+        sc.split_launch = -1;
         sc.bytes = cg_size_lit((int64_t)k->plan->nreds * CG_MAX_PARTIALS * 8);
         k->partials_scratch = st->nscratch;
         IR_VEC_PUSH(m->a, st->scratch, st->nscratch, st->cap_scratch, sc);
@@ -312,6 +316,18 @@ static void gen_kernel(fn_state *st, int32_t ki) {
         cg_gen_full(k, l);
     } else if (layout == PLAN_ROW) {
         cg_gen_row(k, l);
+    } else if (split) {
+        /* the partials: nreds 8-byte slots a column a piece, as many pieces as the launch
+         * has (the plan's bound, PLAN_SPLIT_MAX, is far more than most launches need) */
+        const plan_scratch *ps = &st->pf->scratch[k->plan->split.scratch];
+        cuda_scratch sc;
+        sc.node = IR_NONE;
+        sc.split_launch = st->nlaunches - 2;
+        sc.bytes = cg_size_mul(cg_shape_elems(&ps->per), cg_size_lit((int64_t)k->plan->nreds * 8));
+        k->partials_scratch = st->nscratch;
+        IR_VEC_PUSH(m->a, st->scratch, st->nscratch, st->cap_scratch, sc);
+        l[-1].kernel = ki;
+        cg_gen_column_split(k, l);
     } else {
         cg_gen_column(k, l);
     }
@@ -335,6 +351,7 @@ static void gen_homes(fn_state *st) {
         cuda_scratch sc;
         sc.bytes = cg_size_mul(cg_shape_elems(&b->shape), cg_size_lit(ir_dtypes[b->dtype].bytes));
         sc.node = b->node;
+        sc.split_launch = -1;
         st->homes[b->node].kind = CUDA_ARG_SCRATCH;
         st->homes[b->node].index = st->nscratch;
         IR_VEC_PUSH(st->m->a, st->scratch, st->nscratch, st->cap_scratch, sc);
@@ -456,6 +473,16 @@ int64_t cuda_size_eval(const cuda_size *s, const int64_t *syms) {
     return v;
 }
 
+int64_t cuda_scratch_bytes(const cuda_func *f, int32_t k, const int64_t *syms,
+                           const cuda_config *configs) {
+    const cuda_scratch *sc = &f->scratch[k];
+    int64_t b = cuda_size_eval(&sc->bytes, syms);
+    if (sc->split_launch < 0 || b < 0) return b;
+    int64_t pieces = configs[sc->split_launch].pieces;
+    if (pieces <= 1) return 0;
+    return __builtin_mul_overflow(b, pieces, &b) ? -1 : b;
+}
+
 int32_t cuda_func_nargs(const cuda_func *f) {
     int32_t n = 0;
     for (int32_t i = 0; i < f->nlaunches; i++)
@@ -467,9 +494,9 @@ static int64_t ceil_div(int64_t a, int64_t b) {
     return a / b + (a % b != 0);
 }
 
-/* Blocks of one part, or -1 on overflow; *t: threads per row (ROWS). */
-static int64_t part_blocks(const cuda_grid *g, const int64_t *syms, int sm_count, int64_t *t,
-                           int32_t *block) {
+/* Blocks of one part, or -1 on overflow; *t: threads per row (ROWS); pieces: the launch's. */
+static int64_t part_blocks(const cuda_grid *g, const int64_t *syms, int sm_count, int64_t pieces,
+                           int64_t *t, int32_t *block) {
     int64_t work = cuda_size_eval(&g->work, syms);
     int64_t blocks = 0;
     *block = g->block;
@@ -492,7 +519,9 @@ static int64_t part_blocks(const cuda_grid *g, const int64_t *syms, int sm_count
         break;
     }
     case CUDA_GRID_TILES: blocks = work ? ceil_div(work, 32) : 0; break;
+    case CUDA_GRID_PIECES: blocks = work ? ceil_div(work, 32) * pieces : 0; break;
     case CUDA_GRID_ONE: return 1;
+    case CUDA_GRID_NONE: return 0;
     }
     if (g->blocks_per_sm > 0 && sm_count > 0 && blocks > (int64_t)sm_count * g->blocks_per_sm)
         blocks = (int64_t)sm_count * g->blocks_per_sm;
@@ -501,9 +530,10 @@ static int64_t part_blocks(const cuda_grid *g, const int64_t *syms, int sm_count
     return blocks;
 }
 
-/* Whether condition c of a variant of launch l holds. */
+/* Whether condition c of a variant of launch l holds (pieces: the launch's split). */
 static int cond_holds(const cuda_launch *l, const cuda_cond *c, const int64_t *syms,
-                      const uint64_t *params, const uint64_t *results) {
+                      const uint64_t *params, const uint64_t *results, int64_t pieces) {
+    if (c->kind == CUDA_COND_SPLIT) return pieces > 1;
     if (c->kind == CUDA_COND_ALIGNED) {
         if (c->arg < 0 || c->arg >= l->nargs || c->value <= 0) return 0;
         const cuda_arg *a = &l->args[c->arg];
@@ -523,6 +553,17 @@ static int cond_holds(const cuda_launch *l, const cuda_cond *c, const int64_t *s
     return c->value > 0 && x % c->value == 0;
 }
 
+/* The pieces a split launch cuts its reduced elements into (1 for any other launch), from
+ * the plan's rule: the same for every device, so results do not depend on the GPU. */
+static int64_t launch_pieces(const cuda_launch *l, const int64_t *syms) {
+    if (!l->split) return 1;
+    int64_t len = cuda_size_eval(&l->split_len, syms), cols = cuda_size_eval(&l->split_cols, syms);
+    int64_t rows;
+    return len < 0 || cols < 0
+               ? 1
+               : plan_split_pieces(len, (cols + 31) / 32, cuda_plan_options.want_units, &rows);
+}
+
 int cuda_resolve(const cuda_func *f, const int64_t *syms, const uint64_t *params,
                  const uint64_t *results, int sm_count, cuda_config *configs, int64_t *values,
                  char *err, size_t errlen) {
@@ -536,12 +577,13 @@ int cuda_resolve(const cuda_func *f, const int64_t *syms, const uint64_t *params
         const cuda_launch *l = &f->launches[li];
         cuda_config *c = &configs[li];
         memset(c, 0, sizeof *c);
+        c->pieces = launch_pieces(l, syms);
         int32_t v = 0;
         for (; v < l->nvariants; v++) {
             const cuda_variant *cv = &l->variants[v];
             int ok = 1;
             for (int32_t j = 0; j < cv->nconds && ok; j++)
-                ok = cond_holds(l, &cv->conds[j], syms, params, results);
+                ok = cond_holds(l, &cv->conds[j], syms, params, results, c->pieces);
             if (ok) break;
         }
         if (v == l->nvariants) {
@@ -557,7 +599,7 @@ int cuda_resolve(const cuda_func *f, const int64_t *syms, const uint64_t *params
         for (int32_t p = 0; p < cv->nparts; p++) {
             int64_t t = 0;
             int32_t b = 0;
-            int64_t n = part_blocks(&cv->parts[p], syms, sm_count, &t, &b);
+            int64_t n = part_blocks(&cv->parts[p], syms, sm_count, c->pieces, &t, &b);
             if (n < 0) {
                 snprintf(err, errlen, "launch %d of '%s': a size overflows", (int)li, f->name);
                 return -1;
@@ -590,6 +632,7 @@ int cuda_resolve(const cuda_func *f, const int64_t *syms, const uint64_t *params
             case CUDA_ARG_ROW_THREADS: x = c->row_threads; break;
             case CUDA_ARG_PART_BLOCK: x = a->index < 64 ? starts[a->index] : 0; break;
             case CUDA_ARG_GRID_OF: x = a->index < li ? configs[a->index].grid : 0; break;
+            case CUDA_ARG_PIECES: x = c->pieces; break;
             default: x = 0; break;
             }
             values[at + j] = x;

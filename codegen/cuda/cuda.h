@@ -25,7 +25,7 @@
 #include "ir/ir.h"
 
 /* Bump when the generated code changes for the same IR: it is part of every cache key. */
-#define CUDA_CODEGEN_VERSION 1
+#define CUDA_CODEGEN_VERSION 2
 
 /* What the CUDA generator asks of the kernel plan (codegen/plan.h). */
 extern const plan_options cuda_plan_options;
@@ -54,6 +54,7 @@ typedef enum cuda_arg_kind {
     CUDA_ARG_ROW_THREADS, /* int64: threads per row of a ROWS grid (cuda_resolve) */
     CUDA_ARG_PART_BLOCK,  /* int64: the first block of part `index` of the grid */
     CUDA_ARG_GRID_OF,     /* int64: the number of blocks of launch `index` of this function */
+    CUDA_ARG_PIECES,      /* int64: the pieces of a split launch (cuda_launch.split) */
 } cuda_arg_kind;
 
 typedef struct cuda_arg {
@@ -70,7 +71,10 @@ typedef struct cuda_arg {
  *           ceil(row_len / per_thread) rounded up, within 1..1024; block = max(T, block);
  *           block / T rows per block: blocks = ceil(work / (block / T)), capped;
  *   TILES   `work` output columns in tiles of 32: blocks = ceil(work / 32), capped;
- *   ONE     one block of `block` threads, whatever the work.
+ *   ONE     one block of `block` threads, whatever the work;
+ *   PIECES  `work` output columns in tiles of 32, each tile once per piece of the launch's
+ *           split: blocks = ceil(work / 32) * pieces, capped;
+ *   NONE    no block: the launch is skipped (the other variant of a split launch).
  * Caps: sm_count * blocks_per_sm (0: none) and max_blocks (0: none); kernels loop over
  * what a smaller grid leaves. Zero work gives zero blocks (ONE: still one). */
 typedef enum cuda_grid_kind {
@@ -78,6 +82,8 @@ typedef enum cuda_grid_kind {
     CUDA_GRID_ROWS,
     CUDA_GRID_TILES,
     CUDA_GRID_ONE,
+    CUDA_GRID_PIECES,
+    CUDA_GRID_NONE,
 } cuda_grid_kind;
 
 typedef struct cuda_grid {
@@ -95,6 +101,7 @@ typedef enum cuda_cond_kind {
     CUDA_COND_AT_MOST,  /* size <= value */
     CUDA_COND_MULTIPLE, /* size % value == 0 */
     CUDA_COND_ALIGNED,  /* the device pointer of launch argument `arg` % value == 0 */
+    CUDA_COND_SPLIT,    /* the launch's split cuts the reduced elements into pieces (> 1) */
 } cuda_cond_kind;
 
 typedef struct cuda_cond {
@@ -126,12 +133,19 @@ typedef struct cuda_launch {
     const cuda_arg *args;
     int32_t smem_bytes; /* dynamic shared memory: 0, every kernel's shared memory is static */
     int32_t max_block;  /* the __launch_bounds__ of its functions */
+    /* a column reduction the plan lets split: its reduced and kept element counts, whose
+     * pieces (plan_split_pieces over its tiles of 32 columns) the launch resolves */
+    int32_t split;
+    cuda_size split_len, split_cols;
 } cuda_launch;
 
-/* A device buffer a call of the function needs besides its inputs and results. */
+/* A device buffer a call of the function needs besides its inputs and results: `bytes`, or
+ * for the partials of a split launch `bytes` a piece, none when the launch is not split
+ * (cuda_scratch_bytes). */
 typedef struct cuda_scratch {
     cuda_size bytes;
-    ir_ref node; /* the stored value it holds; IR_NONE: a full reduction's partial results */
+    ir_ref node;          /* the stored value it holds; IR_NONE: a reduction's partial results */
+    int32_t split_launch; /* the split launch whose partials it holds; -1: none */
 } cuda_scratch;
 
 /* A launch-time error: when `extent` evaluates to 0, the call fails with `message` (the
@@ -178,6 +192,7 @@ typedef struct cuda_config {
     const char *name; /* its function */
     uint32_t grid, block, smem_bytes;
     int64_t row_threads; /* ROWS grids: T */
+    int64_t pieces;      /* a split launch's pieces (1: not split) */
 } cuda_config;
 
 /* Resolves every launch of f for the symbolic dims `syms` on a device with `sm_count`
@@ -189,6 +204,10 @@ typedef struct cuda_config {
 int cuda_resolve(const cuda_func *f, const int64_t *syms, const uint64_t *params,
                  const uint64_t *results, int sm_count, cuda_config *configs, int64_t *values,
                  char *err, size_t errlen);
+/* The bytes of scratch buffer k of f for these dims, once cuda_resolve has filled `configs`;
+ * -1 when it overflows int64. */
+int64_t cuda_scratch_bytes(const cuda_func *f, int32_t k, const int64_t *syms,
+                           const cuda_config *configs);
 /* The number of int64 slots cuda_resolve needs in `values`. */
 int32_t cuda_func_nargs(const cuda_func *f);
 

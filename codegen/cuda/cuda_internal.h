@@ -233,6 +233,10 @@ int cg_flat_sweep(cg_kernel *k, const int32_t *outs, int32_t nouts, const ir_ref
 /* cuda_reduce.c */
 void cg_gen_row(cg_kernel *k, cuda_launch *l);
 void cg_gen_column(cg_kernel *k, cuda_launch *l);
+/* A column reduction the plan lets split: two launches, l2 - 1 the column kernel or, when the
+ * launch's split cuts the rows into pieces, the pieces' partial results; l2 the join of the
+ * pieces (skipped when not split). */
+void cg_gen_column_split(cg_kernel *k, cuda_launch *l2);
 /* A full reduction: two launches (partials, then the final combine). */
 void cg_gen_full(cg_kernel *k, cuda_launch *l2);
 

@@ -662,11 +662,64 @@ static const char *col_load(cg_kernel *k, int b) {
     return v;
 }
 
-void cg_gen_column(cg_kernel *k, cuda_launch *l) {
+/* Sweep s of a column block: its accumulators, the loop over the reduced elements from
+ * `from` + ty (8 warps apart) to n, the per-element outputs it writes, the accumulators
+ * finished and combined over the warps in order (shared memory: every thread of the block
+ * passes the two barriers). */
+static void column_sweep(cg_kernel *k, const rplan *p, colctx *c, int32_t s, const char *from) {
     cg_module *m = k->m;
-    rplan p;
-    plan_build(k, &p, 0);
-    if (m->fail.failed) return;
+    uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
+    ir_ref *t = ir_arena_calloc(m->a, (size_t)(p->nreds + k->nbufs + 1), sizeof(ir_ref));
+    int32_t nt = sweep_targets(k, p, s, t);
+    cg_line(k, "/* sweep %d */", (int)s);
+    acc_init(k, p, s, 1);
+    cg_line(k, "for (long long e = %s%s; e < n; e += %d) {", from ? from : "",
+            from ? " + ty" : "ty", COL_H);
+    k->ind++;
+    int32_t mark2 = cg_scope_mark(k);
+    c->elem = 1;
+    cg_emit_values(k, t, nt);
+    acc_add(k, p, s, 1);
+    for (int32_t b = 0; b < k->nbufs; b++) {
+        const cg_buf *bf = &k->bufs[b];
+        if (!bf->output || p->out_sweep[b] != s) continue;
+        const char *ro = cg_offset_reduced(k, b, "e", "");
+        cg_line(k, "%s[%s%s%s] = %s;", bf->name, (bf->mask & kept) ? cg_fmt(k, "o%d", (int)b) : "0",
+                ro ? " + " : "", ro ? ro : "",
+                cg_to_storage(k, bf->dtype, cg_operand(k, bf->node)));
+    }
+    c->elem = 0;
+    cg_scope_pop(k, mark2);
+    k->ind--;
+    cg_line(k, "}");
+    if (s > p->nsweeps) return;
+    acc_finish_compensated(k, p, s);
+    cg_line(k, "/* the %d partial results of each column, in order */", COL_H);
+    for (int32_t i = 0; i < p->nreds; i++)
+        if (p->lev[p->reds[i]] == s)
+            cg_line(k, "red%d[ty][tx] = a%d;", (int)p->reds[i], (int)p->reds[i]);
+    cg_line(k, "__syncthreads();");
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] != s) continue;
+        cg_line(k, "a%d = red%d[0][tx];", (int)r, (int)r);
+        cg_line(k, "for (int w = 1; w < %d; w++) a%d = %s;", COL_H, (int)r,
+                cg_red_combine(k, r, acc_name(k, r), cg_fmt(k, "red%d[w][tx]", (int)r)));
+    }
+    cg_line(k, "__syncthreads();");
+}
+
+/* The offsets of the current column in the buffers that vary along kept groups. */
+static void column_offsets(cg_kernel *k) {
+    uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
+    for (int32_t b = 0; b < k->nbufs; b++)
+        if (cg_buf_used(k, b) && (k->bufs[b].mask & kept))
+            cg_line(k, "const long long o%d = %s;", (int)b, cg_offset_kept(k, b, "col", ""));
+}
+
+/* The body of the column kernel: blocks of 32 columns, every sweep, the results. */
+static void column_body(cg_kernel *k, const rplan *p) {
+    cg_module *m = k->m;
     uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
     colctx c = {0};
     k->ctx = &c;
@@ -676,7 +729,7 @@ void cg_gen_column(cg_kernel *k, cuda_launch *l) {
     cg_line(k, "/* %d adjacent results a block; its %d warps split the reduced elements */", COL_W,
             COL_H);
     cg_line(k, "const int tx = (int)threadIdx.x & 31, ty = (int)threadIdx.x >> 5;");
-    shared_decls(k, &p, cg_fmt(k, "[%d][%d]", COL_H, COL_W));
+    shared_decls(k, p, cg_fmt(k, "[%d][%d]", COL_H, COL_W));
     cg_line(k,
             "for (long long c0 = (long long)blockIdx.x * %d; c0 < %s; c0 += (long long)gridDim.x "
             "* %d) {",
@@ -686,74 +739,216 @@ void cg_gen_column(cg_kernel *k, cuda_launch *l) {
     cg_line(k, "const long long col = c0 + tx;");
     cg_line(k, "const bool live = col < %s;", cols);
     cg_line(k, "const long long n = live ? %s : 0;", len);
-    for (int32_t b = 0; b < k->nbufs; b++)
-        if (cg_buf_used(k, b) && (k->bufs[b].mask & kept))
-            cg_line(k, "const long long o%d = %s;", (int)b, cg_offset_kept(k, b, "col", ""));
+    column_offsets(k);
     unsigned char *written = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
-    per_result_stage(k, &p, 0, written, "ty == 0 && live", "col");
-    ir_ref *t = ir_arena_calloc(m->a, (size_t)(p.nreds + k->nbufs + 1), sizeof(ir_ref));
-    int32_t last = p.nsweeps + (p.final_sweep ? 1 : 0);
+    per_result_stage(k, p, 0, written, "ty == 0 && live", "col");
+    int32_t last = p->nsweeps + (p->final_sweep ? 1 : 0);
     for (int32_t s = 1; s <= last; s++) {
-        int32_t nt = sweep_targets(k, &p, s, t);
-        cg_line(k, "/* sweep %d */", (int)s);
-        acc_init(k, &p, s, 1);
-        cg_line(k, "for (long long e = ty; e < n; e += %d) {", COL_H);
-        k->ind++;
-        int32_t mark2 = cg_scope_mark(k);
-        c.elem = 1;
-        cg_emit_values(k, t, nt);
-        acc_add(k, &p, s, 1);
-        for (int32_t b = 0; b < k->nbufs; b++) {
-            const cg_buf *bf = &k->bufs[b];
-            if (!bf->output || p.out_sweep[b] != s) continue;
-            const char *ro = cg_offset_reduced(k, b, "e", "");
-            cg_line(k, "%s[%s%s%s] = %s;", bf->name,
-                    (bf->mask & kept) ? cg_fmt(k, "o%d", (int)b) : "0", ro ? " + " : "",
-                    ro ? ro : "", cg_to_storage(k, bf->dtype, cg_operand(k, bf->node)));
-        }
-        c.elem = 0;
-        cg_scope_pop(k, mark2);
-        k->ind--;
-        cg_line(k, "}");
-        if (s > p.nsweeps) break;
-        acc_finish_compensated(k, &p, s);
-        cg_line(k, "/* the %d partial results of each column, in order */", COL_H);
-        for (int32_t i = 0; i < p.nreds; i++)
-            if (p.lev[p.reds[i]] == s)
-                cg_line(k, "red%d[ty][tx] = a%d;", (int)p.reds[i], (int)p.reds[i]);
-        cg_line(k, "__syncthreads();");
-        for (int32_t i = 0; i < p.nreds; i++) {
-            ir_ref r = p.reds[i];
-            if (p.lev[r] != s) continue;
-            cg_line(k, "a%d = red%d[0][tx];", (int)r, (int)r);
-            cg_line(k, "for (int w = 1; w < %d; w++) a%d = %s;", COL_H, (int)r,
-                    cg_red_combine(k, r, acc_name(k, r), cg_fmt(k, "red%d[w][tx]", (int)r)));
-        }
-        cg_line(k, "__syncthreads();");
-        acc_values(k, &p, s, len);
-        per_result_stage(k, &p, s, written, "ty == 0 && live", "col");
+        column_sweep(k, p, &c, s, NULL);
+        if (s > p->nsweeps) break;
+        acc_values(k, p, s, len);
+        per_result_stage(k, p, s, written, "ty == 0 && live", "col");
     }
     cg_scope_pop(k, mark);
     k->ind--;
     cg_line(k, "}");
     k->ctx = NULL;
+}
 
-    cuda_variant *v = ir_arena_calloc(m->a, 1, sizeof(cuda_variant));
-    cuda_grid *g = ir_arena_calloc(m->a, 1, sizeof(cuda_grid));
-    g->kind = CUDA_GRID_TILES;
+/* The column kernel's grid: a block a tile of 32 columns. */
+static cuda_grid *column_grid(cg_kernel *k, cuda_grid_kind kind) {
+    uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
+    cuda_grid *g = ir_arena_calloc(k->m->a, 1, sizeof(cuda_grid));
+    g->kind = kind;
     g->work = cg_groups_extent(k, kept);
     g->per_thread = 1;
     g->block = COL_W * COL_H;
     g->blocks_per_sm = 2048 / (COL_W * COL_H) * 4;
+    return g;
+}
+
+void cg_gen_column(cg_kernel *k, cuda_launch *l) {
+    cg_module *m = k->m;
+    rplan p;
+    plan_build(k, &p, 0);
+    if (m->fail.failed) return;
+    column_body(k, &p);
+    cuda_variant *v = ir_arena_calloc(m->a, 1, sizeof(cuda_variant));
     v->name = cg_global_name(k, "");
     v->nparts = 1;
-    v->parts = g;
+    v->parts = column_grid(k, CUDA_GRID_TILES);
     cg_emit_function(k, v->name, COL_W * COL_H, k->body.data ? k->body.data : "", CG_FN_PLAIN);
     ir_buf_init(&k->body, m->a);
     l->what = "column-reduction";
     l->nvariants = 1;
     l->variants = v;
     l->max_block = COL_W * COL_H;
+}
+
+/* ---- column reductions cut into pieces (the plan's split) -------------------------------- */
+
+/* Partial result i of piece pc for column col, in the plan's layout: 8-byte slot
+ * (pc * nreds + i) * cols + col of the partials, the value at its start. */
+static const char *split_slot(cg_kernel *k, const rplan *p, const char *part, int32_t i,
+                              const char *pc, const char *cols, int is_const) {
+    ir_ref r = p->reds[i];
+    return cg_fmt(k, "*reinterpret_cast<%s%s *>(%s + ((%s * %d + %d) * %s + col) * 8)",
+                  is_const ? "const " : "", cg_ctype(k->f->nodes[r].dtype), part, pc, (int)p->nreds,
+                  (int)i, cols);
+}
+
+/* The arguments both kernels of a split take: the partials (read-only in the join), the
+ * pieces, the columns and the reduced elements; per-column loads as the column kernel's. */
+typedef struct split_args {
+    const char *part, *pieces, *cols, *len;
+} split_args;
+
+static split_args split_begin(cg_kernel *k, colctx *c, int join) {
+    uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
+    k->ctx = c;
+    k->load = col_load;
+    split_args a;
+    a.part =
+        cg_special_arg(k, CUDA_ARG_SCRATCH, k->partials_scratch, "part_",
+                       join ? "const unsigned char *__restrict__" : "unsigned char *__restrict__");
+    a.pieces = cg_special_arg(k, CUDA_ARG_PIECES, 0, "pieces_", NULL);
+    a.cols = cg_size_expr(k, cg_groups_extent(k, kept), "cols");
+    a.len = cg_size_expr(k, cg_groups_extent(k, k->reduced), "len");
+    return a;
+}
+
+/* The body of the pieces kernel: each (tile, piece) item reduces the piece's rows of its 32
+ * columns and writes the per-element outputs of those rows; thread ty == 0 leaves the
+ * accumulators, unfinished, in the column's partial slots. */
+static void pieces_body(cg_kernel *k, const rplan *p) {
+    colctx c = {0};
+    split_args a = split_begin(k, &c, 0);
+    const char *part = a.part, *np = a.pieces, *cols = a.cols, *len = a.len;
+    cg_line(k,
+            "/* a block a tile of %d columns and a piece of their rows; its %d warps split "
+            "the piece */",
+            COL_W, COL_H);
+    cg_line(k, "const int tx = (int)threadIdx.x & 31, ty = (int)threadIdx.x >> 5;");
+    shared_decls(k, p, cg_fmt(k, "[%d][%d]", COL_H, COL_W));
+    cg_line(k, "const long long rows = (%s + %s - 1) / %s;", len, np, np);
+    cg_line(k, "const long long items = (%s + %d) / %d * %s;", cols, COL_W - 1, COL_W, np);
+    cg_line(k, "for (long long it = blockIdx.x; it < items; it += gridDim.x) {");
+    k->ind++;
+    int32_t mark = cg_scope_mark(k);
+    cg_line(k, "const long long pc = it %% %s;", np);
+    cg_line(k, "const long long col = it / %s * %d + tx;", np, COL_W);
+    cg_line(k, "const bool live = col < %s;", cols);
+    cg_line(k, "const long long lo = pc * rows;");
+    cg_line(k, "const long long n = live ? (%s - lo < rows ? %s : lo + rows) : lo;", len, len);
+    column_offsets(k);
+    column_sweep(k, p, &c, 1, "lo");
+    cg_line(k, "if (ty == 0 && live) {");
+    k->ind++;
+    for (int32_t i = 0; i < p->nreds; i++)
+        cg_line(k, "%s = a%d;", split_slot(k, p, part, i, "pc", cols, 0), (int)p->reds[i]);
+    k->ind--;
+    cg_line(k, "}");
+    cg_scope_pop(k, mark);
+    k->ind--;
+    cg_line(k, "}");
+    k->ctx = NULL;
+}
+
+/* The body of the join: a thread a column combines its pieces' partial results in piece
+ * order, finishes the reductions and computes and stores the per-result values. */
+static void join_body(cg_kernel *k, const rplan *p) {
+    cg_module *m = k->m;
+    colctx c = {0};
+    split_args a = split_begin(k, &c, 1);
+    const char *part = a.part, *np = a.pieces, *cols = a.cols, *len = a.len;
+    cg_line(k, "for (long long col = (long long)blockIdx.x * blockDim.x + threadIdx.x; col < %s;",
+            cols);
+    cg_line(k, "     col += (long long)gridDim.x * blockDim.x) {");
+    k->ind++;
+    int32_t mark = cg_scope_mark(k);
+    cg_line(k, "const bool live = true; /* what per-column loads test */");
+    cg_line(k, "(void)live;");
+    column_offsets(k);
+    unsigned char *written = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
+    per_result_stage(k, p, 0, written, NULL, "col");
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        cg_line(k, "%s a%d = %s;", cg_ctype(k->f->nodes[r].dtype), (int)r,
+                split_slot(k, p, part, i, "0", cols, 1));
+        cg_line(k, "for (long long pc = 1; pc < %s; pc++)", np);
+        cg_line(k, "    a%d = %s;", (int)r,
+                cg_red_combine(k, r, acc_name(k, r), split_slot(k, p, part, i, "pc", cols, 1)));
+    }
+    acc_values(k, p, 1, len);
+    per_result_stage(k, p, 1, written, NULL, "col");
+    cg_scope_pop(k, mark);
+    k->ind--;
+    cg_line(k, "}");
+    k->ctx = NULL;
+}
+
+void cg_gen_column_split(cg_kernel *k, cuda_launch *l2) {
+    cg_module *m = k->m;
+    cuda_launch *l1 = l2 - 1;
+    rplan p;
+    plan_build(k, &p, 0);
+    if (m->fail.failed) return;
+    uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
+    /* launch 1: the pieces, or the column kernel (both bodies first: one signature) */
+    pieces_body(k, &p);
+    const char *pieces = k->body.data ? k->body.data : "";
+    ir_buf_init(&k->body, m->a);
+    column_body(k, &p);
+    const char *whole = k->body.data ? k->body.data : "";
+    ir_buf_init(&k->body, m->a);
+    cuda_variant *v = ir_arena_calloc(m->a, 2, sizeof(cuda_variant));
+    cuda_cond *split = ir_arena_calloc(m->a, 1, sizeof(cuda_cond));
+    split->kind = CUDA_COND_SPLIT;
+    v[0].name = cg_global_name(k, "_pieces");
+    v[0].nconds = 1;
+    v[0].conds = split;
+    v[0].nparts = 1;
+    v[0].parts = column_grid(k, CUDA_GRID_PIECES);
+    v[1].name = cg_global_name(k, "");
+    v[1].nparts = 1;
+    v[1].parts = column_grid(k, CUDA_GRID_TILES);
+    cg_emit_function(k, v[0].name, COL_W * COL_H, pieces, CG_FN_PLAIN);
+    cg_emit_function(k, v[1].name, COL_W * COL_H, whole, CG_FN_PLAIN);
+    l1->what = "column-reduction";
+    l1->nvariants = 2;
+    l1->variants = v;
+    l1->max_block = COL_W * COL_H;
+    l1->split = l2->split = 1;
+    l1->split_len = l2->split_len = cg_groups_extent(k, k->reduced);
+    l1->split_cols = l2->split_cols = cg_groups_extent(k, kept);
+    cg_launch_args(k, l1);
+
+    /* launch 2: the join of the pieces, or nothing */
+    k->nsizes = 0;
+    join_body(k, &p);
+    cuda_variant *v2 = ir_arena_calloc(m->a, 2, sizeof(cuda_variant));
+    cuda_grid *g2 = ir_arena_calloc(m->a, 2, sizeof(cuda_grid));
+    g2[0].kind = CUDA_GRID_STRIDE;
+    g2[0].work = l1->split_cols;
+    g2[0].per_thread = 1;
+    g2[0].block = FULL_BLOCK;
+    g2[0].blocks_per_sm = 8;
+    g2[1].kind = CUDA_GRID_NONE;
+    v2[0].name = cg_global_name(k, "_join");
+    v2[0].nconds = 1;
+    v2[0].conds = split;
+    v2[0].nparts = 1;
+    v2[0].parts = &g2[0];
+    v2[1] = v2[0];
+    v2[1].nconds = 0;
+    v2[1].conds = NULL;
+    v2[1].parts = &g2[1];
+    cg_emit_function(k, v2[0].name, FULL_BLOCK, k->body.data ? k->body.data : "", CG_FN_PLAIN);
+    ir_buf_init(&k->body, m->a);
+    l2->what = "column-reduction join";
+    l2->nvariants = 2;
+    l2->variants = v2;
+    l2->max_block = FULL_BLOCK;
 }
 
 /* ---- full reductions

@@ -60,6 +60,7 @@
 typedef struct cpu_kernel {
     llvm_task_fn *tasks; /* one per task */
     llvm_task_fn finalize;
+    llvm_task_fn split_pieces, split_join; /* a column kernel the plan lets split */
 } cpu_kernel;
 
 /* Blocks of intermediates a program keeps for its next launches. */
@@ -296,6 +297,10 @@ static int resolve(cpu_program *p, char *err, size_t errlen) {
             for (int32_t t = 0; t < km->ntasks; t++)
                 if (!(ck->tasks[t] = lookup(p, km->tasks[t].symbol, err, errlen))) return -1;
             if (km->finalize && !(ck->finalize = lookup(p, km->finalize, err, errlen))) return -1;
+            if (km->split_pieces &&
+                (!(ck->split_pieces = lookup(p, km->split_pieces, err, errlen)) ||
+                 !(ck->split_join = lookup(p, km->split_join, err, errlen))))
+                return -1;
         }
     }
     return 0;
@@ -450,6 +455,34 @@ static void *aligned(size_t n) {
     return aligned_alloc(CPU_ALIGN, sz ? sz : CPU_ALIGN);
 }
 
+/* A column kernel the plan lets split: when the shape asks for pieces (plan_split_pieces),
+ * the pieces task over units times pieces, then the join over units, the partials in a
+ * scratch of their own; else the kernel's own task. r: the task's run, over `units`. */
+static fusec_status run_split(const llvm_kernel_meta *km, const cpu_kernel *ck, run_ctx *r,
+                              int64_t units, int max_parts) {
+    int64_t len = plan_shape_count(&km->split_len, r->syms);
+    int64_t cols = plan_shape_count(&km->split_cols, r->syms), rows;
+    int64_t pieces = plan_split_pieces(len, units, llvm_plan_options.want_units, &rows);
+    if (pieces <= 1) {
+        rt_pool_run(units, max_parts, run_part, r);
+        return FUSEC_OK;
+    }
+    /* pieces * nreds slots of 8 bytes a column: far inside size_t (the launch checks bound
+     * every tensor; pieces <= PLAN_SPLIT_MAX) */
+    char *partials = aligned((size_t)cols * (size_t)pieces * (size_t)km->split_nreds * 8);
+    if (!partials) return FUSEC_ERR_OUT_OF_MEMORY;
+    llvm_task_fn fn = ck->split_pieces;
+    int64_t items = units * pieces;
+    run_ctx s = {&fn,     &items,   1, r->bufs,
+                 r->syms, partials, 0, r->flags | (pieces << LLVM_TASK_PIECES_SHIFT)};
+    rt_pool_run(items, max_parts, run_part, &s);
+    fn = ck->split_join;
+    s.counts = &units;
+    rt_pool_run(units, max_parts, run_part, &s);
+    free(partials);
+    return FUSEC_OK;
+}
+
 static fusec_status run_kernel(const llvm_kernel_meta *km, const cpu_kernel *ck, int vector_bytes,
                                void *const *bufs, const int64_t *syms, char *err, size_t errlen) {
     int64_t counts[64];
@@ -492,7 +525,12 @@ static fusec_status run_kernel(const llvm_kernel_meta *km, const cpu_kernel *ck,
         r.scratch = scratch;
         r.scratch_stride = 0;
     }
-    rt_pool_run(total, max_parts, run_part, &r);
+    if (ck->split_pieces) {
+        fusec_status st = run_split(km, ck, &r, total, max_parts);
+        if (st != FUSEC_OK) goto oom;
+    } else {
+        rt_pool_run(total, max_parts, run_part, &r);
+    }
     if (ck->finalize) ck->finalize(bufs, syms, total, 0, scratch, 0);
     free(scratch);
     return FUSEC_OK;

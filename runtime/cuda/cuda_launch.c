@@ -272,7 +272,7 @@ static fusec_status resolve(const rt_cuda_gpu *g, rt_cuda_fn *fn, const ir_tenso
         } else {
             uint64_t total = 0;
             for (int32_t k = 0; k < meta->nscratch && st == FUSEC_OK; k++) {
-                int64_t b = cuda_size_eval(&meta->scratch[k].bytes, syms);
+                int64_t b = cuda_scratch_bytes(meta, k, syms, c->res.configs);
                 if (b < 0 || (uint64_t)b > (UINT64_MAX >> 2)) {
                     snprintf(err, errlen, "scratch buffer %d of '%s' is too large", (int)k,
                              meta->name);

@@ -49,6 +49,8 @@ BIG = {"rows", "cols"}
 # rows whose cached per-element values (1.2 MB of f32 a row) are far beyond a core's caches:
 # the row cache lies in memory, one for each part (fewer parts than threads where rows are few)
 PROFILES["long_rows"] = dict(N=3, M=3, B=3, C=300007, R=3, A=2, D=3)
+# columns few and long enough to be cut into pieces (the plan's split), the last one shorter
+PROFILES["tall"] = dict(N=3, M=1031, B=1031, C=5, R=1031, A=3, D=3)
 LONG_ROWS = {"softmax.fuse", "layernorm.fuse"}
 # functions of tests/programs/cpu_dtypes.fuse made for extreme values
 EDGE_FUNCS = {"nans", "casts", "casts64", "float_rem", "int32_ops", "int64_ops", "int_minmax"}
@@ -255,5 +257,11 @@ for path in FILES:
                      special=profile == "mid", repeat=profile == "rows")
         if example and not QUICK and os.path.basename(path) in LONG_ROWS:
             run_case(path, fn, "long_rows", nofuse_too=False, repeat=True)
+
+# tall columns, after all the rest: their inputs come last from the one random stream, so the
+# other cases keep theirs
+for path in FILES:
+    for fn in functions(path):
+        run_case(path, fn, "tall", repeat=True)
 
 finish()

@@ -470,10 +470,12 @@ def compare(c, mode, got, want, perturbed, other):
 
 def main():
     rng = np.random.default_rng(SEED)
+    # (tall ones last: columns few and long enough to be cut into pieces, the plan's split)
     sizes = {2: [dict(R=1, C=1), dict(R=3, C=7), dict(R=5, C=1001), dict(R=37, C=33),
-                 dict(R=2, C=4099), dict(R=64, C=129), dict(R=1, C=100003)],
+                 dict(R=2, C=4099), dict(R=64, C=129), dict(R=1, C=100003), dict(R=1031, C=5)],
              3: [dict(A=1, B=1, C=1), dict(A=2, B=3, C=5), dict(A=3, B=1, C=129),
-                 dict(A=5, B=33, C=7), dict(A=2, B=7, C=1001), dict(A=7, B=5, C=3)]}
+                 dict(A=5, B=33, C=7), dict(A=2, B=7, C=1001), dict(A=7, B=5, C=3),
+                 dict(A=700, B=3, C=2)]}
     compared = skipped = 0
     only = os.environ.get("FUSEC_RANDOM_ONLY")  # a case number: run that case only
     nvrtc = nvrtc_probe()

@@ -229,10 +229,45 @@ static void test_resolve(void) {
     ir_arena_free(&a);
 }
 
+/* A column reduction the plan lets split: pieces and their join when the columns are few and
+ * long, the plain column kernel and a skipped join otherwise; the partials sized for the
+ * pieces the launch has, none when it has none. */
+static void test_resolve_split(void) {
+    ir_arena a;
+    ir_arena_init(&a);
+    uint64_t aligned[4] = {0x10000, 0x20000, 0x30000, 0x40000};
+    resolved r;
+    const cuda_module *m = generate(&a, "tests/programs/cpu_dtypes.fuse", 0);
+    const cuda_func *f = find_func(m, "reduce_cols"); /* sum, mean, max, min over axis 0 */
+    if (f) {
+        CHECK(f->nlaunches == 2 && f->nscratch == 1 && f->scratch[0].split_launch == 0);
+        int64_t s[2] = {16384, 32}; /* R, C: one tile, 512 wanted: 64 pieces of 256 rows */
+        resolve(f, s, aligned, aligned, &r);
+        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_reduce_cols_k0_pieces") == 0);
+        CHECK(r.c[0].pieces == 64 && r.c[0].grid == 64 && arg_value(f, &r, 0, "pieces_") == 64);
+        CHECK(!r.c[1].skip && strcmp(r.c[1].name, "fusec_reduce_cols_k0_join") == 0);
+        CHECK(arg_value(f, &r, 1, "pieces_") == 64);
+        CHECK(cuda_scratch_bytes(f, 0, s, r.c) == 32 * 4 * 8 * 64);
+        s[0] = 1031; /* 4 pieces of 258 rows, the last of 257 */
+        resolve(f, s, aligned, aligned, &r);
+        CHECK(r.rc == 0 && r.c[0].pieces == 4 && r.c[0].grid == 4);
+        s[0] = 300; /* too few rows for two pieces: the column kernel, no join */
+        resolve(f, s, aligned, aligned, &r);
+        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_reduce_cols_k0") == 0 && r.c[1].skip);
+        CHECK(cuda_scratch_bytes(f, 0, s, r.c) == 0);
+        s[0] = 2; /* ten million columns: no split, and no partials to allocate */
+        s[1] = 10000000;
+        resolve(f, s, aligned, aligned, &r);
+        CHECK(r.rc == 0 && r.c[1].skip && cuda_scratch_bytes(f, 0, s, r.c) == 0);
+    }
+    ir_arena_free(&a);
+}
+
 int main(void) {
     const char *missing = cg_op_table_check();
     CHECK_MSG(missing == NULL, "the CUDA op table lacks %s", missing ? missing : "");
     test_programs();
     test_resolve();
+    test_resolve_split();
     return check_exit("test_cuda_codegen");
 }

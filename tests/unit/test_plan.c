@@ -61,7 +61,7 @@ static plan_func *plan_of(const char *name, int nofuse, const plan_options *opt)
     return rc ? NULL : &pm->funcs[0];
 }
 
-static const plan_options cpu = {1, 128}, cuda = {1, 32}, none = {0, 32};
+static const plan_options cpu = {1, 64}, cuda = {1, 512}, none = {0, 512};
 
 static void test_layouts(void) {
     const plan_options *opts[] = {&cpu, &cuda, &none};
@@ -138,21 +138,21 @@ static void test_accesses(void) {
 /* plan_split_pieces against its definition, over many sizes. */
 static void test_split_pieces(void) {
     int64_t rows;
-    CHECK(plan_split_pieces(16384, 32768, 32, &rows) == 1 && rows == 16384); /* columns enough */
-    CHECK(plan_split_pieces(16384, 4096, 32, &rows) == 4 && rows == 4096);
-    CHECK(plan_split_pieces(100, 32, 32, &rows) == 1 && rows == 100); /* rows too few */
+    CHECK(plan_split_pieces(16384, 1024, 512, &rows) == 1 && rows == 16384); /* units enough */
+    CHECK(plan_split_pieces(16384, 128, 512, &rows) == 4 && rows == 4096);
+    CHECK(plan_split_pieces(100, 1, 512, &rows) == 1 && rows == 100); /* rows too few */
+    CHECK(plan_split_pieces(1031, 1, 64, &rows) == 4 && rows == 258); /* the last: 257 */
     for (int64_t len = 1; len < 70000; len = len * 3 + 1)
-        for (int64_t cols = 1; cols < 40000; cols = cols * 5 + 2) {
-            int64_t n = plan_split_pieces(len, cols, 32, &rows);
-            CHECK_MSG(n >= 1 && n <= PLAN_SPLIT_MAX, "len %lld cols %lld: %lld pieces",
-                      (long long)len, (long long)cols, (long long)n);
+        for (int64_t units = 1; units < 2000; units = units * 5 + 2) {
+            int64_t n = plan_split_pieces(len, units, 512, &rows);
+            CHECK_MSG(n >= 1 && n <= PLAN_SPLIT_MAX, "len %lld units %lld: %lld pieces",
+                      (long long)len, (long long)units, (long long)n);
             /* the pieces cover the rows exactly, the last one not empty */
             CHECK_MSG(rows >= 1 && (n - 1) * rows < len && n * rows >= len,
-                      "len %lld cols %lld: %lld of %lld", (long long)len, (long long)cols,
+                      "len %lld units %lld: %lld of %lld", (long long)len, (long long)units,
                       (long long)n, (long long)rows);
-            if (n > 1) CHECK(rows >= PLAN_SPLIT_MIN_ROWS / 2);
-            int64_t units = (cols + 31) / 32;
-            if (units >= PLAN_SPLIT_WANT_UNITS) CHECK(n == 1);
+            if (n > 1) CHECK(rows >= PLAN_SPLIT_MIN_ROWS / 2 && units < 512);
+            if (n > 1) CHECK(rows == (len + n - 1) / n); /* the rows the kernels derive */
         }
 }
 
