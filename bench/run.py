@@ -4,15 +4,17 @@ hardware's limit?
 
 For each device present (the CPU always; a GPU when fusec finds one) it measures GELU and
 bias+ReLU (f32, f16, bf16) from 2^16 to 2^28 elements (the CPU to 2^26 unless
---cpu-max-log2 says otherwise), softmax and layernorm over rows of 1024, 4096 and 16384, each
-fused and --no-fuse, against what a user would use instead: on the CPU the formula as one
-OpenMP loop in C built with gcc -O3 -march=native -ffast-math -fopenmp, and numpy; on a GPU
-PyTorch eager, its fused operators and torch.compile (bench/torch_peers.py, run in a child
-process when PyTorch sees a GPU). Every result is set against the device's copy bandwidth
-over the same bytes measured in the same run (the fastest copy measured: fusec's, and on a
-GPU torch's copy_). Also compile latency: cold, from the disk cache in a new process, and in
-process; and on a GPU the host time of launching a 20-kernel --no-fuse program from a plan (a
-CUDA Graph) against launching it on a stream.
+--cpu-max-log2 says otherwise), softmax and layernorm over rows of 1024, 4096 and 16384, and
+a column sum (sum over axis 0) of 2^26 elements as 32, 512 and 4096 columns ([16384, 4096]:
+the GPU issue's goal of 80% of the copy; 32 columns: the shape whose rows must be split to
+fill a device), each fused and --no-fuse, against what a user would use instead: on the CPU
+the formula as one OpenMP loop in C built with gcc -O3 -march=native -ffast-math -fopenmp,
+and numpy; on a GPU PyTorch eager, its fused operators and torch.compile
+(bench/torch_peers.py, run in a child process when PyTorch sees a GPU). Every result is set
+against the device's copy bandwidth over the same bytes measured in the same run (the fastest
+copy measured: fusec's, and on a GPU torch's copy_). Also compile latency: cold, from the disk
+cache in a new process, and in process; and on a GPU the host time of launching a 20-kernel
+--no-fuse program from a plan (a CUDA Graph) against launching it on a stream.
 
 Writes a table to the terminal, bench/out/results.json, and PNG plots (% of copy bandwidth
 against size, one line per system) when matplotlib or gnuplot is available. Its compiles go
@@ -122,6 +124,11 @@ def numpy_time(kind, shape, dtype, reps):
         def f():
             e = np.exp(x - x.max(axis=1, keepdims=True))
             return e / e.sum(axis=1, keepdims=True)
+    elif kind == "colsum":
+        x = rng.uniform(-2, 2, shape).astype(dt)
+
+        def f():
+            return x.sum(axis=0, keepdims=True)
     else:
         x = rng.uniform(-2, 2, shape).astype(dt)
         w = rng.uniform(-2, 2, shape[-1]).astype(dt)
@@ -186,6 +193,14 @@ def workloads(quick, target, cpu_max_log2):
         r = max(rows_elems // c, 1)
         for fn in ("softmax", "layernorm"):
             out.append((fn, "rows.fuse", fn, {"R": r, "C": c}, r * c, fn, "f32", (r, c)))
+    # column sums: the same elements as few long columns or many short ones; [16384, 4096] at
+    # full size is the GPU issue's shape, and 32 columns give a device 32 columns' work unless
+    # the rows are split
+    cols_elems = (1 << 20) if quick or target == "ref" else (1 << 26)
+    for c in (32, 512, 4096):
+        r = cols_elems // c
+        out.append(("colsum", "cols.fuse", "colsum", {"R": r, "C": c}, r * c, "colsum", "f32",
+                    (r, c)))
     return out
 
 
@@ -239,7 +254,8 @@ def launch_overhead(fusec, target, reps):
 
 def plot(results, devices, out):
     """One PNG per target, workload and dtype: % of copy bandwidth against size (elements for
-    the element-wise workloads, the row length C for the row-wise ones), a line per system."""
+    the element-wise workloads, the row length C for the row-wise ones, the columns C for the
+    column sums, whose elements are the same at every C), a line per system."""
     groups = {}
     for r in results:
         groups.setdefault((r["target"], r["workload"], r["dtype"]), []).append(r)
@@ -251,8 +267,10 @@ def plot(results, devices, out):
     except ImportError:
         plt = None
     for (target, wl, dt), rs in sorted(groups.items()):
-        rows = wl in ("softmax", "layernorm")
+        rows = wl in ("softmax", "layernorm", "colsum")
         xkey, xlabel = ("cols", "row length C") if rows else ("elements", "elements")
+        if wl == "colsum":
+            xlabel = "columns C ([R, C], R = elements / C)"
         systems = sorted({r["system"] for r in rs}, key=lambda s: (not s.startswith("fusec"), s))
         lines = {s: sorted((r[xkey], r["pct_of_copy"]) for r in rs if r["system"] == s)
                  for s in systems}

@@ -1,19 +1,23 @@
 #!/usr/bin/env python3
 """bench/torch_peers.py: PyTorch's times for bench/run.py's workloads, on the GPU.
 
-Reads the workloads as JSON, a list of {"kind": gelu|bias_relu|softmax|layernorm,
+Reads the workloads as JSON, a list of {"kind": gelu|bias_relu|softmax|layernorm|colsum,
 "dtype": f32|f16|bf16, "shape": [...]} (bench/run.py --list-workloads writes it), from a file
 or standard input, and times each of these on the device (CUDA events: warm-up, then the
 median of --reps launches, each between two events; torch.cuda.synchronize before reading):
 
   torch eager      the formula of bench/programs/*.fuse written op by op
   torch fused op   F.gelu(approximate='tanh'), torch.softmax, F.layer_norm (bias+ReLU has no
-                   fused operator in PyTorch: F.relu(x + b) is its eager form, so none here)
+                   fused operator in PyTorch: F.relu(x + b) is its eager form, so none here;
+                   nor the column sum, whose eager form x.sum(dim=0, keepdim=True) is one
+                   operator already)
   torch.compile    the op-by-op formula, mode default, dynamic=False, fullgraph=True; the
                    first call (the compile) is timed apart as compile_s, not in median_ms
   torch copy_      dst.copy_(src) over the bytes the workload moves: the device's copy limit
 
-Bytes moved count each input read once and each output written once, as `fusec bench` does.
+Bytes moved count each input read once and each output written once, as `fusec bench` does
+(the column sum: R*C elements read, C written). Each system's result is checked against
+eager's (max_abs_diff_vs_eager).
 Prints one JSON object to standard output, progress to standard error. Inductor's and
 Triton's caches go to a temporary directory that is removed at the end, so every compile is
 cold. --dry-run checks the workloads and prints what would be timed, without PyTorch.
@@ -27,7 +31,7 @@ import sys
 import tempfile
 import time
 
-KINDS = ("gelu", "bias_relu", "softmax", "layernorm")
+KINDS = ("gelu", "bias_relu", "softmax", "layernorm", "colsum")
 ITEMSIZE = {"f32": 4, "f16": 2, "bf16": 2}
 GELU_K = 0.7978845608028654  # sqrt(2 / pi)
 LN_EPS = 1e-5
@@ -48,16 +52,20 @@ def check_workload(w):
 
 
 def moved_bytes(kind, dtype, shape):
-    """Each input read once and each output written once: x and y, plus the [C] vectors."""
+    """Each input read once and each output written once: x and y, plus the [C] vectors (the
+    column sum's y is one [1, C] row)."""
     n = 1
     for d in shape:
         n *= d
+    if kind == "colsum":
+        return (n + shape[-1]) * ITEMSIZE[dtype]
     vectors = {"bias_relu": 1, "layernorm": 2}.get(kind, 0)
     return (2 * n + vectors * shape[-1]) * ITEMSIZE[dtype]
 
 
 def systems(kind):
-    return ["torch eager"] + ([] if kind == "bias_relu" else ["torch fused op"]) + \
+    fused = kind not in ("bias_relu", "colsum")  # no fused operator beyond the eager form
+    return ["torch eager"] + (["torch fused op"] if fused else []) + \
         ["torch.compile", "torch copy_"]
 
 
@@ -70,6 +78,8 @@ def formulas(torch, kind):
         return eager, lambda x: F.gelu(x, approximate="tanh")
     if kind == "bias_relu":
         return (lambda x, b: torch.relu(x + b)), None
+    if kind == "colsum":
+        return (lambda x: x.sum(dim=0, keepdim=True)), None
     if kind == "softmax":
         def eager(x):
             e = torch.exp(x - x.amax(dim=1, keepdim=True))
