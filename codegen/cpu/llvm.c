@@ -1286,8 +1286,9 @@ static LLVMValueRef col_acc(lg_fn *g, LLVMValueRef arr, LLVMTypeRef t, LLVMValue
 
 /* The offsets of the row LG_COLUMN_AHEAD_BYTES past row rr (of nred) for a unit of cw columns,
  * or NULL when no load runs along the reduced axes. A piece of a split unit fetches past its
- * end into the next piece's rows, which the same thread takes next: clamped at the piece's
- * end instead, [1048576, 32] column sums took 8.3 ms, not 4.7 (bench/RESULTS.md). */
+ * end into the next piece's rows, which the same thread takes next; clamped at the piece's
+ * end instead, long columns ran at half the speed (bench/RESULTS.md, "Column sums split into
+ * pieces"). */
 static LLVMValueRef *rows_ahead(lg_fn *g, LLVMValueRef *kbase, LLVMValueRef rr, LLVMValueRef nred,
                                 LLVMValueRef cw, const int *red_axes, int nr) {
     const llvm_kplan *p = g->p;
