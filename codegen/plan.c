@@ -112,8 +112,10 @@ static int plan_accesses(const plan_func *pf, plan_kernel *p, ir_arena *a, char 
         for (int j = 0; j < ir_ops[n->op].arity; j++) {
             ir_ref q = n->args[j];
             if (f->nodes[q].op == IR_OP_CONST || node_in_kernel(f, q, p->kernel)) continue;
-            int32_t b = plan_home_buf(pf, q);
-            if (b < 0)
+            /* an index is computed at each point, as the offset into a dense buffer of its
+             * shape would be: an access with no buffer */
+            int32_t b = f->nodes[q].op == IR_OP_INDEX ? PLAN_NO_BUF : plan_home_buf(pf, q);
+            if (b < 0 && f->nodes[q].op != IR_OP_INDEX)
                 return ir_fail(err, errlen, "kernel %d: %%%d reads %%%d, which no buffer holds",
                                (int)p->kernel, (int)r, (int)q);
             if (p->load_acc[q] < 0) {
@@ -135,7 +137,7 @@ static int plan_accesses(const plan_func *pf, plan_kernel *p, ir_arena *a, char 
     /* the distinct buffers, in order of first use */
     int32_t bcap = 0;
     for (int32_t i = 0; i < p->nacc; i++) {
-        int seen = 0;
+        int seen = p->acc[i].buf == PLAN_NO_BUF;
         for (int32_t j = 0; j < p->nbufs; j++)
             seen |= p->bufs[j] == p->acc[i].buf;
         if (!seen) IR_VEC_PUSH(a, p->bufs, p->nbufs, bcap, p->acc[i].buf);

@@ -10,7 +10,8 @@
  *               literal size 1 dropped, neighbours merged when every access varies along both
  *               or neither and both are reduced or both kept (see "collapse" in plan.c)
  *   accesses    each load (of an input, or of a value an earlier kernel stored) and store,
- *               the collapsed axes it varies along, dense or broadcast
+ *               the collapsed axes it varies along, dense or broadcast; an index (rand's
+ *               counter) is an access without a buffer, its value the offset itself
  *   layout      how the reduction runs: element-wise, rows (the last collapsed axis is
  *               reduced), columns (the last is kept), the whole domain
  *   levels      each reduction's sweep (one more than the reductions it reads), the values
@@ -67,9 +68,13 @@ typedef enum plan_access_kind {
     PLAN_BROADCAST, /* constant along some: read at the same place there */
 } plan_access_kind;
 
+/* The buffer of an access that reads no memory: an INDEX, computed at each point (its value
+ * is the offset a dense buffer of its shape would have there). */
+#define PLAN_NO_BUF (-1)
+
 typedef struct plan_access {
     ir_ref node;      /* the value read or written */
-    int32_t buf;      /* index into the function's buffer table */
+    int32_t buf;      /* index into the function's buffer table; PLAN_NO_BUF for an index */
     int store;        /* 1: a store of a value this kernel computes */
     uint32_t present; /* bit a: the access varies along collapsed axis a */
     plan_access_kind kind;

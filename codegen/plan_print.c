@@ -91,8 +91,11 @@ static int32_t store_sweep(const plan_kernel *p, ir_ref r) {
 static void print_accesses(ir_buf *b, const plan_kernel *p) {
     for (int32_t i = 0; i < p->nacc; i++) {
         const plan_access *x = &p->acc[i];
-        ir_buf_printf(b, "    %s %%%d %s buffer %d: ", x->store ? "store" : "load", (int)x->node,
-                      x->store ? "to" : "from", (int)x->buf);
+        if (x->buf == PLAN_NO_BUF)
+            ir_buf_printf(b, "    index %%%d, computed: ", (int)x->node);
+        else
+            ir_buf_printf(b, "    %s %%%d %s buffer %d: ", x->store ? "store" : "load",
+                          (int)x->node, x->store ? "to" : "from", (int)x->buf);
         if (x->kind == PLAN_DENSE) {
             ir_buf_puts(b, "dense");
         } else if (!x->present) {

@@ -119,11 +119,15 @@ static int check_accesses(vctx *v) {
     const ir_kernel *k = &f->partition->kernels[p->kernel];
     for (int32_t i = 0; i < p->nacc; i++) {
         const plan_access *x = &p->acc[i];
-        if (x->buf < 0 || x->buf >= v->pf->nbufs || v->pf->bufs[x->buf].node != x->node)
+        int index = f->nodes[x->node].op == IR_OP_INDEX;
+        if (index != (x->buf == PLAN_NO_BUF) || (index && x->store))
+            return fail(v, "access %d: an index is read without a buffer, and nothing else",
+                        (int)i);
+        if (!index && (x->buf < 0 || x->buf >= v->pf->nbufs || v->pf->bufs[x->buf].node != x->node))
             return fail(v, "access %d: buffer %d does not hold %%%d", (int)i, (int)x->buf,
                         (int)x->node);
-        if (x->store ? v->pf->bufs[x->buf].kind == PLAN_BUF_PARAM
-                     : plan_home_buf(v->pf, x->node) != x->buf)
+        if (!index && (x->store ? v->pf->bufs[x->buf].kind == PLAN_BUF_PARAM
+                                : plan_home_buf(v->pf, x->node) != x->buf))
             return fail(v, "access %d: %%%d in the wrong buffer", (int)i, (int)x->node);
         if ((x->kind == PLAN_DENSE) != (x->present == plan_all_axes(p)))
             return fail(v, "access %d: dense or broadcast mislabelled", (int)i);

@@ -447,6 +447,30 @@ static check_val lower_reduce(check_ctx *c, ir_op op, const check_val *x, const 
     return check_tensor(r, x->nb, x->pad, x->loc);
 }
 
+/* rand(seed, x): RAND of the seed and the index of x's shape (its values are not read) on
+ * `stream`, the count of rand calls met before this one in the entry point, in source order
+ * (the call before its arguments), inlined calls counted each time (SPEC §1). The seed is an
+ * i64 scalar: a tensor of rank 0, or an integer literal. */
+static check_val lower_rand(check_ctx *c, const check_val *v, int32_t stream) {
+    check_type st = check_type_of(c, &v[0]);
+    int int_lit = v[0].kind == CHECK_WEAK && v[0].wk == CHECK_W_INT;
+    int scalar = v[0].kind == CHECK_TENSOR && c->f->nodes[v[0].ref].shape.rank == 0;
+    if (!int_lit && !(scalar && !st.weak && st.t == IR_I64)) {
+        const char *what = check_type_name(&st);
+        if (v[0].kind == CHECK_TENSOR && !scalar)
+            what =
+                ir_arena_printf(c->a, "%s of rank %d", what, (int)c->f->nodes[v[0].ref].shape.rank);
+        check_error(c, v[0].loc, "'rand' takes an i64 scalar seed, got %s", what);
+        return check_err_val();
+    }
+    ir_ref seed = int_lit ? ir_const_int(c->f, IR_I64, v[0].i) : v[0].ref;
+    ir_shape shape = {0};
+    if (v[1].kind == CHECK_TENSOR) shape = c->f->nodes[v[1].ref].shape;
+    ir_ref r = ir_rand(c->f, seed, &shape, stream);
+    if (v[1].kind != CHECK_TENSOR) return check_tensor(r, 0, 0, v[1].loc);
+    return check_tensor(r, v[1].nb, v[1].pad, v[1].loc);
+}
+
 static check_val lower_builtin(check_ctx *c, check_frame *fr, const ast_expr *e, ir_op op) {
     const char *name = ir_ops[op].name;
     int reduce = ir_ops[op].cls == IR_CLASS_REDUCE;
@@ -473,6 +497,7 @@ static check_val lower_builtin(check_ctx *c, check_frame *fr, const ast_expr *e,
                     arity == 1 ? "" : "s", (int)npos);
         ok = 0;
     }
+    int32_t stream = (ir_ops[op].flags & IR_OPF_RANDOM) ? c->nrand++ : 0;
     check_val v[3];
     int32_t k = 0;
     for (int32_t i = 0; i < e->u.call.nargs; i++) {
@@ -485,6 +510,7 @@ static check_val lower_builtin(check_ctx *c, check_frame *fr, const ast_expr *e,
     if (!ok) return check_err_val();
     if (reduce) return lower_reduce(c, op, &v[0], axis);
     unsigned flags = ir_ops[op].flags;
+    if (flags & IR_OPF_RANDOM) return lower_rand(c, v, stream);
     if (flags & IR_OPF_SELECT) return lower_select(c, fr, v, name, e->loc);
     check_type t = check_promote(c, v, arity);
     /* float functions take bools and integers as f32; numeric ones take no bool */
@@ -763,6 +789,7 @@ static void check_entry(check_ctx *c, int32_t index) {
     c->no_inline = c->oversized = 0;
     c->visits = 0;
     c->nest = c->inline_depth = 0;
+    c->nrand = 0;
     int32_t reported = c->reported;
 
     check_frame top;

@@ -135,6 +135,7 @@ typedef struct check_ctx {
     int32_t inline_depth;
     src_loc outer_loc;      /* the entry's call being inlined, for errors found inside it */
     const char *outer_name; /* its callee */
+    int32_t nrand;          /* rand calls met so far: the next one's stream (SPEC §1) */
 } check_ctx;
 
 /* ---- check.c -------------------------------------------------------------------------- */

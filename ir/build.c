@@ -155,6 +155,26 @@ ir_ref ir_ew(ir_func *f, ir_op op, ir_dtype t, const ir_shape *shape, int nargs,
     return checked(f, r);
 }
 
+ir_ref ir_index(ir_func *f, const ir_shape *shape) {
+    ir_ref r = new_node(f, IR_OP_INDEX, IR_I64, shape);
+    if (r == IR_NONE) return IR_NONE;
+    return checked(f, r);
+}
+
+ir_ref ir_rand(ir_func *f, ir_ref seed, const ir_shape *shape, int32_t stream) {
+    if (seed == IR_NONE) return IR_NONE;
+    assert(valid_ref(f, seed) && f->nodes[seed].dtype == IR_I64);
+    ir_ref s = f->nodes[seed].op == IR_OP_CONST ? seed : ir_broadcast(f, seed, shape);
+    ir_ref i = ir_index(f, shape);
+    if (s == IR_NONE || i == IR_NONE) return IR_NONE;
+    ir_ref r = new_node(f, IR_OP_RAND, IR_F32, shape);
+    if (r == IR_NONE) return IR_NONE;
+    f->nodes[r].args[0] = s;
+    f->nodes[r].args[1] = i;
+    f->nodes[r].index = stream;
+    return checked(f, r);
+}
+
 ir_ref ir_cast(ir_func *f, ir_ref x, ir_dtype t) {
     if (x == IR_NONE) return IR_NONE;
     assert(valid_ref(f, x));

@@ -14,6 +14,7 @@
  * are not computed. Nothing here aborts: errors, out of memory included, return -1.
  */
 #include "ir.h"
+#include "philox.h"
 #include "scalar_ops.h"
 
 #include <inttypes.h>
@@ -173,6 +174,12 @@ static void eval_const(run *R, ir_ref r) {
         R->vals[r].i[0] = v.i;
 }
 
+/* INDEX: each element's row-major flat index within the node's shape. */
+static void eval_index(run *R, ir_ref r) {
+    for (int64_t k = 0; k < R->count[r]; k++)
+        R->vals[r].i[k] = k;
+}
+
 static void eval_ew(run *R, ir_ref r) {
     static const double zero_d = 0;
     static const int64_t zero_i = 0;
@@ -190,7 +197,10 @@ static void eval_ew(run *R, ir_ref r) {
     }
     int64_t cnt = R->count[r];
     ir_dtype at = R->f->nodes[n->args[0]].dtype;
-    if ((oi->flags & (IR_OPF_CMP | IR_OPF_PRED)) && is_float(at)) {
+    if (oi->flags & IR_OPF_RANDOM) {
+        for (int64_t k = 0; k < cnt; k++)
+            out->d[k] = ir_philox_u01(xi[0][k * st[0]], xi[1][k * st[1]], n->index);
+    } else if ((oi->flags & (IR_OPF_CMP | IR_OPF_PRED)) && is_float(at)) {
         float_test_loop(n->op, out->i, xd, st, cnt);
     } else if (oi->flags & (IR_OPF_CMP | IR_OPF_LOGIC)) {
         int_test_loop(n->op, out->i, xi, st, cnt);
@@ -484,6 +494,8 @@ static int interp(run *R) {
         case IR_CLASS_LEAF:
             if (n->op == IR_OP_INPUT)
                 eval_input(R, r);
+            else if (n->op == IR_OP_INDEX)
+                eval_index(R, r);
             else
                 eval_const(R, r);
             break;

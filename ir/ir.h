@@ -90,6 +90,7 @@ enum {
     IR_OPF_WIDEN = 1u << 8,      /* reduction of bool or i32 accumulates in i64 (sum, prod) */
     IR_OPF_NONEMPTY = 1u << 9,   /* reduction without a result over nothing: an error there */
     IR_OPF_FLOATONLY = 1u << 10, /* takes float operands only, integers are an error (mean) */
+    IR_OPF_RANDOM = 1u << 11,    /* i64 operands (seed, index) and a stream, f32 result: rand */
 };
 
 /* The identity of a reduction: the value it starts from, and so its result over nothing (but
@@ -112,6 +113,12 @@ typedef struct ir_op_info {
 } ir_op_info;
 
 extern const ir_op_info ir_ops[IR_OP_COUNT];
+
+/* A leaf no kernel loads: a constant, or an index; each kernel computes it where it reads it
+ * (INPUT is the other leaf: a parameter, in memory). */
+static inline int ir_op_is_inline_leaf(ir_op op) {
+    return op == IR_OP_CONST || op == IR_OP_INDEX;
+}
 
 /* 1 and *out set when `name` (length n) is a built-in function (IR_OPF_BUILTIN), else 0. */
 int ir_op_lookup_builtin(const char *name, size_t n, ir_op *out);
@@ -185,7 +192,7 @@ typedef struct ir_node {
     ir_shape shape;
     ir_ref args[3]; /* ir_ops[op].arity of them, IR_NONE past that */
     uint32_t axes;  /* REDUCE: the reduced axes (bit i = axis i) */
-    int32_t index;  /* INPUT: parameter position; OUTPUT: output position */
+    int32_t index;  /* INPUT: parameter position; OUTPUT: output position; RAND: its stream */
     union {
         double f;  /* CONST of a float dtype: the value, not rounded to a 16-bit dtype */
         int64_t i; /* CONST of an integer or bool dtype */
@@ -288,6 +295,11 @@ ir_ref ir_const_int(ir_func *f, ir_dtype t, int64_t v);  /* rank 0; bool: 0 or 1
  * (or be rank-0 CONST nodes) and the dtypes the op expects. */
 ir_ref ir_ew(ir_func *f, ir_op op, ir_dtype t, const ir_shape *shape, int nargs,
              const ir_ref *args);
+/* The row-major flat index of each element of `shape` (i64). */
+ir_ref ir_index(ir_func *f, const ir_shape *shape);
+/* rand's values over `shape` for an i64 seed of rank 0 (an input or a constant) and a stream:
+ * RAND(seed broadcast to shape, INDEX of shape). */
+ir_ref ir_rand(ir_func *f, ir_ref seed, const ir_shape *shape, int32_t stream);
 ir_ref ir_cast(ir_func *f, ir_ref x, ir_dtype t); /* returns x when it already has dtype t */
 ir_ref ir_broadcast(ir_func *f, ir_ref x, const ir_shape *to); /* x when shapes are equal */
 ir_ref ir_reduce(ir_func *f, ir_op op, ir_ref x, uint32_t axes, ir_dtype t);

@@ -7,6 +7,7 @@
  *     %1 = const 0.5 : f32[]
  *     %2 = mul %1, %0 : f32[N]
  *     %5 = max %4 axes=(1) : f32[R, 1]
+ *     %7 = rand %5, %6 stream=0 : f32[N]
  *     %6 = cast %3 : f16[N]
  *     %9 = output 0 %8 : f32[N]
  *
@@ -117,6 +118,7 @@ static void print_node(ir_buf *b, const ir_func *f, ir_ref r, const char *indent
             ir_buf_puts(b, " axes=");
             print_axes(b, n->axes);
         }
+        if (ir_ops[n->op].flags & IR_OPF_RANDOM) ir_buf_printf(b, " stream=%d", (int)n->index);
     }
     ir_buf_puts(b, " : ");
     print_type(b, f, n->dtype, &n->shape);

@@ -121,9 +121,14 @@ static ir_ref build_one(ir_func *f, const ir_rd_node *nd) {
     switch (ir_ops[n->op].cls) {
     case IR_CLASS_LEAF:
         if (n->op == IR_OP_INPUT) return ir_add_input(f, nd->name, n->dtype, &n->shape);
+        if (n->op == IR_OP_INDEX) return ir_index(f, &n->shape);
         if (ir_dtype_is_float(n->dtype)) return ir_const_float(f, n->dtype, n->value.f);
         return ir_const_int(f, n->dtype, n->value.i);
-    case IR_CLASS_EW: return ir_ew(f, n->op, n->dtype, &n->shape, ir_ops[n->op].arity, n->args);
+    case IR_CLASS_EW: {
+        ir_ref r = ir_ew(f, n->op, n->dtype, &n->shape, ir_ops[n->op].arity, n->args);
+        if (r != IR_NONE) f->nodes[r].index = n->index; /* rand's stream */
+        return r;
+    }
     case IR_CLASS_CAST:
         if (a->dtype == n->dtype) return append_as_written(f, n);
         return ir_cast(f, n->args[0], n->dtype);

@@ -322,8 +322,8 @@ static int op_name(cur *c, ir_op *op) {
     return ir_rd_fail(c->err, c->errlen, here(c), "unknown op %s", found(c, buf, sizeof buf));
 }
 
-/* "%N = OP [K "name" | VALUE | K] [%A, ...] [axes=(..)] : TYPE [stored]", the line's node
- * appended to rf with `kernel`. */
+/* "%N = OP [K "name" | VALUE | K] [%A, ...] [axes=(..)] [stream=N] : TYPE [stored]", the line's
+ * node appended to rf with `kernel`. */
 static int node_line(cur *c, ir_rd_func *rf, int32_t kernel) {
     ir_rd_node nd;
     memset(&nd, 0, sizeof nd);
@@ -350,6 +350,10 @@ static int node_line(cur *c, ir_rd_func *rf, int32_t kernel) {
     if (ir_ops[nd.node.op].cls == IR_CLASS_REDUCE) {
         if (!keyword(c, "axes=")) return expected(c, "'axes=(..)'");
         if (axes(c, &nd.node.axes)) return -1;
+    }
+    if (ir_ops[nd.node.op].flags & IR_OPF_RANDOM) {
+        if (!keyword(c, "stream=")) return expected(c, "'stream=N'");
+        if (small(c, INT32_MAX - 1, "stream", &nd.node.index)) return -1;
     }
     if (expect(c, ':', "':' and the node's type") || type(c, &nd.node.dtype, &nd.node.shape))
         return -1;

@@ -15,6 +15,7 @@ ir_dtype ir_dtype_promote(ir_dtype a, ir_dtype b) {
 ir_dtype ir_op_operand_dtype(ir_op op, int i, ir_dtype promoted) {
     unsigned flags = ir_ops[op].flags;
     if (flags & IR_OPF_LOGIC) return IR_BOOL;
+    if (flags & IR_OPF_RANDOM) return IR_I64; /* the seed and the index */
     if ((flags & IR_OPF_SELECT) && i == 0) return IR_BOOL;
     if (flags & IR_OPF_FLOATFN) return ir_dtype_is_float(promoted) ? promoted : IR_F32;
     /* a sum or product of i32 (or a count of bools) would wrap at 32 bits far too soon */
@@ -26,6 +27,7 @@ ir_dtype ir_op_result_dtype(ir_op op, const ir_dtype *args, ir_dtype target) {
     const ir_op_info *oi = &ir_ops[op];
     if (oi->cls == IR_CLASS_LEAF || oi->cls == IR_CLASS_CAST) return target;
     if (oi->flags & (IR_OPF_CMP | IR_OPF_LOGIC | IR_OPF_PRED)) return IR_BOOL;
+    if (oi->flags & IR_OPF_RANDOM) return IR_F32;
     /* the values' dtype: where's condition takes no part in it */
     int from = (oi->flags & IR_OPF_SELECT) ? 1 : 0;
     ir_dtype t = args[from];

@@ -143,6 +143,15 @@ static int check_ew(const ir_func *f, ir_ref r, char *err, size_t errlen) {
     }
     if (oi->flags & (IR_OPF_FLOATFN | IR_OPF_NUMERIC))
         return operands_have_dtype(f, r, 0, err, errlen);
+    if (oi->flags & IR_OPF_RANDOM) {
+        for (int i = 0; i < oi->arity; i++)
+            if (f->nodes[n->args[i]].dtype != IR_I64)
+                return ir_fail(err, errlen, "%%%d: %s operand %d has dtype %s but must be i64",
+                               (int)r, oi->name, i + 1, dt(f->nodes[n->args[i]].dtype));
+        if (n->index < 0)
+            return ir_fail(err, errlen, "%%%d: %s has stream %d", (int)r, oi->name, (int)n->index);
+        return 0;
+    }
     return ir_fail(err, errlen, "%%%d: %s has no dtype rule", (int)r, oi->name);
 }
 
@@ -202,6 +211,12 @@ int ir_verify_node(const ir_func *f, ir_ref r, char *err, size_t errlen) {
 
     switch (oi->cls) {
     case IR_CLASS_LEAF:
+        if (n->op == IR_OP_INDEX) {
+            if (n->dtype != IR_I64)
+                return ir_fail(err, errlen, "%%%d: index has dtype %s but must be i64", (int)r,
+                               dt(n->dtype));
+            return 0;
+        }
         if (n->op == IR_OP_CONST) {
             if (n->shape.rank != 0)
                 return ir_fail(err, errlen, "%%%d: const has rank %d (must be 0)", (int)r,

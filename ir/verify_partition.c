@@ -128,7 +128,7 @@ static int check_parts(const kcheck *c) {
 static int check_read(const kcheck *c, ir_ref r, int32_t i, int32_t part, ir_ref q) {
     scratch *s = c->s;
     int k = (int)c->k;
-    if (c->f->nodes[q].op == IR_OP_CONST) return 0;
+    if (ir_op_is_inline_leaf(c->f->nodes[q].op)) return 0;
     if (s->owner[q] == c->k) {
         if (s->pos[q] >= i)
             return ir_fail(c->err, c->errlen, "kernel %d: %%%d reads %%%d, later in the body", k,

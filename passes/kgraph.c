@@ -548,7 +548,7 @@ int pass_kgraph_merge_pairs(pass_kgraph *g, int shared_only,
                 for (int k = 0; k < ir_ops[nd->op].arity; k++) {
                     ir_ref a = nd->args[k];
                     const ir_node *an = &f->nodes[a];
-                    if (an->op == IR_OP_CONST || g->nmark[a] == stamp) continue;
+                    if (ir_op_is_inline_leaf(an->op) || g->nmark[a] == stamp) continue;
                     if (an->op != IR_OP_INPUT && pass_kgraph_find(g, an->kernel) == l) continue;
                     g->nmark[a] = stamp;
                     uint64_t key = shape_key(&g->sig[l].dom) * 31 + (uint64_t)a;

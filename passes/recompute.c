@@ -194,7 +194,7 @@ static int recompute_pays(recomp *rc, ir_ref v) {
         for (int a = 0; a < ir_ops[nd->op].arity; a++) {
             ir_ref q = nd->args[a];
             const ir_node *qn = &f->nodes[q];
-            if (qn->op == IR_OP_CONST || rc->incone[q] == rc->stamp) continue;
+            if (ir_op_is_inline_leaf(qn->op) || rc->incone[q] == rc->stamp) continue;
             if (rc->reads[q] == rc->kstamp || rc->counted[q] == rc->stamp) continue;
             rc->counted[q] = rc->stamp;
             extra += ir_dtypes[qn->dtype].bytes;

@@ -52,7 +52,8 @@ uint64_t pass_node_hash(const ir_node *n) {
             bits = (uint64_t)n->value.i;
         h = mix(h, bits);
     }
-    if (n->op == IR_OP_INPUT || n->op == IR_OP_OUTPUT) h = mix(h, (uint64_t)(int64_t)n->index);
+    if (n->op == IR_OP_INPUT || n->op == IR_OP_OUTPUT || (ir_ops[n->op].flags & IR_OPF_RANDOM))
+        h = mix(h, (uint64_t)(int64_t)n->index);
     return h;
 }
 
@@ -62,7 +63,9 @@ int pass_node_same(const ir_node *a, const ir_node *b) {
     /* symbolic and literal dims compare equal only to their own kind: shape_equal does */
     for (int i = 0; i < 3; i++)
         if (a->args[i] != b->args[i]) return 0;
-    if (a->op == IR_OP_INPUT || a->op == IR_OP_OUTPUT) return a->index == b->index;
+    /* an input's or output's position; rand's stream: two draws are two values */
+    if (a->op == IR_OP_INPUT || a->op == IR_OP_OUTPUT || (ir_ops[a->op].flags & IR_OPF_RANDOM))
+        return a->index == b->index;
     if (a->op == IR_OP_CONST) {
         if (ir_dtype_is_float(a->dtype))
             return memcmp(&a->value.f, &b->value.f, sizeof(double)) == 0;
@@ -567,7 +570,8 @@ static int number_nodes(build *b) {
         b->old_of[b->newidx[f->params[i].node] = b->m++] = f->params[i].node;
     for (int32_t i = 0; i < b->ntopo; i++) {
         ir_ref r = b->topo[i];
-        if (f->nodes[r].op == IR_OP_CONST && b->canon[r] == r) b->old_of[b->newidx[r] = b->m++] = r;
+        if (ir_op_is_inline_leaf(f->nodes[r].op) && b->canon[r] == r)
+            b->old_of[b->newidx[r] = b->m++] = r;
     }
     if (order_kernel_nodes(b)) return -1;
     b->first_kernel = b->m;
@@ -656,7 +660,7 @@ static int32_t fill_body(build *b, ir_kernel *k, int32_t l, unsigned char *seen)
         for (int a = 0; a < ir_ops[nd->op].arity; a++) {
             ir_ref q = nd->args[a];
             const ir_node *qn = &nodes[q];
-            if (qn->op == IR_OP_CONST || qn->kernel == l || seen[q]) continue;
+            if (ir_op_is_inline_leaf(qn->op) || qn->kernel == l || seen[q]) continue;
             seen[q] = 1;
             k->inputs[k->ninputs++] = q;
         }

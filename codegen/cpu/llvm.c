@@ -244,7 +244,9 @@ static LLVMValueRef value_of(lg_fn *g, ir_ref q) {
         g->lvl[q] = 0; /* constants are valid everywhere */
         return v;
     }
-    if (g->p->pk->load_acc[q] >= 0) {
+    if (g->p->pk->load_acc[q] >= 0 && g->p->pk->acc[g->p->pk->load_acc[q]].buf == PLAN_NO_BUF) {
+        v = offset(g, g->p->pk->load_acc[q]); /* an index: the offset a dense buffer would have */
+    } else if (g->p->pk->load_acc[q] >= 0) {
         v = lg_load(m, n->dtype, access_ptr(g, g->p->pk->load_acc[q]));
         name_value(v, 'v', q);
     } else if (g->in_arr && g->in_arr[q] && g->j) {
@@ -784,7 +786,7 @@ static void prefetch_ahead(lg_fn *g, uint32_t along) {
     for (int32_t i = 0; i < p->pk->nacc; i++) {
         /* loads along the run, of a buffer whose next row is elsewhere (not a weight that
          * every row reads: layernorm's w and b are in cache already) */
-        if (p->pk->acc[i].store || !g->pf_base[i] ||
+        if (p->pk->acc[i].store || p->pk->acc[i].buf == PLAN_NO_BUF || !g->pf_base[i] ||
             !((p->pk->acc[i].present >> (p->pk->naxes - 1)) & 1) ||
             !(p->pk->acc[i].present & along))
             continue;
@@ -1296,6 +1298,7 @@ static LLVMValueRef *rows_ahead(lg_fn *g, LLVMValueRef *kbase, LLVMValueRef rr, 
     LLVMBuilderRef b = m->b;
     int64_t es = 0; /* the widest element among those loads */
     for (int32_t i = 0; i < p->pk->nacc; i++) {
+        if (p->pk->acc[i].buf == PLAN_NO_BUF) continue;
         int64_t e = (int64_t)ir_dtypes[p->fm->plan->bufs[p->pk->acc[i].buf].dtype].bytes;
         if (!p->pk->acc[i].store && (p->pk->acc[i].present & p->pk->reduced) && e > es) es = e;
     }

@@ -13,6 +13,7 @@
  * are the lowest that keep that error well under half an ulp of the result.
  */
 #include "codegen/cpu/llvm_math.h"
+#include "ir/philox.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -699,6 +700,10 @@ static inline float expf_neg_sq(float a) {
     float lo = at * (ah + a); /* 2 ah at + at^2 */
     expf_red k = expf_reduce(-hi, -lo);
     return u2f((k.n + 127u) << 23) * (1.0f + k.em); /* n in [-24, -1] */
+}
+
+LLVM_MATH_API float llvm_math_rand(long long seed, long long index, int stream) {
+    return ir_philox_u01((int64_t)seed, (int64_t)index, (int32_t)stream);
 }
 
 LLVM_MATH_API float llvm_math_erff(float x) {

@@ -115,6 +115,11 @@ double llvm_math_copysign(double x, double y);
 double llvm_math_minimum(double x, double y);
 double llvm_math_maximum(double x, double y);
 
+/* ---- random numbers ----------------------------------------------------------------------- */
+/* rand's value: Philox4x32-10 of (seed, the element's flat index, the stream), ir/philox.h's
+ * code, bit for bit the reference's */
+float llvm_math_rand(long long seed, long long index, int stream);
+
 /* ---- f64 that call libm (scalar calls, libm's accuracy) -------------------------------- */
 double llvm_math_sin(double x);
 double llvm_math_cos(double x);

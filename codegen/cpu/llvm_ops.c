@@ -643,9 +643,23 @@ static LLVMValueRef op_MIN(lg_mod *m, const lg_args *a) {
     return iminmax(m, a->v[0], a->v[1], 0);
 }
 
+/* rand: Philox4x32-10 of (seed, index, the node's stream), the reference's own C (ir/philox.h)
+ * through the math bitcode, so the bits are the same */
+static LLVMValueRef op_RAND(lg_mod *m, const lg_args *a) {
+    LLVMTypeRef ps[3] = {m->t_i64, m->t_i64, m->t_i32};
+    LLVMTypeRef fty = LLVMFunctionType(m->t_f32, ps, 3, 0);
+    LLVMValueRef fn = LLVMGetNamedFunction(m->mod, "llvm_math_rand");
+    if (!fn) fn = LLVMAddFunction(m->mod, "llvm_math_rand", fty);
+    m->math_calls++;
+    LLVMValueRef args[3] = {a->v[0], a->v[1],
+                            LLVMConstInt(m->t_i32, (unsigned long long)a->n->index, 0)};
+    return LLVMBuildCall2(m->b, fty, fn, args, 3, "");
+}
+
 /* leaves and outputs are not computed by an emitter */
 #define op_INPUT  NULL
 #define op_CONST  NULL
+#define op_INDEX  NULL
 #define op_OUTPUT NULL
 
 static const lg_op_fn op_table[IR_OP_COUNT] = {

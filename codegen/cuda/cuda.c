@@ -63,7 +63,8 @@ static const char *params(cg_kernel *k, const char *size_type) {
     ir_buf_init(&b, k->m->a);
     for (int32_t i = 0; i < k->nbufs; i++) {
         const cg_buf *bf = &k->bufs[i];
-        ir_buf_printf(&b, "%s%s%s *__restrict__ %s", i ? ", " : "", bf->output ? "" : "const ",
+        if (bf->computed) continue;
+        ir_buf_printf(&b, "%s%s%s *__restrict__ %s", b.len ? ", " : "", bf->output ? "" : "const ",
                       cg_stype(bf->dtype), bf->name);
     }
     for (int32_t i = 0; i < k->nsizes; i++) {
@@ -81,7 +82,7 @@ static const char *call_args(cg_kernel *k, const char *cast) {
     ir_buf b;
     ir_buf_init(&b, k->m->a);
     for (int32_t i = 0; i < k->nbufs; i++)
-        ir_buf_printf(&b, "%s%s", i ? ", " : "", k->bufs[i].name);
+        if (!k->bufs[i].computed) ir_buf_printf(&b, "%s%s", b.len ? ", " : "", k->bufs[i].name);
     for (int32_t i = 0; i < k->nsizes; i++) {
         const cg_sizearg *s = &k->sizes[i];
         ir_buf_printf(&b, "%s%s%s", b.len ? ", " : "", s->ctype ? "" : cast, s->name);
@@ -173,15 +174,16 @@ void cg_emit_function(cg_kernel *k, const char *name, int max_block, const char 
 }
 
 void cg_launch_args(cg_kernel *k, cuda_launch *l) {
-    int32_t n = k->nbufs + k->nsizes;
+    int32_t nreal = cg_real_bufs(k);
+    int32_t n = nreal + k->nsizes;
     cuda_arg *a = ir_arena_calloc(k->m->a, (size_t)(n ? n : 1), sizeof(cuda_arg));
-    for (int32_t i = 0; i < k->nbufs; i++) {
+    for (int32_t i = 0; i < nreal; i++) {
         a[i].kind = k->bufs[i].kind;
         a[i].index = k->bufs[i].index;
         a[i].name = k->bufs[i].name;
     }
     for (int32_t i = 0; i < k->nsizes; i++) {
-        cuda_arg *x = &a[k->nbufs + i];
+        cuda_arg *x = &a[nreal + i];
         x->kind = k->sizes[i].kind;
         x->index = k->sizes[i].index;
         x->size = k->sizes[i].size;
@@ -221,7 +223,10 @@ static void add_buf(cg_kernel *k, ir_ref node, int output, cuda_arg_kind kind, i
     b.dtype = k->f->nodes[node].dtype;
     b.kind = kind;
     b.index = index;
-    if (kind == CUDA_ARG_PARAM)
+    b.computed = k->f->nodes[node].op == IR_OP_INDEX;
+    if (b.computed)
+        b.name = cg_fmt(k, "i%d", (int)node);
+    else if (kind == CUDA_ARG_PARAM)
         b.name = cg_fmt(k, "p_%s", k->f->params[index].name);
     else if (kind == CUDA_ARG_RESULT)
         b.name = cg_fmt(k, "r%d", (int)index);
@@ -277,6 +282,13 @@ static void gen_kernel(fn_state *st, int32_t ki) {
         }
         for (int32_t o = 0; o < f->noutputs; o++)
             if (f->nodes[f->outputs[o].node].args[0] == q) add_buf(k, q, 1, CUDA_ARG_RESULT, o);
+    }
+    /* last, so that a real buffer's index is its argument's: the indexes it reads */
+    for (int32_t i = 0; i < kn->nbody; i++) {
+        const ir_node *n = &f->nodes[kn->body[i]];
+        for (int a = 0; a < ir_ops[n->op].arity; a++)
+            if (f->nodes[n->args[a]].op == IR_OP_INDEX && k->inbuf[n->args[a]] < 0)
+                add_buf(k, n->args[a], 0, CUDA_ARG_PARAM, -1);
     }
 
     /* a comment naming the kernel */

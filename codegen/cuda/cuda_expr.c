@@ -194,6 +194,7 @@ typedef struct op_tmpl {
 
 #define TMPL_INPUT     NONE
 #define TMPL_CONST     NONE
+#define TMPL_INDEX     NONE
 #define TMPL_NEG       "(-$0)", "(-$0)", "fx_neg($0)", NULL, 0, H(INT)
 #define TMPL_NOT       NULL, NULL, NULL, "(!$0)", 0, 0
 #define TMPL_ADD       ARITH("+", "add")
@@ -249,6 +250,7 @@ typedef struct op_tmpl {
 #define TMPL_ATAN2     FD2("atan2")
 #define TMPL_HYPOT     FD2("hypot")
 #define TMPL_COPYSIGN  FD2("copysign")
+#define TMPL_RAND      "fx_rand($0, $1, $Su)", NULL, NULL, NULL, H(RAND), 0
 #define TMPL_CAST      NONE
 #define TMPL_BROADCAST NONE
 #define TMPL_SUM       NONE
@@ -281,6 +283,8 @@ const char *cg_op_table_check(void) {
             if (!t->b) return oi->name;
         } else if (oi->flags & (IR_OPF_FLOATFN | IR_OPF_PRED)) {
             if (!t->f || !t->d) return oi->name;
+        } else if (oi->flags & IR_OPF_RANDOM) {
+            if (!t->f) return oi->name;
         } else if (!t->f || !t->d || !t->i) {
             return oi->name;
         }
@@ -288,13 +292,13 @@ const char *cg_op_table_check(void) {
     return NULL;
 }
 
-/* Substitutes $0..$2 in a template. */
+/* Substitutes $0..$2 in a template, and $S (rand's stream) with ops[3]. */
 static const char *subst(cg_kernel *k, const char *tmpl, const char *const *ops) {
     ir_buf b;
     ir_buf_init(&b, k->m->a);
     for (const char *p = tmpl; *p; p++) {
-        if (p[0] == '$' && p[1] >= '0' && p[1] <= '2') {
-            ir_buf_puts(&b, ops[p[1] - '0']);
+        if (p[0] == '$' && ((p[1] >= '0' && p[1] <= '2') || p[1] == 'S')) {
+            ir_buf_puts(&b, ops[p[1] == 'S' ? 3 : p[1] - '0']);
             p++;
         } else {
             ir_buf_putn(&b, p, 1);
@@ -422,7 +426,7 @@ static const char *ew_expr(cg_kernel *k, ir_ref r) {
     const ir_node *n = &k->f->nodes[r];
     const ir_op_info *oi = &ir_ops[n->op];
     const op_tmpl *t = &op_table[n->op];
-    const char *ops[3] = {"", "", ""};
+    const char *ops[4] = {"", "", "", cg_fmt(k, "%d", (int)n->index)};
     for (int i = 0; i < oi->arity; i++)
         ops[i] = cg_operand(k, n->args[i]);
     /* the class of the computation: the operands' for comparisons and predicates */
@@ -433,7 +437,7 @@ static const char *ew_expr(cg_kernel *k, ir_ref r) {
     if (!tmpl && c == CC_BOOL && t->i && (oi->flags & IR_OPF_NUMERIC)) {
         /* arithmetic on bool (the IR allows it; the front end does not make it): as the
          * reference, in integers, then != 0 */
-        const char *iops[3];
+        const char *iops[4] = {"", "", "", ops[3]};
         for (int i = 0; i < 3; i++)
             iops[i] = cg_fmt(k, "(int)%s", ops[i]);
         for (int h = 0; h < CG_H_COUNT; h++)

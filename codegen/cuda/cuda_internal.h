@@ -39,6 +39,7 @@ typedef enum cg_helper {
     CG_H_CVT,     /* float -> integer: truncate, saturate, NaN -> 0 */
     CG_H_NSUM,    /* compensated (Neumaier) summation */
     CG_H_SHFL,    /* warp shuffles of any 4- or 8-byte value */
+    CG_H_RAND,    /* rand: Philox4x32-10 (ir/philox.h's code in CUDA C) */
     CG_H_COUNT
 } cg_helper;
 
@@ -78,6 +79,8 @@ typedef struct cg_buf {
     cuda_arg_kind kind; /* PARAM, RESULT or SCRATCH */
     int32_t index;      /* which one */
     uint32_t mask;      /* groups of the current space it spans (space_build) */
+    int computed;       /* an INDEX: no pointer, no argument; its value is the offset a
+                           dense buffer of its shape would have (after the real buffers) */
 } cg_buf;
 
 /* A group: a collapsed axis of the kernel plan (adjacent domain axes that every buffer of the
@@ -244,6 +247,13 @@ void cg_gen_full(cg_kernel *k, cuda_launch *l2);
  * size type. */
 const char *cg_special_arg(cg_kernel *k, cuda_arg_kind kind, int32_t index, const char *name,
                            const char *ctype);
+/* The buffers with a pointer: all but the computed ones, which come after them. */
+static inline int32_t cg_real_bufs(const cg_kernel *k) {
+    int32_t n = 0;
+    while (n < k->nbufs && !k->bufs[n].computed)
+        n++;
+    return n;
+}
 /* The launch's arguments: the kernel's buffers, then its size and special arguments. */
 void cg_launch_args(cg_kernel *k, cuda_launch *l);
 /* Emits kernel functions with `body` (indented one level). CG_FN_PLAIN: one entry point

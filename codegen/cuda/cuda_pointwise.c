@@ -71,6 +71,13 @@ static const char *flat_load(cg_kernel *k, int b) {
     const cg_buf *bf = &k->bufs[b];
     const char *v = cg_fmt(k, "v%d", (int)bf->node);
     const char *x;
+    if (bf->computed) {
+        /* an index: the offset itself, lane j of a vector past its first element */
+        const char *o = s ? flat_offset(k, b) : "0";
+        if (s && s->vec && (bf->mask & (1u << s->inner))) o = cg_fmt(k, "%s + j", o);
+        cg_line(k, "const long long %s = (long long)(%s);", v, o);
+        return v;
+    }
     if (s && s->vec && s->vecbuf[b])
         x = cg_fmt(k, "l%d.v[j]", (int)b);
     else
@@ -156,7 +163,7 @@ static void flat_layout(cg_kernel *k, flat *s) {
     for (int32_t b = 0; b < k->nbufs; b++) {
         uint32_t mk = k->bufs[b].mask;
         if (!cg_buf_used(k, b)) continue;
-        if (G && (mk & (1u << s->inner))) {
+        if (G && (mk & (1u << s->inner)) && !k->bufs[b].computed) {
             int by = ir_dtypes[k->bufs[b].dtype].bytes;
             if (by > maxbytes) maxbytes = by;
         }
@@ -192,6 +199,7 @@ static const char *flat_vector_cond(cg_kernel *k, flat *s) {
         cond = cg_fmt(k, "%s %% %d == 0", cg_size_expr(k, k->groups[s->inner].extent, "ext"), s->w);
     for (int32_t b = 0; b < k->nbufs; b++) {
         if (!cg_buf_used(k, b) || !(k->bufs[b].mask & (1u << s->inner))) continue;
+        if (k->bufs[b].computed) continue;
         s->vecbuf[b] = 1;
         cg_use(k, CG_H_TYPES);
         const char *c = cg_fmt(k, "fx_vec_ok<%d>(%s)", s->w, k->bufs[b].name);
@@ -408,7 +416,8 @@ static void elementwise_variants(cg_kernel *k, cuda_launch *l, int32_t nparts, c
                                  cuda_cond *conds) {
     cg_module *m = k->m;
     cuda_variant *v = ir_arena_calloc(m->a, 2, sizeof(cuda_variant));
-    if (nparts == 1 && !k->flat_tracked && k->nsizes <= 1) {
+    /* (an index would need the chunk's start added: the template instead) */
+    if (nparts == 1 && !k->flat_tracked && k->nsizes <= 1 && cg_real_bufs(k) == k->nbufs) {
         /* one body: 32-bit indexes over chunks of the elements */
         v[0].name = cg_global_name(k, "");
         v[0].nparts = 1;

@@ -383,6 +383,34 @@ static const helper helpers[CG_H_COUNT] = {
                       "__device__ __forceinline__ bool fx_shfl_xor(bool v, int o) {\n"
                       "    return __shfl_xor_sync(0xffffffffu, (int)v, o) != 0;\n"
                       "}\n"},
+    [CG_H_RAND] = {0,
+                   "/* rand: Philox4x32-10 of counter (index, stream, 0) and key seed, the first "
+                   "word's top\n"
+                   "   24 bits in [0, 1) (SPEC 1; ir/philox.h) */\n"
+                   "__device__ __forceinline__ float fx_rand(long long seed, long long index, "
+                   "unsigned stream) {\n"
+                   "    unsigned c0 = (unsigned)index, c1 = (unsigned)((unsigned long long)index "
+                   ">> 32);\n"
+                   "    unsigned c2 = stream, c3 = 0u;\n"
+                   "    unsigned k0 = (unsigned)seed, k1 = (unsigned)((unsigned long long)seed "
+                   ">> 32);\n"
+                   "    #pragma unroll\n"
+                   "    for (int r = 0; r < 10; r++) {\n"
+                   "        if (r > 0) {\n"
+                   "            k0 += 0x9E3779B9u;\n"
+                   "            k1 += 0xBB67AE85u;\n"
+                   "        }\n"
+                   "        const unsigned long long p0 = (unsigned long long)0xD2511F53u * c0;\n"
+                   "        const unsigned long long p1 = (unsigned long long)0xCD9E8D57u * c2;\n"
+                   "        const unsigned n0 = (unsigned)(p1 >> 32) ^ c1 ^ k0;\n"
+                   "        const unsigned n2 = (unsigned)(p0 >> 32) ^ c3 ^ k1;\n"
+                   "        c1 = (unsigned)p1;\n"
+                   "        c3 = (unsigned)p0;\n"
+                   "        c0 = n0;\n"
+                   "        c2 = n2;\n"
+                   "    }\n"
+                   "    return (float)(c0 >> 8) * 5.9604644775390625e-8f; /* 2^-24 */\n"
+                   "}\n"},
 };
 
 const char *cg_helper_text(cg_helper h, unsigned *deps) {

@@ -57,6 +57,8 @@ static int per_element(const cg_kernel *k, ir_ref r) {
     return (k->var[r] & k->reduced) != 0;
 }
 
+static int row_linear(const cg_kernel *k, int32_t b);
+
 /* ---- planning -------------------------------------------------------------------------------- */
 
 /* The targets of sweep s: operands of its reductions, and the outputs it writes. */
@@ -149,7 +151,7 @@ static void plan_build(cg_kernel *k, rplan *p, int with_cache) {
     for (int32_t b = 0; b < k->nbufs; b++) {
         const cg_buf *bf = &k->bufs[b];
         if (bf->output || !per_element(k, bf->node) || !(bf->mask & ~k->reduced)) continue;
-        if (!cg_reduced_linear(k, b)) continue;
+        if (!row_linear(k, b)) continue; /* (an index is computed, never cached) */
         if (popcount(sweeps[bf->node]) >= 2) p->cached_buf[b] = 1;
     }
     int32_t node_words = 0, buf_words = 0;
@@ -167,7 +169,7 @@ static void plan_build(cg_kernel *k, rplan *p, int with_cache) {
         for (int32_t b = 0; b < k->nbufs; b++) {
             const cg_buf *bf = &k->bufs[b];
             if (bf->output || !per_element(k, bf->node) || !(bf->mask & ~k->reduced)) continue;
-            if (cg_reduced_linear(k, b) && popcount(sweeps[bf->node]) >= 2 && !p->cached_buf[b]) {
+            if (row_linear(k, b) && popcount(sweeps[bf->node]) >= 2 && !p->cached_buf[b]) {
                 p->cached_buf[b] = 1;
                 buf_words += cg_ctype_words(bf->dtype);
             }
@@ -293,9 +295,22 @@ typedef struct rowctx {
     unsigned char *vecbuf; /* per buffer: loaded as a vector before the lanes */
 } rowctx;
 
-/* Buffers read or written along rows, at the row's offset plus the element index. */
+/* Buffers read or written along rows, at the row's offset plus the element index (indexes
+ * are no memory: never vector loads). */
 static int row_linear(const cg_kernel *k, int32_t b) {
-    return per_element(k, k->bufs[b].node) && cg_reduced_linear(k, b);
+    return !k->bufs[b].computed && per_element(k, k->bufs[b].node) && cg_reduced_linear(k, b);
+}
+
+/* An index's value at the current point of a reduction: the kept part of the offset, then the
+ * reduced part at element index e. */
+static const char *index_value(cg_kernel *k, int b, const char *e) {
+    const cg_buf *bf = &k->bufs[b];
+    const char *v = cg_fmt(k, "v%d", (int)bf->node);
+    const char *kept = (bf->mask & ~k->reduced) ? cg_fmt(k, "o%d", (int)b) : "0";
+    const char *red = e ? cg_offset_reduced(k, b, e, "") : NULL;
+    cg_line(k, "const long long %s = (long long)(%s%s%s);", v, kept, red ? " + " : "",
+            red ? red : "");
+    return v;
 }
 
 static const char *row_base(cg_kernel *k, int32_t b) {
@@ -308,6 +323,7 @@ static const char *row_load(cg_kernel *k, int b) {
     const cg_buf *bf = &k->bufs[b];
     const char *v = cg_fmt(k, "v%d", (int)bf->node);
     const char *x;
+    if (bf->computed) return index_value(k, b, c->elem ? c->e : NULL);
     if (!c->elem) {
         /* a value per row: the row's element, or nothing past the last row */
         const char *at = (bf->mask & ~k->reduced) ? cg_fmt(k, "o%d", (int)b) : "0";
@@ -646,6 +662,7 @@ typedef struct colctx {
 static const char *col_load(cg_kernel *k, int b) {
     colctx *c = k->ctx;
     const cg_buf *bf = &k->bufs[b];
+    if (bf->computed) return index_value(k, b, c->elem ? "e" : NULL);
     const char *v = cg_fmt(k, "v%d", (int)bf->node);
     const char *base = (bf->mask & ~k->reduced) ? cg_fmt(k, "o%d", (int)b) : "0";
     const char *x;
@@ -979,6 +996,7 @@ static const char *partials_of(cg_kernel *k, ir_ref r, int32_t i, const char *ba
 
 static const char *final_load(cg_kernel *k, int b) {
     const cg_buf *bf = &k->bufs[b];
+    if (bf->computed) return index_value(k, b, NULL); /* element 0 */
     const char *v = cg_fmt(k, "v%d", (int)bf->node);
     cg_line(k, "const %s %s = %s;", cg_ctype(bf->dtype), v,
             cg_from_storage(k, bf->dtype, cg_fmt(k, "%s[0]", bf->name)));

@@ -134,6 +134,11 @@ class Gen:
         # (name, dtype, shape, declared dims); a let's dtype is its kind's ("f" for a float)
         self.params = []
         self.lets = []
+        # rand: a generator of its own (None: no draws), so that the programs' other choices,
+        # and so the suite's programs, are what they were before rand existed; its seed is an
+        # extra parameter, never picked as an operand
+        self.rand = None
+        self.extra = []
 
     def pick(self, seq):
         return seq[int(self.rng.integers(len(seq)))]
@@ -142,6 +147,12 @@ class Gen:
         return [(n, s) for n, dt, s, _ in self.params if dt == "bool"]
 
     def leaf(self):
+        e, k, s = self.plain_leaf()
+        if self.rand is not None and self.rand.random() < 0.12:
+            return f"rand(seed, {e})", "f", s  # a draw over the leaf's shape
+        return e, k, s
+
+    def plain_leaf(self):
         r = self.rng.random()
         if r < 0.15:
             lit = self.pick(["0.5", "2.0", "1.5", "3", "0.125", "-1.25"])
@@ -250,7 +261,7 @@ class Gen:
             e, dt, s = self.output(i == 0)
             outs.append(e)
             decls.append((dt, s))
-        sig = ", ".join(f"{n}: {dt}{decl(dims)}" for n, dt, _, dims in self.params)
+        sig = ", ".join(f"{n}: {dt}{decl(dims)}" for n, dt, _, dims in self.params + self.extra)
         ret = ", ".join(f"{dt}{decl(s)}" for dt, s in decls)
         if len(decls) > 1:
             ret = f"({ret})"
@@ -293,6 +304,8 @@ class Gen:
             if self.rng.random() < 0.5:
                 dt = self.pick(FLOATS + list(INTS) + ["bool"])
                 self.params.append((pname, dt, padded(dims, self.rank), dims))
+        if self.rand is not None:
+            self.extra = [("seed", "i64", self.one, ())]
         body, decls = self.function(name, int(self.rng.integers(1, 3)))
         return src + body, decls
 
@@ -314,6 +327,8 @@ def inputs(gen, rng, sizes):
             a = rng.uniform(-4.0, 4.0, size=shape)
             a[a == 0] = 0.5
             arrays[name] = a
+    for name, _, _, _ in gen.extra:  # rand's seed, from rand's own generator: any i64
+        arrays[name] = gen.rand.integers(-2 ** 63, 2 ** 63 - 1, dtype=np.int64, endpoint=True)
     return arrays
 
 
@@ -321,7 +336,7 @@ def save(arrays, gen, tag, perturb=None, scale=2.0 ** -21):
     """The inputs as .npy files; with `perturb` (a generator), the f32 and f64 ones moved by
     up to `scale` of themselves (16-bit ones would round back)."""
     files = []
-    for name, dt, _, _ in gen.params:
+    for name, dt, _, _ in gen.params + gen.extra:
         a = arrays[name]
         if dt in ("f32", "f64") and perturb is not None:
             a = a * (1.0 + perturb.uniform(-1.0, 1.0, size=np.shape(a)) * scale)
@@ -380,8 +395,8 @@ class Case:
         # i64 inputs past 2^24 (and what their sums and products wrap to) turned into floats
         # make f32 and f64 differ at will (u - (v + u) is 0 in f32 at u = 2^40, v in f64),
         # and no perturbation of an integer shows it: float results are not compared then
-        self.large_ints = any(np.abs(a).max(initial=0) > 2 ** 24 for a in arrays.values()
-                              if a.dtype == np.int64)
+        self.large_ints = any(np.abs(arrays[n]).max(initial=0) > 2 ** 24
+                              for n, dt, _, _ in gen.params if dt == "i64")
         self.reduces = "sum(" in src or "mean(" in src
         # a float product's allowance (SPEC §5), 1e-5 + (n - 1) 2^-24, at the largest n
         self.prods = "prod((1.0" in src and 1e-5 + int(np.prod(list(sizes.values()))) * 2.0 ** -24
@@ -482,6 +497,8 @@ def main():
     for case in range(COUNT):
         rank = 3 if case % 3 == 2 else 2
         gen = Gen(rng, rank)
+        draws = np.random.default_rng([SEED, case])
+        gen.rand = draws if draws.random() < 0.3 else None
         src, decls = gen.program("prog")
         size = sizes[rank][(case // 3) % len(sizes[rank])]
         arrays = inputs(gen, rng, size)
