@@ -238,7 +238,10 @@ static void warp_combine(cg_kernel *k, const rplan *p, int32_t s, const char *wi
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
         const char *a = acc_name(k, r);
-        cg_line(k, "%s = %s;", a, cg_red_combine(k, r, a, cg_fmt(k, "fx_shfl_xor(%s, o)", a)));
+        /* the shuffle first, every lane: a combine that short-circuits (a bool max is
+         * a || b) would leave lanes out of a full-mask shuffle */
+        cg_line(k, "const %s %s_o = fx_shfl_xor(%s, o);", cg_ctype(k->f->nodes[r].dtype), a, a);
+        cg_line(k, "%s = %s;", a, cg_red_combine(k, r, a, cg_fmt(k, "%s_o", a)));
     }
     k->ind--;
     cg_line(k, "}");
