@@ -471,6 +471,49 @@ static check_val lower_rand(check_ctx *c, const check_val *v, int32_t stream) {
     return check_tensor(r, v[1].nb, v[1].pad, v[1].loc);
 }
 
+/* argmax(x, axis=k) / argmin (one axis, or none: the flat index over every axis): the
+ * extreme m = max(x) or min(x) over the axes, then the least index where x is m (where m is
+ * NaN, where x is NaN): numpy's first index on ties and first NaN (SPEC §1). The index is
+ * the row-major position within the reduced axes: an INDEX of x's shape with its kept axes
+ * set to 1, broadcast. Both reductions run over the same axes, so they fuse into one kernel,
+ * and a max of x the program takes too is the same node (CSE). Over nothing, the max or
+ * min fails at launch. */
+static check_val lower_argreduce(check_ctx *c, ir_op op, const check_val *x, const ast_arg *axis) {
+    if (axis && axis->naxes != 1) {
+        check_error(c, axis->loc, "'%s' takes one axis, got %d", ir_ops[op].name, (int)axis->naxes);
+        return check_err_val();
+    }
+    ir_op ext = op == IR_OP_ARGMAX ? IR_OP_MAX : IR_OP_MIN;
+    check_val m = lower_reduce(c, ext, x, axis);
+    if (m.kind == CHECK_ERR) return m;
+    ir_func *f = c->f;
+    if (x->kind == CHECK_WEAK) return check_tensor(ir_const_int(f, IR_I64, 0), 0, 0, x->loc);
+    const ir_shape xs = f->nodes[x->ref].shape;
+    uint32_t axes = 0;
+    for (int32_t a = 0; a < xs.rank; a++)
+        if (f->nodes[m.ref].shape.dims[a].sym != xs.dims[a].sym ||
+            f->nodes[m.ref].shape.dims[a].size != xs.dims[a].size)
+            axes |= 1u << a;
+    if (!axes) return check_tensor(ir_const_int(f, IR_I64, 0), 0, 0, x->loc); /* rank 0 */
+    ir_ref mb = ir_broadcast(f, m.ref, &xs);
+    ir_dtype t = f->nodes[x->ref].dtype;
+    ir_ref eqa[2] = {x->ref, mb};
+    ir_ref hit = ir_ew(f, IR_OP_EQ, IR_BOOL, &xs, 2, eqa);
+    if (ir_dtype_is_float(t)) {
+        ir_ref nm = ir_ew(f, IR_OP_ISNAN, IR_BOOL, &xs, 1, &mb);
+        ir_ref nx = ir_ew(f, IR_OP_ISNAN, IR_BOOL, &xs, 1, &x->ref);
+        ir_ref wa[3] = {nm, nx, hit};
+        hit = ir_ew(f, IR_OP_WHERE, IR_BOOL, &xs, 3, wa);
+    }
+    ir_shape sub = ir_shape_reduce(&xs, ~axes & ((1u << xs.rank) - 1));
+    ir_ref idx = ir_broadcast(f, ir_index(f, &sub), &xs);
+    ir_ref none = ir_const_int(f, IR_I64, INT64_MAX);
+    ir_ref sa[3] = {hit, idx, none};
+    ir_ref sel = ir_ew(f, IR_OP_WHERE, IR_I64, &xs, 3, sa);
+    ir_ref r = ir_reduce(f, IR_OP_MIN, sel, axes, IR_I64);
+    return check_tensor(r, x->nb, x->pad, x->loc);
+}
+
 static check_val lower_builtin(check_ctx *c, check_frame *fr, const ast_expr *e, ir_op op) {
     const char *name = ir_ops[op].name;
     int reduce = ir_ops[op].cls == IR_CLASS_REDUCE;
@@ -508,6 +551,7 @@ static check_val lower_builtin(check_ctx *c, check_frame *fr, const ast_expr *e,
         if (k < 3) v[k++] = x;
     }
     if (!ok) return check_err_val();
+    if (ir_ops[op].flags & IR_OPF_ARGREDUCE) return lower_argreduce(c, op, &v[0], axis);
     if (reduce) return lower_reduce(c, op, &v[0], axis);
     unsigned flags = ir_ops[op].flags;
     if (flags & IR_OPF_RANDOM) return lower_rand(c, v, stream);

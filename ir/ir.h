@@ -91,6 +91,7 @@ enum {
     IR_OPF_NONEMPTY = 1u << 9,   /* reduction without a result over nothing: an error there */
     IR_OPF_FLOATONLY = 1u << 10, /* takes float operands only, integers are an error (mean) */
     IR_OPF_RANDOM = 1u << 11,    /* i64 operands (seed, index) and a stream, f32 result: rand */
+    IR_OPF_ARGREDUCE = 1u << 12, /* argmax/argmin: lowered by the front end, never in the IR */
 };
 
 /* The identity of a reduction: the value it starts from, and so its result over nothing (but

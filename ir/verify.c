@@ -268,7 +268,11 @@ int ir_verify_node(const ir_func *f, ir_ref r, char *err, size_t errlen) {
                            shape_str(f, &n->shape, s2, sizeof s2));
         return 0;
     }
-    case IR_CLASS_REDUCE: return check_reduce(f, r, err, errlen);
+    case IR_CLASS_REDUCE:
+        if (oi->flags & IR_OPF_ARGREDUCE)
+            return ir_fail(err, errlen, "%%%d: %s is lowered by the front end (to max or min)",
+                           (int)r, oi->name);
+        return check_reduce(f, r, err, errlen);
     case IR_CLASS_OUTPUT: {
         const ir_node *a = &f->nodes[n->args[0]];
         if (a->dtype != n->dtype)

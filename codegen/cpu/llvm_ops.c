@@ -657,9 +657,12 @@ static LLVMValueRef op_RAND(lg_mod *m, const lg_args *a) {
 }
 
 /* leaves and outputs are not computed by an emitter */
-#define op_INPUT  NULL
-#define op_CONST  NULL
-#define op_INDEX  NULL
+#define op_INPUT NULL
+#define op_CONST NULL
+#define op_INDEX NULL
+/* argmax and argmin are lowered by the front end */
+#define op_ARGMAX NULL
+#define op_ARGMIN NULL
 #define op_OUTPUT NULL
 
 static const lg_op_fn op_table[IR_OP_COUNT] = {

@@ -258,6 +258,8 @@ typedef struct op_tmpl {
 #define TMPL_MEAN      NONE
 #define TMPL_MAX       NONE
 #define TMPL_MIN       NONE
+#define TMPL_ARGMAX    NONE
+#define TMPL_ARGMIN    NONE
 #define TMPL_OUTPUT    NONE
 
 static const op_tmpl op_table[IR_OP_COUNT] = {

@@ -134,9 +134,9 @@ class Gen:
         # (name, dtype, shape, declared dims); a let's dtype is its kind's ("f" for a float)
         self.params = []
         self.lets = []
-        # rand: a generator of its own (None: no draws), so that the programs' other choices,
-        # and so the suite's programs, are what they were before rand existed; its seed is an
-        # extra parameter, never picked as an operand
+        # rand and argmax/argmin: a generator of their own (None: neither), so that the
+        # programs' other choices, and so the suite's programs, are what they were before
+        # those existed; rand's seed is an extra parameter, never picked as an operand
         self.rand = None
         self.extra = []
 
@@ -216,22 +216,39 @@ class Gen:
         a, k, s = self.expr(depth - 1)
         if s != self.full:
             a, k, s = f"({a} + {self.xname})", kjoin(k, kind(self.xdt)), self.full
-        if k != "f" and self.rng.random() < 0.6:
+        ints = k != "f" and self.rng.random() < 0.6
+        if ints:
             red = self.pick(INT_REDUCE)
             k = "i64" if red in ("sum", "prod") else k
         else:
             red = self.pick(REDUCE)
-            a = f"f32({a})" if k != "f" else a
+            x = f"f32({a})" if k != "f" else a
             k = "f"
             if red == "prod":
-                a = f"(1.0 + 0.015625 * tanh({a}))"
+                x = f"(1.0 + 0.015625 * tanh({x}))"
         axes = [i for i in range(self.rank) if self.rng.random() < 0.5]
         if not axes or len(axes) == self.rank and self.rng.random() < 0.5:
-            return f"{red}({a})", k, self.one
-        names = [str(i - self.rank if self.rng.random() < 0.3 else i) for i in axes]
-        arg = names[0] if len(names) == 1 else "(" + ", ".join(names) + ")"
-        shape = tuple(1 if i in axes else d for i, d in enumerate(s))
-        return f"{red}({a}, axis={arg})", k, shape
+            res = f"{red}({a if ints else x})", k, self.one
+        else:
+            names = [str(i - self.rank if self.rng.random() < 0.3 else i) for i in axes]
+            arg = names[0] if len(names) == 1 else "(" + ", ".join(names) + ")"
+            shape = tuple(1 if i in axes else d for i, d in enumerate(s))
+            res = f"{red}({a if ints else x}, axis={arg})", k, shape
+        # (decided after every draw of the main generator, which goes on as it would)
+        if self.rand is not None and self.rand.random() < 0.35:
+            return self.argreduce(self.xname, self.full)
+        return res
+
+    def argreduce(self, a, s):
+        """argmax or argmin of the full-shape parameter (its values exact on every target, so
+        ties fall the same way) over one axis, or all of them; an i64 result."""
+        red = "argmax" if self.rand.random() < 0.5 else "argmin"
+        if self.rand.random() < 0.25:
+            return f"{red}({a})", "i64", self.one
+        axis = int(self.rand.integers(self.rank))
+        shape = tuple(1 if i == axis else d for i, d in enumerate(s))
+        name = axis - self.rank if self.rand.random() < 0.3 else axis
+        return f"{red}({a}, axis={name})", "i64", shape
 
     def call(self, depth):
         """A call of the helper on a full-shape argument (cast to its parameter's dtype) and a
@@ -498,7 +515,7 @@ def main():
         rank = 3 if case % 3 == 2 else 2
         gen = Gen(rng, rank)
         draws = np.random.default_rng([SEED, case])
-        gen.rand = draws if draws.random() < 0.3 else None
+        gen.rand = draws if draws.random() < 0.4 else None
         src, decls = gen.program("prog")
         size = sizes[rank][(case // 3) % len(sizes[rank])]
         arrays = inputs(gen, rng, size)
