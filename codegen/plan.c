@@ -339,6 +339,59 @@ static void plan_checks(const ir_func *f, ir_arena *a, plan_func *pf) {
     }
 }
 
+/* The sweep index (0..) at which kernel plan p writes stored value r: a per-element value in
+ * the sweep of its stage, a per-result one between sweeps (as the sweep of its stage), any
+ * value of an element-wise kernel in its one pass; and the last sweep index p has. */
+static int32_t store_sweep(const plan_kernel *p, ir_ref r) {
+    return p->nreds ? p->stage[r] : 0;
+}
+static int32_t last_sweep(const plan_kernel *p) {
+    return p->nreds ? p->nsweeps - 1 + p->final_sweep : 0;
+}
+
+/* Whether kernel plan q reads buffer b (a load from it). */
+static int reads_buf(const plan_kernel *q, int32_t b) {
+    for (int32_t i = 0; i < q->nacc; i++)
+        if (!q->acc[i].store && q->acc[i].buf == b) return 1;
+    return 0;
+}
+
+/* Whether writing stored value r (in part pw of kernel kw) into parameter buffer b's memory
+ * could overwrite it before its last read: a later kernel reads b, another part of the same
+ * launch does (parts run at once), or the same part in a sweep after the store. */
+static int store_hazard(const plan_func *pf, int32_t kw, int32_t pw, ir_ref r, int32_t b) {
+    for (int32_t k = kw; k < pf->nkernels; k++)
+        for (int32_t pi = 0; pi < pf->kernels[k].nparts; pi++) {
+            const plan_kernel *q = &pf->kernels[k].parts[pi];
+            if (!reads_buf(q, b)) continue;
+            if (k > kw || pi != pw) return 1;
+            if (store_sweep(q, r) < last_sweep(q)) return 1;
+        }
+    return 0;
+}
+
+/* The in-place hazards of every (result, parameter) pair of one dtype. */
+static void plan_inplace(const ir_func *f, ir_arena *a, plan_func *pf) {
+    int32_t np = f->nparams, no = f->noutputs;
+    pf->inplace_hazard = ir_arena_calloc(a, (size_t)(np * no + 1), 1);
+    for (int32_t o = 0; o < no; o++) {
+        ir_ref r = f->nodes[f->outputs[o].node].args[0];
+        const ir_node *n = &f->nodes[r];
+        int32_t kw = n->kernel, pw = 0;
+        if (kw < 0 || kw >= pf->nkernels) continue;
+        const plan_kernel_set *ks = &pf->kernels[kw];
+        for (int32_t pi = 0; pi < ks->nparts; pi++)
+            for (int32_t i = ks->parts[pi].from; i < ks->parts[pi].to; i++)
+                if (f->partition->kernels[kw].body[i] == r) pw = pi;
+        for (int32_t p = 0; p < np; p++) {
+            /* shapes equal at launch may differ in their symbols: every pair of a dtype */
+            if (f->nodes[f->params[p].node].dtype != f->outputs[o].dtype) continue;
+            int32_t b = plan_home_buf(pf, f->params[p].node);
+            pf->inplace_hazard[o * np + p] = (uint8_t)store_hazard(pf, kw, pw, r, b);
+        }
+    }
+}
+
 /* Kernel k's plans: one per part of a combined kernel, else one; a split's scratch. */
 static int plan_kernel_set_build(plan_func *pf, const plan_options *opt, int32_t k, ir_arena *a,
                                  int32_t *scap, char *err, size_t errlen) {
@@ -374,6 +427,7 @@ static int plan_func_build(ir_func *f, const plan_options *opt, ir_arena *a, pla
     int32_t scap = 0;
     for (int32_t k = 0; k < part->nkernels; k++)
         if (plan_kernel_set_build(pf, opt, k, a, &scap, err, errlen)) return -1;
+    plan_inplace(f, a, pf);
     return 0;
 }
 

@@ -23,6 +23,8 @@
  *   checks      reductions that fail over nothing (max, min: IR_OPF_NONEMPTY), with the
  *               shape whose product must not be zero
  *   scratch     every temporary and the split's partial results, with symbolic sizes
+ *   in place    which result written into a parameter's own buffer would clobber it before
+ *               its last read (so that the runtime gives that result a temporary)
  *
  * A backend decides only what is its own: threads and blocks, vector widths, loops, what to
  * keep in registers or scratch between sweeps. plan_verify checks a plan against the IR;
@@ -161,6 +163,15 @@ typedef struct plan_func {
     plan_check *checks;
     int32_t nscratch;
     plan_scratch *scratch;
+    /* In place (SPEC §3: a result may be the very buffer of a parameter of its dtype and
+     * shape, and the call is as if every input were read first): inplace_hazard[o * nparams
+     * + p] is 1 when result o, written where the plan writes it, could be overwritten over
+     * parameter p before the last read of p: p is read by a later kernel, by another part of
+     * the same combined launch, or by a later sweep of the same kernel. Where the caller
+     * passes such a pair as one buffer, the runtime writes the result to a temporary and
+     * copies it into place after the call. Parameters and results of other dtypes can never
+     * be one buffer: 0. */
+    uint8_t *inplace_hazard;
 } plan_func;
 
 typedef struct plan_module {

@@ -53,6 +53,11 @@ static void print_bufs(ir_buf *b, const plan_func *pf) {
         ir_print_shape(b, f, &pf->checks[i].shape);
         ir_buf_puts(b, " (not empty)\n");
     }
+    for (int32_t o = 0; o < f->noutputs; o++)
+        for (int32_t p = 0; p < f->nparams; p++)
+            if (pf->inplace_hazard[o * f->nparams + p])
+                ir_buf_printf(b, "  in place: result %d over \"%s\" through a temporary\n", (int)o,
+                              f->params[p].name);
     for (int32_t i = 0; i < pf->nscratch; i++) {
         const plan_scratch *s = &pf->scratch[i];
         ir_buf_printf(b, "  scratch %d: kernel %d's partials, %lld 8-byte slots per result of ",

@@ -409,6 +409,7 @@ static void gen_func(cg_module *m, const ir_func *f, const plan_func *pf, cuda_f
     out->launches = st.launches;
     out->nscratch = st.nscratch;
     out->scratch = st.scratch;
+    out->inplace_hazard = pf->inplace_hazard;
 }
 
 /* ---- the module

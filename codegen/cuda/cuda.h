@@ -164,6 +164,10 @@ typedef struct cuda_func {
     const cuda_scratch *scratch;
     int32_t nchecks;
     const cuda_check *checks;
+    /* [nresults * nparams]: result o written into parameter p's own buffer would clobber it
+     * before the function's last read of it (the kernel plan's inplace_hazard): the
+     * launcher then writes o to a temporary and copies it into place after the launches */
+    const uint8_t *inplace_hazard;
 } cuda_func;
 
 /* All kernels of a module's functions in one translation unit, and how to launch them. */

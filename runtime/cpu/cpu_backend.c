@@ -586,6 +586,15 @@ static void block_give(cpu_program *p, char *b, size_t bytes) {
     free(b);
 }
 
+/* Whether result o goes to a temporary: its buffer is a parameter's that the plan reads after
+ * writing the result there (plan_func.inplace_hazard). */
+static int inplace_temp(const plan_func *pf, const ir_func *f, const ir_tensor *args, int32_t o) {
+    const void *data = args[f->nparams + o].data;
+    for (int32_t p = 0; p < f->nparams; p++)
+        if (data && args[p].data == data && pf->inplace_hazard[o * f->nparams + p]) return 1;
+    return 0;
+}
+
 static fusec_status cpu_launch(void *program, int func, const ir_tensor *args, const int64_t *syms,
                                void *stream, char *err, size_t errlen) {
     (void)stream; /* CPU launches complete before they return */
@@ -613,7 +622,9 @@ static fusec_status cpu_launch(void *program, int func, const ir_tensor *args, c
     size_t temp_bytes = 0;
     for (int32_t i = 0; i < fm->plan->nbufs; i++) {
         const plan_buf *b = &fm->plan->bufs[i];
-        if (b->kind != PLAN_BUF_TEMP) continue;
+        if (b->kind != PLAN_BUF_TEMP &&
+            !(b->kind == PLAN_BUF_RESULT && inplace_temp(fm->plan, f, args, b->index)))
+            continue;
         size_t n = (size_t)plan_shape_count(&b->shape, syms) * (size_t)ir_dtypes[b->dtype].bytes;
         offsets[i] = temp_bytes;
         temp_bytes += (n + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
@@ -629,13 +640,24 @@ static fusec_status cpu_launch(void *program, int func, const ir_tensor *args, c
         const plan_buf *b = &fm->plan->bufs[i];
         switch (b->kind) {
         case PLAN_BUF_PARAM: bufs[i] = args[b->index].data; break;
-        case PLAN_BUF_RESULT: bufs[i] = args[f->nparams + b->index].data; break;
+        case PLAN_BUF_RESULT:
+            bufs[i] = inplace_temp(fm->plan, f, args, b->index) ? block + offsets[i]
+                                                                : args[f->nparams + b->index].data;
+            break;
         case PLAN_BUF_TEMP: bufs[i] = block + offsets[i]; break;
         }
     }
     for (int32_t k = 0; k < fm->nkernels && st == FUSEC_OK; k++)
         st = run_kernel(&fm->kernels[k], &p->kernels[func][k], p->vector_bytes, bufs, syms, err,
                         errlen);
+    /* results written to a temporary (in place over a parameter read after they are
+     * written), into place now that every read is done */
+    for (int32_t i = 0; i < fm->plan->nbufs && st == FUSEC_OK; i++) {
+        const plan_buf *b = &fm->plan->bufs[i];
+        if (b->kind == PLAN_BUF_RESULT && inplace_temp(fm->plan, f, args, b->index))
+            memcpy(args[f->nparams + b->index].data, bufs[i],
+                   (size_t)plan_shape_count(&b->shape, syms) * (size_t)ir_dtypes[b->dtype].bytes);
+    }
     if (block) block_give(p, block, block_bytes);
     free(offsets);
     free(bufs);

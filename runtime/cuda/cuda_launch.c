@@ -16,6 +16,9 @@
 /* Scratch buffers are carved from one pool allocation at this alignment (cuda_resolve's
  * rule; the pool's own allocations are at least this aligned). */
 #define RT_CUDA_SCRATCH_ALIGN 256u
+/* The most parameters and results of a call (IR_MAX_ARGS), and results. */
+#define RT_CUDA_MAX_ARGS    IR_MAX_ARGS
+#define RT_CUDA_MAX_RESULTS IR_MAX_ARGS
 
 /* One resolution of a function for given dims: what its launches need. */
 typedef struct resolution {
@@ -45,12 +48,21 @@ struct rt_cuda_gpu {
     rt_cuda_fn *fns;
 };
 
+/* Results in place over a parameter the function reads after writing them (SPEC §3: as if
+ * every input were read first): their temporaries, after the call's scratch. */
+typedef struct temps {
+    uint64_t off[RT_CUDA_MAX_RESULTS]; /* byte offset of result o's temporary; UINT64_MAX: none */
+    uint64_t bytes;                    /* the temporaries' bytes, in all */
+} temps;
+
 struct rt_cuda_plan {
     rt_cuda_gpu *g;
     rt_cuda_fn *fn;
     int64_t *syms; /* the dims it was made for */
     resolution res;
     void *res_mem;
+    temps tmp;       /* room for every result that may need one, used where the pointers say */
+    ir_tensor *args; /* as bound: the copies into place after a replay */
     rt_cu_deviceptr scratch;
     rt_cu_stream last_stream;
     rt_cu_graph graph;
@@ -364,6 +376,63 @@ static fusec_status scratch_alloc(uint64_t bytes, rt_cu_stream stream, rt_cu_dev
     return FUSEC_OK;
 }
 
+/* ---- results in place ----------------------------------------------------------------- */
+
+static uint64_t tensor_bytes(const ir_tensor *t) {
+    uint64_t n = (uint64_t)ir_dtypes[t->dtype].bytes;
+    for (int32_t d = 0; d < t->rank; d++)
+        n *= (uint64_t)t->dims[d];
+    return n;
+}
+
+/* Whether result o's buffer is a parameter's that the function reads after writing o. */
+static int needs_temp(const cuda_func *meta, const ir_tensor *args, int32_t o) {
+    const void *data = args[meta->nparams + o].data;
+    for (int32_t p = 0; p < meta->nparams; p++)
+        if (data && args[p].data == data && meta->inplace_hazard[o * meta->nparams + p]) return 1;
+    return 0;
+}
+
+/* Places the temporaries from byte `base` on: of the results needing one for these
+ * pointers, or (every) of each result that may need one with some pointers (a plan, which
+ * may be re-bound). */
+static void temps_place(const cuda_func *meta, const ir_tensor *args, uint64_t base, int every,
+                        temps *t) {
+    t->bytes = 0;
+    for (int32_t o = 0; o < meta->nresults && o < RT_CUDA_MAX_RESULTS; o++) {
+        int may = 0;
+        for (int32_t p = 0; p < meta->nparams; p++)
+            may |= meta->inplace_hazard[o * meta->nparams + p];
+        t->off[o] = UINT64_MAX;
+        if (!(every ? may : needs_temp(meta, args, o))) continue;
+        t->off[o] = base + t->bytes;
+        uint64_t b = tensor_bytes(&args[meta->nparams + o]);
+        t->bytes += (b + RT_CUDA_SCRATCH_ALIGN - 1) / RT_CUDA_SCRATCH_ALIGN * RT_CUDA_SCRATCH_ALIGN;
+    }
+}
+
+/* args with each result that needs its temporary pointed there (into out). */
+static void temps_apply(const cuda_func *meta, const ir_tensor *args, const temps *t,
+                        rt_cu_deviceptr scratch, ir_tensor *out) {
+    memcpy(out, args, sizeof(ir_tensor) * (size_t)(meta->nparams + meta->nresults));
+    for (int32_t o = 0; o < meta->nresults && o < RT_CUDA_MAX_RESULTS; o++)
+        if (t->off[o] != UINT64_MAX && needs_temp(meta, args, o))
+            out[meta->nparams + o].data = (void *)(uintptr_t)(scratch + t->off[o]);
+}
+
+/* The temporaries into place, on the stream after the launches. */
+static fusec_status temps_copy(const cuda_func *meta, const ir_tensor *args, const temps *t,
+                               rt_cu_deviceptr scratch, rt_cu_stream s, char *err, size_t errlen) {
+    for (int32_t o = 0; o < meta->nresults && o < RT_CUDA_MAX_RESULTS; o++) {
+        if (t->off[o] == UINT64_MAX || !needs_temp(meta, args, o)) continue;
+        const ir_tensor *r = &args[meta->nparams + o];
+        rt_cu_result e = rt_cuda_api()->MemcpyDtoDAsync((rt_cu_deviceptr)(uintptr_t)r->data,
+                                                        scratch + t->off[o], tensor_bytes(r), s);
+        if (e != RT_CU_SUCCESS) return driver_failed(e, "cuMemcpyDtoDAsync", err, errlen);
+    }
+    return FUSEC_OK;
+}
+
 /* ---- stream launches ------------------------------------------------------------------- */
 
 static fusec_status launch_all(const rt_cuda_fn *fn, const resolution *res, const ir_tensor *args,
@@ -406,9 +475,14 @@ fusec_status rt_cuda_gpu_launch(rt_cuda_gpu *g, int func, const ir_tensor *args,
     st = resolve(g, fn, args, syms, &c, err, errlen);
     rt_cu_deviceptr scratch = 0;
     rt_cu_stream s = (rt_cu_stream)stream;
-    if (st == FUSEC_OK) st = scratch_alloc(c.res.scratch_bytes, s, &scratch, err, errlen);
+    temps t;
+    ir_tensor targs[RT_CUDA_MAX_ARGS];
+    temps_place(fn->meta, args, c.res.scratch_bytes, 0, &t);
+    if (st == FUSEC_OK) st = scratch_alloc(c.res.scratch_bytes + t.bytes, s, &scratch, err, errlen);
     if (st == FUSEC_OK) {
-        st = launch_all(fn, &c.res, args, scratch, s, err, errlen);
+        temps_apply(fn->meta, args, &t, scratch, targs);
+        st = launch_all(fn, &c.res, targs, scratch, s, err, errlen);
+        if (st == FUSEC_OK) st = temps_copy(fn->meta, args, &t, scratch, s, err, errlen);
         /* ordered after the launches on the same stream: the next call may reuse it */
         if (scratch) rt_cuda_api()->MemFreeAsync(scratch, s);
     }
@@ -473,6 +547,7 @@ void rt_cuda_plan_free(rt_cuda_plan *p) {
         rt_cuda_leave(pushed);
     }
     free(p->syms);
+    free(p->args);
     free(p->res_mem);
     free(p->nodes);
     free(p->node_launch);
@@ -492,9 +567,10 @@ fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args
     int32_t nl = fn->meta->nlaunches;
     p->res_mem = malloc(resolution_size(fn) + 1);
     p->syms = malloc(sizeof(int64_t) * (size_t)(fn->meta->nsyms + 1));
+    p->args = malloc(sizeof(ir_tensor) * (size_t)(fn->nptrs + 1));
     p->nodes = calloc((size_t)(nl ? nl : 1), sizeof *p->nodes);
     p->node_launch = calloc((size_t)(nl ? nl : 1), sizeof *p->node_launch);
-    if (!p->res_mem || !p->syms || !p->nodes || !p->node_launch) {
+    if (!p->res_mem || !p->syms || !p->args || !p->nodes || !p->node_launch) {
         rt_cuda_plan_free(p);
         return no_memory(err, errlen);
     }
@@ -513,8 +589,13 @@ fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args
         if (st == FUSEC_OK) resolution_copy(fn, &p->res, &c.res);
         call_done(&c);
     }
+    memcpy(p->args, args, sizeof(ir_tensor) * (size_t)fn->nptrs);
+    ir_tensor targs[RT_CUDA_MAX_ARGS];
+    temps_place(fn->meta, args, p->res.scratch_bytes, 1, &p->tmp);
     if (st == FUSEC_OK)
-        st = scratch_alloc(p->res.scratch_bytes, p->last_stream, &p->scratch, err, errlen);
+        st = scratch_alloc(p->res.scratch_bytes + p->tmp.bytes, p->last_stream, &p->scratch, err,
+                           errlen);
+    temps_apply(fn->meta, args, &p->tmp, p->scratch, targs);
     if (st == FUSEC_OK && p->scratch) {
         /* replays may run on other streams: the memory must be there before any of them */
         rt_cu_result r = cu->StreamSynchronize(p->last_stream);
@@ -530,7 +611,7 @@ fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args
     for (int32_t li = 0; li < nl && st == FUSEC_OK; li++) {
         if (p->res.configs[li].skip) continue;
         int32_t node = p->nnodes;
-        st = plan_node(p, li, args, node, prev, err, errlen);
+        st = plan_node(p, li, targs, node, prev, err, errlen);
         if (st == FUSEC_OK) {
             p->node_launch[node] = li;
             prev = p->nodes[node];
@@ -554,8 +635,14 @@ fusec_status rt_cuda_plan_launch(rt_cuda_plan *p, void *stream, char *err, size_
     int pushed = 0;
     if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_DRIVER;
     rt_cu_result r = rt_cuda_api()->GraphLaunch(p->exec, (rt_cu_stream)stream);
+    fusec_status st = FUSEC_OK;
+    if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuGraphLaunch", err, errlen);
+    /* results in place through temporaries: into place after the graph, on its stream */
+    if (st == FUSEC_OK)
+        st = temps_copy(p->fn->meta, p->args, &p->tmp, p->scratch, (rt_cu_stream)stream, err,
+                        errlen);
     rt_cuda_leave(pushed);
-    if (r != RT_CU_SUCCESS) return driver_failed(r, "cuGraphLaunch", err, errlen);
+    if (st != FUSEC_OK) return st;
     p->last_stream = (rt_cu_stream)stream;
     return FUSEC_OK;
 }
@@ -573,8 +660,14 @@ fusec_status rt_cuda_plan_rebind(rt_cuda_plan *p, const ir_tensor *args, char *e
         if (st == FUSEC_OK) resolution_copy(fn, &p->res, &c.res);
         call_done(&c);
     }
+    /* the results in place now may be others: each has its room in the plan's scratch */
+    ir_tensor targs[RT_CUDA_MAX_ARGS];
+    if (st == FUSEC_OK) {
+        memcpy(p->args, args, sizeof(ir_tensor) * (size_t)fn->nptrs);
+        temps_apply(fn->meta, args, &p->tmp, p->scratch, targs);
+    }
     for (int32_t n = 0; n < p->nnodes && st == FUSEC_OK; n++)
-        st = plan_node(p, p->node_launch[n], args, n, NULL, err, errlen);
+        st = plan_node(p, p->node_launch[n], targs, n, NULL, err, errlen);
     rt_cuda_leave(pushed);
     return st;
 }
