@@ -31,6 +31,30 @@ if have_cmd python3 && ! python3 -c 'import numpy' >/dev/null 2>&1; then
         python3 -m pip install -q numpy || need+=(python3-numpy)
     fi
 fi
+# the Python package's tests (tests/python): `pip install .` into a fresh venv needs the venv
+# module (Debian's python3-venv for its own python3)
+if have_cmd python3 && [ "$(command -v python3)" = /usr/bin/python3 ] &&
+    ! python3 -c 'import ensurepip' >/dev/null 2>&1; then
+    need+=(python3-venv)
+fi
+# bf16 numpy arrays come from ml_dtypes (small; Debian has no package of it: pip only)
+if have_cmd python3 && [ "$(command -v python3)" != /usr/bin/python3 ] &&
+    ! python3 -c 'import ml_dtypes' >/dev/null 2>&1; then
+    python3 -m pip install -q ml_dtypes ||
+        echo "install-deps: ml_dtypes not installed: the bf16 numpy tests will be skipped"
+fi
+# PyTorch, for the package's tensor tests, on CI only: it is large (PyPI's Linux wheel brings
+# its CUDA libraries, gigabytes; the CPU wheel from PyTorch's own index is tried first). A
+# failure only skips those tests.
+if [ "${CI:-}" = true ] && have_cmd python3 && ! python3 -c 'import torch' >/dev/null 2>&1; then
+    if [ "$(command -v python3)" = /usr/bin/python3 ]; then
+        need+=(python3-torch)
+    elif ! python3 -m pip install -q --retries 1 --timeout 30 torch \
+        --index-url https://download.pytorch.org/whl/cpu >/dev/null 2>&1 &&
+        ! timeout 1200 python3 -m pip install -q torch; then
+        echo "install-deps: PyTorch not installed: the package's tensor tests will be skipped"
+    fi
+fi
 
 if [ ${#need[@]} -gt 0 ]; then
     echo "install-deps: installing ${need[*]}"
