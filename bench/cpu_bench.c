@@ -115,7 +115,8 @@ int main(int argc, char **argv) {
     /* ---- gelu on 2^26 f32 ---- */
     const size_t n = (size_t)1 << 26;
     float *x = random_floats(n, 1), *y = random_floats(n, 2), *ya = random_floats(n, 3);
-    fusec_tensor tx = {x, FUSEC_F32, 1, {(int64_t)n}}, ty = {y, FUSEC_F32, 1, {(int64_t)n}};
+    fusec_tensor tx = {x, FUSEC_F32, 1, {(int64_t)n}, NULL},
+                 ty = {y, FUSEC_F32, 1, {(int64_t)n}, NULL};
     double *tg = calloc((size_t)rounds, sizeof(double)),
            *tc = calloc((size_t)rounds, sizeof(double)),
            *ta = calloc((size_t)rounds, sizeof(double));
@@ -144,8 +145,8 @@ int main(int argc, char **argv) {
     /* ---- softmax and layernorm over [16384, 4096] f32 (the same bytes as gelu) ---- */
     const int64_t R = 16384, C = 4096;
     float *w = random_floats((size_t)C, 4), *b = random_floats((size_t)C, 5);
-    fusec_tensor tm = {x, FUSEC_F32, 2, {R, C}}, tmo = {y, FUSEC_F32, 2, {R, C}};
-    fusec_tensor ln_in[3] = {tm, {w, FUSEC_F32, 1, {C}}, {b, FUSEC_F32, 1, {C}}};
+    fusec_tensor tm = {x, FUSEC_F32, 2, {R, C}, NULL}, tmo = {y, FUSEC_F32, 2, {R, C}, NULL};
+    fusec_tensor ln_in[3] = {tm, {w, FUSEC_F32, 1, {C}, NULL}, {b, FUSEC_F32, 1, {C}, NULL}};
     double *ts = calloc((size_t)rounds, sizeof(double)),
            *tl = calloc((size_t)rounds, sizeof(double));
     launch_ms(softmax, &tm, 1, &tmo, m);

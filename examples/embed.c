@@ -48,7 +48,7 @@ int main(int argc, char **argv) {
         fusec_memory_alloc(m, N * sizeof *y, &dy) != FUSEC_OK ||
         fusec_memory_upload(m, dx, x, N * sizeof *x) != FUSEC_OK)
         return fail(m, "allocating");
-    fusec_tensor in = {dx, FUSEC_F32, 1, {N}}, out = {dy, FUSEC_F32, 1, {N}};
+    fusec_tensor in = {dx, FUSEC_F32, 1, {N}, NULL}, out = {dy, FUSEC_F32, 1, {N}, NULL};
 
     /* one launch on the default stream (asynchronous on a GPU) */
     if (fusec_launch(f, &in, 1, &out, 1, NULL) != FUSEC_OK) return fail(m, "launching");

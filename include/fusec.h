@@ -12,7 +12,7 @@
  *     }
  *     fusec_function *f = NULL;
  *     fusec_module_function(m, "gelu", &f);
- *     fusec_tensor x = {xs, FUSEC_F32, 1, {n}}, y = {ys, FUSEC_F32, 1, {n}};
+ *     fusec_tensor x = {xs, FUSEC_F32, 1, {n}, NULL}, y = {ys, FUSEC_F32, 1, {n}, NULL};
  *     fusec_launch(f, &x, 1, &y, 1, NULL);
  *     fusec_module_free(m);
  *
@@ -41,11 +41,11 @@ extern "C" {
 /* ---- version -------------------------------------------------------------------------- */
 
 #define FUSEC_VERSION_MAJOR 0
-#define FUSEC_VERSION_MINOR 3
+#define FUSEC_VERSION_MINOR 4
 #define FUSEC_VERSION_PATCH 0
 #define FUSEC_VERSION_NUMBER                                                                       \
     (FUSEC_VERSION_MAJOR * 10000 + FUSEC_VERSION_MINOR * 100 + FUSEC_VERSION_PATCH)
-#define FUSEC_VERSION_STRING "0.3.0"
+#define FUSEC_VERSION_STRING "0.4.0"
 
 /* The library's FUSEC_VERSION_NUMBER: compare with the header's to detect a mismatch. */
 FUSEC_API unsigned fusec_version_number(void);
@@ -210,18 +210,25 @@ FUSEC_API fusec_status fusec_function_result(const fusec_function *f, int i, fus
 
 /* ---- launching ------------------------------------------------------------------------ */
 
-/* A tensor: dense, row-major. data is a host pointer for the CPU and reference targets, a
- * device pointer (CUdeviceptr) for CUDA, aligned to the size of an element; NULL only for a
- * tensor with no elements. */
+/* A tensor. data is a host pointer for the CPU and reference targets, a device pointer
+ * (CUdeviceptr) for CUDA, aligned to the size of an element, the address of element
+ * (0, ..., 0); NULL only for a tensor with no elements. strides (0.4.0): NULL for dense
+ * row-major (what an initializer that leaves it out gives), else `rank` strides in elements,
+ * any sign, 0 to broadcast an axis, as DLPack and PyTorch give them: element (i0, i1, ...)
+ * is at data + (i0 * strides[0] + i1 * strides[1] + ...) elements. Inputs may have any
+ * strides (a strided one is read into a dense temporary first); results must be dense. The
+ * array is read during the call only. */
 typedef struct fusec_tensor {
     void *data;
     fusec_dtype dtype;
     int rank;
     int64_t shape[FUSEC_MAX_RANK];
+    const int64_t *strides;
 } fusec_tensor;
 
 /* Computes the shapes of the results for inputs of the given shapes (only rank and shape of
- * `inputs` are read): results[i].rank and .shape and .dtype are set, .data is untouched. */
+ * `inputs` are read): results[i].rank and .shape and .dtype are set, .strides to NULL
+ * (dense), .data is untouched. */
 FUSEC_API fusec_status fusec_function_result_shapes(fusec_function *f, const fusec_tensor *inputs,
                                                     int ninputs, fusec_tensor *results,
                                                     int nresults);

@@ -147,20 +147,33 @@ static void free_value(value *v) {
     v->i = NULL;
 }
 
+/* The element offset of the row-major k-th element of t (its strides', or k). */
+static int64_t input_offset(const ir_tensor *t, int64_t k) {
+    if (!t->strides) return k;
+    int64_t off = 0;
+    for (int32_t d = t->rank - 1; d >= 0; d--) {
+        int64_t n = t->dims[d] > 0 ? t->dims[d] : 1;
+        off += (k % n) * t->strides[d];
+        k /= n;
+    }
+    return off;
+}
+
 static void eval_input(run *R, ir_ref r) {
     const ir_node *n = &R->f->nodes[r];
     const ir_tensor *t = &R->inputs[n->index];
     value *v = &R->vals[r];
     int64_t cnt = R->count[r];
     for (int64_t k = 0; k < cnt; k++) {
+        int64_t i = input_offset(t, k);
         switch (n->dtype) {
-        case IR_BOOL: v->i[k] = ((const uint8_t *)t->data)[k] != 0; break;
-        case IR_I32: v->i[k] = ((const int32_t *)t->data)[k]; break;
-        case IR_I64: v->i[k] = ((const int64_t *)t->data)[k]; break;
-        case IR_F16: v->d[k] = ir_f16_to_double(((const uint16_t *)t->data)[k]); break;
-        case IR_BF16: v->d[k] = ir_bf16_to_double(((const uint16_t *)t->data)[k]); break;
-        case IR_F32: v->d[k] = ((const float *)t->data)[k]; break;
-        case IR_F64: v->d[k] = ((const double *)t->data)[k]; break;
+        case IR_BOOL: v->i[k] = ((const uint8_t *)t->data)[i] != 0; break;
+        case IR_I32: v->i[k] = ((const int32_t *)t->data)[i]; break;
+        case IR_I64: v->i[k] = ((const int64_t *)t->data)[i]; break;
+        case IR_F16: v->d[k] = ir_f16_to_double(((const uint16_t *)t->data)[i]); break;
+        case IR_BF16: v->d[k] = ir_bf16_to_double(((const uint16_t *)t->data)[i]); break;
+        case IR_F32: v->d[k] = ((const float *)t->data)[i]; break;
+        case IR_F64: v->d[k] = ((const double *)t->data)[i]; break;
         default: break;
         }
     }

@@ -338,6 +338,9 @@ typedef struct ir_tensor {
     int32_t rank;
     int64_t dims[IR_MAX_RANK];
     void *data;
+    /* an input's strides in elements (any sign, 0 broadcasts); NULL: dense row-major. data
+     * is element (0, ..., 0). */
+    const int64_t *strides;
 } ir_tensor;
 
 /* Binds f's symbolic dims from the shapes of `inputs` (f->nparams of them; dtype and data

@@ -608,6 +608,7 @@ static fusec_status bind_inputs(fusec_function *f, const fusec_tensor *inputs, i
         for (int d = 0; d < t[i].rank && d < IR_MAX_RANK; d++)
             t[i].dims[d] = inputs[i].shape[d];
         t[i].data = inputs[i].data;
+        t[i].strides = NULL; /* (shapes only) */
     }
     if (st == FUSEC_OK) {
         char err[512];
@@ -634,6 +635,7 @@ fusec_status fusec_function_result_shapes(fusec_function *f, const fusec_tensor 
         const ir_output *o = &fn->outputs[i];
         results[i].dtype = (fusec_dtype)o->dtype;
         results[i].rank = o->shape.rank;
+        results[i].strides = NULL; /* dense, as results are */
         ir_shape_concrete(&o->shape, syms, results[i].shape);
     }
     return FUSEC_OK;
@@ -681,6 +683,41 @@ static uintptr_t arg_bytes(const ir_tensor *t) {
     return (uintptr_t)ir_dims_count(t->dims, t->rank) * (uintptr_t)ir_dtypes[t->dtype].bytes;
 }
 
+/* Whether strides s lay dims out dense and row-major (an axis of one element takes any, and
+ * a tensor of no element any at all). */
+static int dense_strides(const int64_t *s, int rank, const int64_t *dims) {
+    if (ir_dims_count(dims, rank) == 0) return 1;
+    int64_t want = 1;
+    for (int d = rank - 1; d >= 0; d--) {
+        if (dims[d] != 1 && s[d] != want) return 0;
+        want *= dims[d];
+    }
+    return 1;
+}
+
+/* The first and one past the last byte that t's elements take, as addresses; 0 when the
+ * strides reach past any memory (a stride times a dim overflows). */
+static int arg_span(const ir_tensor *t, uintptr_t *lo, uintptr_t *hi) {
+    int64_t es = ir_dtypes[t->dtype].bytes, min = 0, max = 0;
+    if (ir_dims_count(t->dims, t->rank) == 0) {
+        *lo = *hi = (uintptr_t)t->data;
+        return 1;
+    }
+    for (int d = 0; d < t->rank; d++) {
+        int64_t reach, s = t->strides ? t->strides[d] : 0;
+        if (!t->strides) break;
+        if (__builtin_mul_overflow(s, t->dims[d] - 1, &reach) ||
+            __builtin_add_overflow(reach < 0 ? min : max, reach, reach < 0 ? &min : &max))
+            return 0;
+    }
+    if (!t->strides) max = ir_dims_count(t->dims, t->rank) - 1;
+    if (__builtin_mul_overflow(min, es, &min) || __builtin_mul_overflow(max + 1, es, &max))
+        return 0;
+    *lo = (uintptr_t)t->data + (uintptr_t)min; /* wraps as the caller's memory does */
+    *hi = (uintptr_t)t->data + (uintptr_t)max;
+    return 1;
+}
+
 /* Every non-empty tensor has data, aligned to its element size, and no result overlaps
  * another buffer, except that a result may be the very buffer of an input of its dtype and
  * shape (in place, SPEC §3). */
@@ -703,10 +740,15 @@ static fusec_status check_buffers(fusec_function *f, const ir_tensor *args) {
     for (int i = np; i < nargs; i++) {
         uintptr_t lo = (uintptr_t)args[i].data, hi = lo + arg_bytes(&args[i]);
         for (int j = 0; j < nargs && hi > lo; j++) {
-            uintptr_t lo2 = (uintptr_t)args[j].data, hi2 = lo2 + arg_bytes(&args[j]);
+            uintptr_t lo2, hi2;
+            if (!arg_span(&args[j], &lo2, &hi2))
+                return set_message(f->module, FUSEC_ERR_INVALID_ARGUMENT,
+                                   "%s: its strides reach past any memory",
+                                   arg_name(f, j, a, sizeof a));
             if (j == i || hi2 == lo2 || hi <= lo2 || hi2 <= lo) continue;
+            /* in place: the very buffer, dense, of the same dtype and shape */
             int in_place =
-                j < np && lo == lo2 && args[i].dtype == args[j].dtype &&
+                j < np && lo == lo2 && !args[j].strides && args[i].dtype == args[j].dtype &&
                 args[i].rank == args[j].rank &&
                 !memcmp(args[i].dims, args[j].dims, sizeof(int64_t) * (size_t)args[i].rank);
             if (!in_place)
@@ -742,6 +784,11 @@ static fusec_status prepare_call(fusec_function *f, const fusec_tensor *inputs, 
         args[i].rank = inputs[i].rank;
         memcpy(args[i].dims, inputs[i].shape, sizeof(int64_t) * (size_t)inputs[i].rank);
         args[i].data = inputs[i].data;
+        /* strides that are the dense ones are none: the fast path */
+        args[i].strides =
+            inputs[i].strides && !dense_strides(inputs[i].strides, inputs[i].rank, inputs[i].shape)
+                ? inputs[i].strides
+                : NULL;
     }
     for (int i = 0; i < nresults; i++) {
         const ir_output *o = &fn->outputs[i];
@@ -756,11 +803,15 @@ static fusec_status prepare_call(fusec_function *f, const fusec_tensor *inputs, 
         if (!same)
             return set_message(m, FUSEC_ERR_SHAPE,
                                "result %d: shape does not match the one the inputs give", i);
+        if (results[i].strides && !dense_strides(results[i].strides, results[i].rank, want))
+            return set_message(m, FUSEC_ERR_INVALID_ARGUMENT,
+                               "result %d: results must be dense (row-major strides)", i);
         ir_tensor *t = &args[ninputs + i];
         t->dtype = o->dtype;
         t->rank = o->shape.rank;
         memcpy(t->dims, want, sizeof want);
         t->data = results[i].data;
+        t->strides = NULL;
     }
     st = check_sizes(f, args, syms);
     if (st == FUSEC_OK) st = check_buffers(f, args);
@@ -801,8 +852,19 @@ struct fusec_plan {
     void *backend_plan; /* the backend's (a CUDA graph); NULL on host targets */
     int nargs;
     ir_tensor args[RT_MAX_ARGS];
+    int64_t strides[RT_MAX_ARGS][IR_MAX_RANK]; /* args' own: the caller's live for a call */
     int64_t syms[RT_MAX_SYMS];
 };
+
+/* p's args (as prepared for a call), the strides copied into the plan. */
+static void plan_keep_args(fusec_plan *p, const ir_tensor *args) {
+    memcpy(p->args, args, sizeof(ir_tensor) * (size_t)p->nargs);
+    for (int i = 0; i < p->nargs; i++)
+        if (args[i].strides) {
+            memcpy(p->strides[i], args[i].strides, sizeof(int64_t) * (size_t)args[i].rank);
+            p->args[i].strides = p->strides[i];
+        }
+}
 
 fusec_status fusec_plan_create(fusec_function *f, const fusec_tensor *inputs, int ninputs,
                                const fusec_tensor *results, int nresults, void *stream,
@@ -814,7 +876,9 @@ fusec_status fusec_plan_create(fusec_function *f, const fusec_tensor *inputs, in
     if (!p) return set_message(m, FUSEC_ERR_OUT_OF_MEMORY, "out of memory for a plan");
     p->f = f;
     p->nargs = ninputs + nresults;
-    fusec_status st = prepare_call(f, inputs, ninputs, results, nresults, p->args, p->syms);
+    ir_tensor args[RT_MAX_ARGS];
+    fusec_status st = prepare_call(f, inputs, ninputs, results, nresults, args, p->syms);
+    if (st == FUSEC_OK) plan_keep_args(p, args);
     if (st == FUSEC_OK) st = ensure_built(m);
     if (st == FUSEC_OK && m->backend && m->backend->plan_create) {
         char err[512];
@@ -862,13 +926,21 @@ fusec_status fusec_plan_rebind(fusec_plan *p, const fusec_tensor *inputs, int ni
                                "%s %d: a plan is re-bound to tensors of the shapes it was made "
                                "for; make a new plan for new shapes",
                                i < ninputs ? "input" : "result", i < ninputs ? i : i - ninputs);
+        /* a CUDA plan's graph reads each strided input through its own node */
+        if (!args[i].strides != !p->args[i].strides ||
+            (args[i].strides &&
+             memcmp(args[i].strides, p->args[i].strides, sizeof(int64_t) * (size_t)args[i].rank)))
+            return set_message(m, FUSEC_ERR_SHAPE,
+                               "input %d: a plan is re-bound to tensors of the strides it was "
+                               "made for; make a new plan for new strides",
+                               i);
     }
     if (p->backend_plan) {
         char err[512];
         st = m->backend->plan_rebind(p->backend_plan, args, err, sizeof err);
         if (st != FUSEC_OK) return set_message(m, st, "%s", err);
     }
-    memcpy(p->args, args, sizeof(ir_tensor) * (size_t)p->nargs);
+    plan_keep_args(p, args);
     return FUSEC_OK;
 }
 

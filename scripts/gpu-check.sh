@@ -39,6 +39,10 @@ step start "$FUSEC" --target=cuda -v "$FUSEC_SRC/examples/gelu.fuse"
 [[ ${BENCH:-0} == 1 ]] || {
 step api "$B/tests/test_api"
 step runtime "$B/tests/test_gpu_runtime"
+step inplace "$B/tests/test_inplace"
+step strides "$B/tests/test_strides"
+step rand env FUSEC_TEST_TARGET=cuda python3 tests/py/test_rand.py
+step argmax env FUSEC_TEST_TARGET=cuda python3 tests/py/test_argmax.py
 step embed bash tests/gpu/embed.sh "$B/embed"
 step mock env FUSEC_CUDA_DRIVER="$PWD/$B/tests/libcuda_mock.so" "$B/tests/test_cuda_mock"
 step programs env FUSEC_TEST_TARGET=cuda python3 tests/py/test_cpu_backend.py

@@ -462,6 +462,7 @@ int cuda_generate(ir_arena *a, ir_func *const *funcs, int nfuncs, cuda_module **
             ir_buf_puts(&src, cg_helper_text((cg_helper)h, NULL));
         }
     if (mod.text.data) ir_buf_puts(&src, mod.text.data);
+    cg_gen_gathers(&mod, funcs, nfuncs, fs, &src);
 
     cuda_module *cm = ir_arena_calloc(a, 1, sizeof(cuda_module));
     cm->source = src.data ? src.data : "";

@@ -25,7 +25,7 @@
 #include "ir/ir.h"
 
 /* Bump when the generated code changes for the same IR: it is part of every cache key. */
-#define CUDA_CODEGEN_VERSION 2
+#define CUDA_CODEGEN_VERSION 3
 
 /* What the CUDA generator asks of the kernel plan (codegen/plan.h). */
 extern const plan_options cuda_plan_options;
@@ -33,6 +33,11 @@ extern const plan_options cuda_plan_options;
 /* The most symbolic factors one size has (a shape has at most IR_MAX_RANK dims; strides
  * and products of group extents stay within one shape). */
 #define CUDA_MAX_SIZE_SYMS (2 * IR_MAX_RANK)
+
+/* The gather kernels (cuda_func.gather): their block, and the most dims of a layout they
+ * take (after the launcher drops dims of 1 and merges the ones laid out together). */
+#define CUDA_GATHER_BLOCK    256
+#define CUDA_GATHER_MAX_RANK IR_MAX_RANK
 
 /* Indexes below this fit the 32-bit variants of the element-wise kernels. */
 #define CUDA_INDEX32_LIMIT ((int64_t)1 << 31)
@@ -168,6 +173,13 @@ typedef struct cuda_func {
      * before the function's last read of it (the kernel plan's inplace_hazard): the
      * launcher then writes o to a temporary and copies it into place after the launches */
     const uint8_t *inplace_hazard;
+    /* [nparams]: the kernel that reads parameter p, when the caller's strides are not dense,
+     * into a dense temporary the launches read instead (NULL for a rank-0 parameter). Its
+     * arguments: dst, src (CUdeviceptr: the temporary; element (0, ..., 0)), then int64s: the
+     * element count, the rank r (1..CUDA_GATHER_MAX_RANK), CUDA_GATHER_MAX_RANK dims and as
+     * many strides in elements (the first r of each used). Grid-stride, CUDA_GATHER_BLOCK
+     * threads a block, any grid. */
+    const char *const *gather;
 } cuda_func;
 
 /* All kernels of a module's functions in one translation unit, and how to launch them. */

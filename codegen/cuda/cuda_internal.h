@@ -11,6 +11,7 @@
  *   cuda_pointwise.c the element-wise engine: pointwise and combined kernels, the first stage
  *                    of a full reduction, reductions over one element
  *   cuda_reduce.c    row, column and full reductions
+ *   cuda_gather.c    the gather kernels that read a strided input into a dense temporary
  */
 #ifndef FUSEC_CODEGEN_CUDA_INTERNAL_H
 #define FUSEC_CODEGEN_CUDA_INTERNAL_H
@@ -65,6 +66,10 @@ typedef struct cg_module {
     const char **names;
     int32_t nnames, cap_names;
 } cg_module;
+
+/* The gather kernels of funcs (one per element size their parameters have) into out, and
+ * each fs[i].gather. */
+void cg_gen_gathers(cg_module *m, ir_func *const *funcs, int nfuncs, cuda_func *fs, ir_buf *out);
 
 #define cg_fail(m, ...) ir_failure_set(&(m)->fail, __VA_ARGS__)
 

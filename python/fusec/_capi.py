@@ -79,10 +79,11 @@ class ParamInfo(ctypes.Structure):
 
 
 class Tensor(ctypes.Structure):
-    """fusec_tensor. Calls fill arrays of these with struct.pack_into (TENSOR_PACK), faster
-    than setting fields one by one."""
+    """fusec_tensor. Calls fill arrays of these with struct.pack_into (_module._PACK), faster
+    than setting fields one by one. strides: NULL (dense) or rank int64s in elements, as
+    DLPack's are."""
     _fields_ = [("data", ctypes.c_void_p), ("dtype", ctypes.c_int), ("rank", ctypes.c_int),
-                ("shape", ctypes.c_int64 * MAX_RANK)]
+                ("shape", ctypes.c_int64 * MAX_RANK), ("strides", ctypes.c_void_p)]
 
 
 TENSOR_SIZE = ctypes.sizeof(Tensor)
@@ -169,14 +170,14 @@ def status_string(status):
     return _status_string(status).decode()
 
 
-# The structs above are fusec.h 0.3's. Before 1.0 a minor version may change them (strides
-# are to come in fusec_tensor), and a wrong layout would corrupt memory rather than fail: the
+# The structs above are fusec.h 0.4's. Before 1.0 a minor version may change them (0.4 added
+# fusec_tensor.strides), and a wrong layout would corrupt memory rather than fail: the
 # library must be the version these bindings were written for.
-BINDINGS_VERSION = (0, 3)
+BINDINGS_VERSION = (0, 4)
 _have = version_number()
 if (_have // 10000, _have // 100 % 100) != BINDINGS_VERSION:
     raise ImportError("fusec: %s is version %s; this package's bindings (fusec/_capi.py) are "
                       "fusec.h %d.%d's" % ((LIBRARY_PATH, version_string().decode()) +
                                           BINDINGS_VERSION))
-if ctypes.sizeof(Tensor) != 80 or ctypes.sizeof(ParamInfo) != 144:
+if ctypes.sizeof(Tensor) != 88 or ctypes.sizeof(ParamInfo) != 144:
     raise ImportError("fusec: unexpected struct layout on this platform")

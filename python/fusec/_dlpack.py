@@ -171,8 +171,9 @@ def _export_numpy_read_only(obj):
         raise BufferError("DLPack has no type for numpy's %s" % obj.dtype)
     desc = ctypes.create_string_buffer(56 + 16 * nd)
     at = ctypes.addressof(desc)
-    # a stride that is no whole number of elements cannot be dense: 0 says so to the check
-    strides = [s // size if s % size == 0 else 0 for s in obj.strides]
+    if any(s % size for s in obj.strides):  # as numpy's own export refuses them
+        raise BufferError("strides that are not whole elements (%s bytes)" % (obj.strides,))
+    strides = [s // size for s in obj.strides]
     struct.pack_into("QQiIQQQQ", desc, 0, obj.__array_interface__["data"][0],
                      device_key(DL_CPU), nd, key, at + 56 if nd else 0,
                      at + 56 + 8 * nd if nd else 0, 0, FLAG_READ_ONLY)

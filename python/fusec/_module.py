@@ -23,8 +23,10 @@ Param = namedtuple("Param", "name dtype shape")
 Param.__doc__ = """A parameter or result as declared: name (None for a result), dtype ("f32"),
 shape (a tuple of ints and symbolic dim names)."""
 
-# struct formats that fill one fusec_tensor (data, dtype, rank, shape[rank]), one per rank
-_PACK = [struct.Struct("Pii%dq" % r).pack_into for r in range(_capi.MAX_RANK + 1)]
+# struct formats that fill one fusec_tensor (data, dtype, rank, shape[rank], zeros for the
+# other dims, strides), one per rank
+_PACK = [struct.Struct("Pii%dq%dxP" % (r, 8 * (_capi.MAX_RANK - r))).pack_into
+         for r in range(_capi.MAX_RANK + 1)]
 _TSIZE = _capi.TENSOR_SIZE
 # what the hot path (Function._fill) uses, bound once as module globals
 _MAX_RANK = _capi.MAX_RANK
@@ -55,28 +57,6 @@ def _check(status, module):
     """Raises the error of a failed call on `module`, with its message."""
     if status != _capi.OK:
         raise _capi.error_for(status, _capi.module_message(module).decode(errors="replace"))
-
-
-# shape -> its dense row-major strides, for the shapes seen (bounded: cleared when full)
-_CONTIGUOUS = {}
-
-
-def _dense(shape, strides):
-    """Whether DLPack strides (in elements) are those of a dense row-major array of this shape;
-    dims of size 1 may have any stride (PyTorch gives them any), and so may an empty array."""
-    expect, exact = 1, True
-    for d in range(len(shape) - 1, -1, -1):
-        n = shape[d]
-        if strides[d] != expect:
-            if n != 1:
-                return 0 in shape
-            exact = False
-        expect *= n
-    if exact:
-        if len(_CONTIGUOUS) >= 4096:
-            _CONTIGUOUS.clear()
-        _CONTIGUOUS[shape] = strides
-    return True
 
 
 # ---- compiling -------------------------------------------------------------------------------
@@ -423,11 +403,9 @@ class Function:
                     i >= np_ and flags_at and _read_u64(_MEM, flags_at)[0] & _READ_ONLY):
                 raise self._array_error(i, nd, dtype, device, dt)
             shape = _read_dims[nd](_MEM, shape_at)
-            if strides_at:
-                strides = _read_dims[nd](_MEM, strides_at)
-                if strides != _CONTIGUOUS.get(shape) and not _dense(shape, strides):
-                    raise self._strides_error(i, shape, strides)
-            _PACK[nd](buf, i * _TSIZE, data + offset, dt, nd, *shape)
+            # DLPack's strides are fusec's (int64 elements), in the capsule's memory that caps
+            # keeps for the call: the library reads them in place (NULL: dense)
+            _PACK[nd](buf, i * _TSIZE, data + offset, dt, nd, *shape, strides_at or 0)
             shapes.append(shape)
         return shapes
 
@@ -519,12 +497,6 @@ class Function:
                                  "reach: it runs on %s" % (what, _dlpack.device_name(device),
                                                            self._m.target, reach))
         return ArgumentError("%s: the array is read-only" % what)
-
-    def _strides_error(self, i, shape, strides):
-        return ArgumentError(
-            "%s: the array is not contiguous (shape %s, strides %s in elements), and strides "
-            "are not supported yet: pass a contiguous copy (numpy.ascontiguousarray, "
-            "Tensor.contiguous())" % (self._arg_name(i), shape, strides))
 
     def _count_error(self, ninputs, nresults):
         """Raises the library's message for a call with these counts (it checks them before it

@@ -586,6 +586,48 @@ static void block_give(cpu_program *p, char *b, size_t bytes) {
     free(b);
 }
 
+/* ---- strided inputs, read into dense temporaries ----------------------------------------- */
+
+typedef struct gather_ctx {
+    const ir_tensor *t;
+    char *dst;
+    int64_t row; /* elements a row (the last dim) */
+} gather_ctx;
+
+/* Rows [b, e) of t (every dim but the last, row-major) into their dense places. */
+static void gather_rows(void *vctx, int64_t b, int64_t e, int worker) {
+    (void)worker;
+    const gather_ctx *g = vctx;
+    const ir_tensor *t = g->t;
+    int r = t->rank;
+    size_t es = (size_t)ir_dtypes[t->dtype].bytes;
+    int64_t last = r ? t->strides[r - 1] : 0;
+    for (int64_t row = b; row < e; row++) {
+        int64_t off = 0, k = row;
+        for (int d = r - 2; d >= 0; d--) {
+            off += (k % t->dims[d]) * t->strides[d];
+            k /= t->dims[d];
+        }
+        const char *src = (const char *)t->data + off * (int64_t)es;
+        char *dst = g->dst + row * g->row * (int64_t)es;
+        if (last == 1) {
+            memcpy(dst, src, (size_t)g->row * es);
+            continue;
+        }
+        for (int64_t j = 0; j < g->row; j++)
+            memcpy(dst + j * (int64_t)es, src + j * last * (int64_t)es, es);
+    }
+}
+
+/* t's elements, dense and row-major, into dst (its element count times its size). */
+static void gather(const ir_tensor *t, void *dst) {
+    int64_t n = ir_dims_count(t->dims, t->rank);
+    if (n <= 0) return;
+    gather_ctx g = {t, dst, t->rank ? t->dims[t->rank - 1] : 1};
+    int64_t rows = n / g.row;
+    rt_pool_run(rows, n < CPU_PARALLEL_MIN_ELEMS ? 1 : 0, gather_rows, &g);
+}
+
 /* Whether result o goes to a temporary: its buffer is a parameter's that the plan reads after
  * writing the result there (plan_func.inplace_hazard). */
 static int inplace_temp(const plan_func *pf, const ir_func *f, const ir_tensor *args, int32_t o) {
@@ -622,7 +664,8 @@ static fusec_status cpu_launch(void *program, int func, const ir_tensor *args, c
     size_t temp_bytes = 0;
     for (int32_t i = 0; i < fm->plan->nbufs; i++) {
         const plan_buf *b = &fm->plan->bufs[i];
-        if (b->kind != PLAN_BUF_TEMP &&
+        int strided = b->kind == PLAN_BUF_PARAM && args[b->index].strides;
+        if (b->kind != PLAN_BUF_TEMP && !strided &&
             !(b->kind == PLAN_BUF_RESULT && inplace_temp(fm->plan, f, args, b->index)))
             continue;
         size_t n = (size_t)plan_shape_count(&b->shape, syms) * (size_t)ir_dtypes[b->dtype].bytes;
@@ -639,7 +682,11 @@ static fusec_status cpu_launch(void *program, int func, const ir_tensor *args, c
     for (int32_t i = 0; i < fm->plan->nbufs && st == FUSEC_OK; i++) {
         const plan_buf *b = &fm->plan->bufs[i];
         switch (b->kind) {
-        case PLAN_BUF_PARAM: bufs[i] = args[b->index].data; break;
+        case PLAN_BUF_PARAM:
+            /* a strided input: read into its dense temporary first */
+            bufs[i] = args[b->index].strides ? block + offsets[i] : args[b->index].data;
+            if (args[b->index].strides) gather(&args[b->index], bufs[i]);
+            break;
         case PLAN_BUF_RESULT:
             bufs[i] = inplace_temp(fm->plan, f, args, b->index) ? block + offsets[i]
                                                                 : args[f->nparams + b->index].data;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "runtime/cuda/cuda_driver.h"
+#include "runtime/cuda/cuda_gather.h"
 #include "runtime/clock.h"
 
 /* Scratch buffers are carved from one pool allocation at this alignment (cuda_resolve's
@@ -30,9 +31,10 @@ typedef struct resolution {
 
 typedef struct rt_cuda_fn {
     const cuda_func *meta;
-    rt_cu_function *funcs; /* funcs[var_base[l] + variant] */
-    int32_t *var_base;     /* [nlaunches] */
-    int32_t *arg_base;     /* [nlaunches]: launch l's first value */
+    rt_cu_function *funcs;  /* funcs[var_base[l] + variant] */
+    rt_cu_function *gather; /* [nparams]: the gather kernel of each (NULL: rank 0) */
+    int32_t *var_base;      /* [nlaunches] */
+    int32_t *arg_base;      /* [nlaunches]: launch l's first value */
     int32_t nvalues, max_args, nptrs, nkey;
     /* the last resolution and its key (dims, then the low byte of every pointer) */
     pthread_mutex_t mu;
@@ -55,6 +57,13 @@ typedef struct temps {
     uint64_t bytes;                    /* the temporaries' bytes, in all */
 } temps;
 
+/* Strided inputs (SPEC §3), each read by its gather kernel into a dense temporary after the
+ * temps, which the launches read instead. */
+typedef struct gathers {
+    uint64_t off[RT_CUDA_MAX_ARGS]; /* byte offset of parameter p's; UINT64_MAX: dense */
+    uint64_t bytes;
+} gathers;
+
 struct rt_cuda_plan {
     rt_cuda_gpu *g;
     rt_cuda_fn *fn;
@@ -62,6 +71,7 @@ struct rt_cuda_plan {
     resolution res;
     void *res_mem;
     temps tmp;       /* room for every result that may need one, used where the pointers say */
+    gathers gat;     /* the strided inputs' (a plan keeps its layouts: fusec_plan_rebind) */
     ir_tensor *args; /* as bound: the copies into place after a replay */
     rt_cu_deviceptr scratch;
     rt_cu_stream last_stream;
@@ -69,7 +79,7 @@ struct rt_cuda_plan {
     rt_cu_graph_exec exec;
     int32_t nnodes;
     rt_cu_graph_node *nodes;
-    int32_t *node_launch; /* the launch each node runs */
+    int32_t *node_launch; /* the launch each node runs; -1 - p: parameter p's gather */
 };
 
 static fusec_status driver_failed(rt_cu_result r, const char *call, char *err, size_t errlen) {
@@ -86,6 +96,7 @@ static fusec_status no_memory(char *err, size_t errlen) {
 
 static void fn_free(rt_cuda_fn *fn) {
     free(fn->funcs);
+    free(fn->gather);
     free(fn->var_base);
     free(fn->arg_base);
     free(fn->key);
@@ -104,6 +115,7 @@ static fusec_status fn_load(rt_cuda_gpu *g, const cuda_func *meta, rt_cuda_fn *f
     for (int32_t l = 0; l < meta->nlaunches; l++)
         nvar += meta->launches[l].nvariants;
     fn->funcs = calloc((size_t)(nvar ? nvar : 1), sizeof *fn->funcs);
+    fn->gather = calloc((size_t)(meta->nparams ? meta->nparams : 1), sizeof *fn->gather);
     fn->var_base = calloc((size_t)nl, sizeof *fn->var_base);
     fn->arg_base = calloc((size_t)nl, sizeof *fn->arg_base);
     fn->nptrs = meta->nparams + meta->nresults;
@@ -113,8 +125,8 @@ static fusec_status fn_load(rt_cuda_gpu *g, const cuda_func *meta, rt_cuda_fn *f
     fn->nvalues = cuda_func_nargs(meta);
     fn->last.values = calloc((size_t)(fn->nvalues ? fn->nvalues : 1), sizeof(int64_t));
     fn->last.scratch_off = calloc((size_t)(meta->nscratch ? meta->nscratch : 1), sizeof(uint64_t));
-    if (!fn->funcs || !fn->var_base || !fn->arg_base || !fn->key || !fn->last.configs ||
-        !fn->last.values || !fn->last.scratch_off)
+    if (!fn->funcs || !fn->gather || !fn->var_base || !fn->arg_base || !fn->key ||
+        !fn->last.configs || !fn->last.values || !fn->last.scratch_off)
         return no_memory(err, errlen);
     int32_t v = 0, a = 0;
     for (int32_t l = 0; l < meta->nlaunches; l++) {
@@ -131,6 +143,16 @@ static fusec_status fn_load(rt_cuda_gpu *g, const cuda_func *meta, rt_cuda_fn *f
                          rt_cuda_error(r, "cuModuleGetFunction", why, sizeof why));
                 return FUSEC_ERR_DRIVER;
             }
+        }
+    }
+    for (int32_t p = 0; p < meta->nparams; p++) {
+        if (!meta->gather[p]) continue;
+        rt_cu_result r = cu->ModuleGetFunction(&fn->gather[p], g->module, meta->gather[p]);
+        if (r != RT_CU_SUCCESS) {
+            char why[256];
+            snprintf(err, errlen, "kernel %s: %s", meta->gather[p],
+                     rt_cuda_error(r, "cuModuleGetFunction", why, sizeof why));
+            return FUSEC_ERR_DRIVER;
         }
     }
     return FUSEC_OK;
@@ -433,6 +455,80 @@ static fusec_status temps_copy(const cuda_func *meta, const ir_tensor *args, con
     return FUSEC_OK;
 }
 
+/* ---- strided inputs ------------------------------------------------------------------- */
+
+/* Places the temporaries of the strided parameters from byte `base` on. */
+static void gathers_place(const cuda_func *meta, const ir_tensor *args, uint64_t base, gathers *g) {
+    g->bytes = 0;
+    for (int32_t p = 0; p < meta->nparams && p < RT_CUDA_MAX_ARGS; p++) {
+        g->off[p] = UINT64_MAX;
+        if (!args[p].strides) continue;
+        g->off[p] = base + g->bytes;
+        uint64_t b = tensor_bytes(&args[p]);
+        g->bytes += (b + RT_CUDA_SCRATCH_ALIGN - 1) / RT_CUDA_SCRATCH_ALIGN * RT_CUDA_SCRATCH_ALIGN;
+    }
+}
+
+/* out (a copy of the arguments) with each strided parameter read from its temporary. */
+static void gathers_apply(const cuda_func *meta, const gathers *g, rt_cu_deviceptr scratch,
+                          ir_tensor *out) {
+    for (int32_t p = 0; p < meta->nparams && p < RT_CUDA_MAX_ARGS; p++)
+        if (g->off[p] != UINT64_MAX) {
+            out[p].data = (void *)(uintptr_t)(scratch + g->off[p]);
+            out[p].strides = NULL;
+        }
+}
+
+/* args as the launches will see them, for choosing variants before the scratch exists: a
+ * strided parameter's temporary is aligned to RT_CUDA_SCRATCH_ALIGN, whatever the caller's
+ * pointer. */
+static void resolve_view(const rt_cuda_fn *fn, const ir_tensor *args, ir_tensor *out) {
+    memcpy(out, args, sizeof(ir_tensor) * (size_t)fn->nptrs);
+    for (int32_t p = 0; p < fn->meta->nparams; p++)
+        if (args[p].strides) out[p].data = (void *)(uintptr_t)RT_CUDA_SCRATCH_ALIGN;
+}
+
+/* The gather of `arg` into dst: its kernel arguments into slots (kp pointing at them) and
+ * its grid (0: no element). */
+typedef struct gather_call {
+    uint64_t slots[2 + RT_CUDA_GATHER_VALUES];
+    void *kp[2 + RT_CUDA_GATHER_VALUES];
+    uint32_t grid;
+} gather_call;
+
+static void gather_pack(const rt_cuda_gpu *g, const ir_tensor *arg, rt_cu_deviceptr dst,
+                        gather_call *c) {
+    int64_t values[RT_CUDA_GATHER_VALUES];
+    rt_cuda_gather_values(arg, g->dev.sm_count, values, &c->grid);
+    c->slots[0] = dst;
+    c->slots[1] = (uint64_t)(uintptr_t)arg->data;
+    for (int j = 0; j < RT_CUDA_GATHER_VALUES; j++)
+        c->slots[2 + j] = (uint64_t)values[j];
+    for (int j = 0; j < 2 + RT_CUDA_GATHER_VALUES; j++)
+        c->kp[j] = &c->slots[j];
+}
+
+/* The gathers of a call, on its stream before its launches. */
+static fusec_status gathers_launch(const rt_cuda_gpu *g, const rt_cuda_fn *fn, const gathers *gt,
+                                   const ir_tensor *args, rt_cu_deviceptr scratch, rt_cu_stream s,
+                                   char *err, size_t errlen) {
+    for (int32_t p = 0; p < fn->meta->nparams && p < RT_CUDA_MAX_ARGS; p++) {
+        if (gt->off[p] == UINT64_MAX) continue;
+        gather_call c;
+        gather_pack(g, &args[p], scratch + gt->off[p], &c);
+        if (!c.grid) continue;
+        rt_cu_result r = rt_cuda_api()->LaunchKernel(fn->gather[p], c.grid, 1, 1, CUDA_GATHER_BLOCK,
+                                                     1, 1, 0, s, c.kp, NULL);
+        if (r != RT_CU_SUCCESS) {
+            char why[256];
+            snprintf(err, errlen, "launching %s: %s", fn->meta->gather[p],
+                     rt_cuda_error(r, "cuLaunchKernel", why, sizeof why));
+            return FUSEC_ERR_DRIVER;
+        }
+    }
+    return FUSEC_OK;
+}
+
 /* ---- stream launches ------------------------------------------------------------------- */
 
 static fusec_status launch_all(const rt_cuda_fn *fn, const resolution *res, const ir_tensor *args,
@@ -472,16 +568,22 @@ fusec_status rt_cuda_gpu_launch(rt_cuda_gpu *g, int func, const ir_tensor *args,
         call_done(&c);
         return FUSEC_ERR_DRIVER;
     }
-    st = resolve(g, fn, args, syms, &c, err, errlen);
+    ir_tensor targs[RT_CUDA_MAX_ARGS];
+    resolve_view(fn, args, targs);
+    st = resolve(g, fn, targs, syms, &c, err, errlen);
     rt_cu_deviceptr scratch = 0;
     rt_cu_stream s = (rt_cu_stream)stream;
     temps t;
-    ir_tensor targs[RT_CUDA_MAX_ARGS];
+    gathers gt;
     temps_place(fn->meta, args, c.res.scratch_bytes, 0, &t);
-    if (st == FUSEC_OK) st = scratch_alloc(c.res.scratch_bytes + t.bytes, s, &scratch, err, errlen);
+    gathers_place(fn->meta, args, c.res.scratch_bytes + t.bytes, &gt);
+    if (st == FUSEC_OK)
+        st = scratch_alloc(c.res.scratch_bytes + t.bytes + gt.bytes, s, &scratch, err, errlen);
     if (st == FUSEC_OK) {
         temps_apply(fn->meta, args, &t, scratch, targs);
-        st = launch_all(fn, &c.res, targs, scratch, s, err, errlen);
+        gathers_apply(fn->meta, &gt, scratch, targs);
+        st = gathers_launch(g, fn, &gt, args, scratch, s, err, errlen);
+        if (st == FUSEC_OK) st = launch_all(fn, &c.res, targs, scratch, s, err, errlen);
         if (st == FUSEC_OK) st = temps_copy(fn->meta, args, &t, scratch, s, err, errlen);
         /* ordered after the launches on the same stream: the next call may reuse it */
         if (scratch) rt_cuda_api()->MemFreeAsync(scratch, s);
@@ -506,8 +608,22 @@ static void node_params(const rt_cuda_fn *fn, const resolution *res, int32_t li,
     np->kernel_params = kp;
 }
 
-/* Sets (node == NULL: adds, after `prev`) the kernel node of launch li. The driver copies
- * the argument values, so the slots are scratch space. */
+/* A gather's node: parameter `param` (p->args', as bound) into its temporary. */
+static void gather_node_params(const rt_cuda_plan *p, int32_t param, gather_call *c,
+                               rt_cu_kernel_node_params *np) {
+    gather_pack(p->g, &p->args[param], p->scratch + p->gat.off[param], c);
+    memset(np, 0, sizeof *np);
+    np->func = p->fn->gather[param];
+    np->grid_x = c->grid;
+    np->grid_y = np->grid_z = 1;
+    np->block_x = CUDA_GATHER_BLOCK;
+    np->block_y = np->block_z = 1;
+    np->kernel_params = c->kp;
+}
+
+/* Sets (node < p->nnodes) or adds (after `prev`) the kernel node of launch li (-1 - p: the
+ * gather of parameter p). The driver copies the argument values, so the slots are scratch
+ * space. */
 static fusec_status plan_node(rt_cuda_plan *p, int32_t li, const ir_tensor *args, int32_t node,
                               rt_cu_graph_node prev, char *err, size_t errlen) {
     const rt_cu_api *cu = rt_cuda_api();
@@ -516,9 +632,14 @@ static fusec_status plan_node(rt_cuda_plan *p, int32_t li, const ir_tensor *args
     if (arg_buffer_init(&ab, fn->max_args) != 0) return no_memory(err, errlen);
     uint64_t *slots = ab.slots;
     void **kp = ab.kp;
-    pack(fn, &p->res, li, args, p->scratch, slots, kp);
     rt_cu_kernel_node_params np;
-    node_params(fn, &p->res, li, kp, &np);
+    gather_call gc;
+    if (li < 0) {
+        gather_node_params(p, -1 - li, &gc, &np);
+    } else {
+        pack(fn, &p->res, li, args, p->scratch, slots, kp);
+        node_params(fn, &p->res, li, kp, &np);
+    }
     rt_cu_result r;
     const char *what;
     if (node < p->nnodes) {
@@ -532,6 +653,12 @@ static fusec_status plan_node(rt_cuda_plan *p, int32_t li, const ir_tensor *args
     arg_buffer_done(&ab);
     if (r != RT_CU_SUCCESS) return driver_failed(r, what, err, errlen);
     return FUSEC_OK;
+}
+
+/* Whether the plan gathers parameter `param` (strided, with elements). */
+static int plan_gathers(const rt_cuda_plan *p, int32_t param) {
+    if (p->gat.off[param] == UINT64_MAX) return 0;
+    return ir_dims_count(p->args[param].dims, p->args[param].rank) > 0;
 }
 
 void rt_cuda_plan_free(rt_cuda_plan *p) {
@@ -564,12 +691,12 @@ fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args
     p->g = g;
     p->fn = fn;
     p->last_stream = (rt_cu_stream)stream;
-    int32_t nl = fn->meta->nlaunches;
+    int32_t nl = fn->meta->nlaunches, nmax = nl + fn->meta->nparams;
     p->res_mem = malloc(resolution_size(fn) + 1);
     p->syms = malloc(sizeof(int64_t) * (size_t)(fn->meta->nsyms + 1));
     p->args = malloc(sizeof(ir_tensor) * (size_t)(fn->nptrs + 1));
-    p->nodes = calloc((size_t)(nl ? nl : 1), sizeof *p->nodes);
-    p->node_launch = calloc((size_t)(nl ? nl : 1), sizeof *p->node_launch);
+    p->nodes = calloc((size_t)(nmax ? nmax : 1), sizeof *p->nodes);
+    p->node_launch = calloc((size_t)(nmax ? nmax : 1), sizeof *p->node_launch);
     if (!p->res_mem || !p->syms || !p->args || !p->nodes || !p->node_launch) {
         rt_cuda_plan_free(p);
         return no_memory(err, errlen);
@@ -583,19 +710,22 @@ fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args
     }
     const rt_cu_api *cu = rt_cuda_api();
     call c;
+    ir_tensor targs[RT_CUDA_MAX_ARGS];
+    resolve_view(fn, args, targs);
     fusec_status st = call_init(fn, &c) == 0 ? FUSEC_OK : no_memory(err, errlen);
     if (st == FUSEC_OK) {
-        st = resolve(g, fn, args, syms, &c, err, errlen);
+        st = resolve(g, fn, targs, syms, &c, err, errlen);
         if (st == FUSEC_OK) resolution_copy(fn, &p->res, &c.res);
         call_done(&c);
     }
     memcpy(p->args, args, sizeof(ir_tensor) * (size_t)fn->nptrs);
-    ir_tensor targs[RT_CUDA_MAX_ARGS];
     temps_place(fn->meta, args, p->res.scratch_bytes, 1, &p->tmp);
+    gathers_place(fn->meta, args, p->res.scratch_bytes + p->tmp.bytes, &p->gat);
     if (st == FUSEC_OK)
-        st = scratch_alloc(p->res.scratch_bytes + p->tmp.bytes, p->last_stream, &p->scratch, err,
-                           errlen);
+        st = scratch_alloc(p->res.scratch_bytes + p->tmp.bytes + p->gat.bytes, p->last_stream,
+                           &p->scratch, err, errlen);
     temps_apply(fn->meta, args, &p->tmp, p->scratch, targs);
+    gathers_apply(fn->meta, &p->gat, p->scratch, targs);
     if (st == FUSEC_OK && p->scratch) {
         /* replays may run on other streams: the memory must be there before any of them */
         rt_cu_result r = cu->StreamSynchronize(p->last_stream);
@@ -605,11 +735,12 @@ fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args
         rt_cu_result r = cu->GraphCreate(&p->graph, 0);
         if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuGraphCreate", err, errlen);
     }
-    /* launches in order, each depending on the one before: the partition's order is a
-     * topological order of the kernels, and a chain keeps the graph's scheduling trivial */
+    /* the gathers, then the launches in order, each depending on the one before: the
+     * partition's order is a topological order of the kernels, and a chain keeps the
+     * graph's scheduling trivial */
     rt_cu_graph_node prev = NULL;
-    for (int32_t li = 0; li < nl && st == FUSEC_OK; li++) {
-        if (p->res.configs[li].skip) continue;
+    for (int32_t li = -fn->meta->nparams; li < nl && st == FUSEC_OK; li++) {
+        if (li < 0 ? !plan_gathers(p, -1 - li) : p->res.configs[li].skip) continue;
         int32_t node = p->nnodes;
         st = plan_node(p, li, targs, node, prev, err, errlen);
         if (st == FUSEC_OK) {
@@ -654,17 +785,20 @@ fusec_status rt_cuda_plan_rebind(rt_cuda_plan *p, const ir_tensor *args, char *e
     /* the dims are the plan's, so the same launches run; new pointers may pick other
      * variants (alignment), and a kernel node may change its function */
     call c;
+    ir_tensor targs[RT_CUDA_MAX_ARGS];
+    resolve_view(fn, args, targs);
     fusec_status st = call_init(fn, &c) == 0 ? FUSEC_OK : no_memory(err, errlen);
     if (st == FUSEC_OK) {
-        st = resolve(p->g, fn, args, p->syms, &c, err, errlen);
+        st = resolve(p->g, fn, targs, p->syms, &c, err, errlen);
         if (st == FUSEC_OK) resolution_copy(fn, &p->res, &c.res);
         call_done(&c);
     }
-    /* the results in place now may be others: each has its room in the plan's scratch */
-    ir_tensor targs[RT_CUDA_MAX_ARGS];
+    /* the results in place now may be others: each has its room in the plan's scratch; the
+     * strided inputs are those of the plan (fusec_plan_rebind keeps layouts) */
     if (st == FUSEC_OK) {
         memcpy(p->args, args, sizeof(ir_tensor) * (size_t)fn->nptrs);
         temps_apply(fn->meta, args, &p->tmp, p->scratch, targs);
+        gathers_apply(fn->meta, &p->gat, p->scratch, targs);
     }
     for (int32_t n = 0; n < p->nnodes && st == FUSEC_OK; n++)
         st = plan_node(p, p->node_launch[n], targs, n, NULL, err, errlen);

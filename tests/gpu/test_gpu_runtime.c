@@ -38,12 +38,12 @@ static fusec_function *fn(fusec_module *m, const char *name) {
 }
 
 static fusec_tensor t1(void *p, int64_t n) {
-    fusec_tensor t = {p, FUSEC_F32, 1, {n}};
+    fusec_tensor t = {p, FUSEC_F32, 1, {n}, NULL};
     return t;
 }
 
 static fusec_tensor t2(void *p, int64_t r, int64_t c) {
-    fusec_tensor t = {p, FUSEC_F32, 2, {r, c}};
+    fusec_tensor t = {p, FUSEC_F32, 2, {r, c}, NULL};
     return t;
 }
 

@@ -54,8 +54,8 @@ static void test_launches(void) {
     enum { N = 1000003 };
     fusec_module *m = compile(0), *u = compile(1);
     void *x = dev(m, N * 4), *y = dev(m, N * 4), *s = dev(m, 4);
-    fusec_tensor tx = {x, FUSEC_F32, 1, {N}}, ty = {y, FUSEC_F32, 1, {N}},
-                 ts = {s, FUSEC_F32, 0, {0}};
+    fusec_tensor tx = {x, FUSEC_F32, 1, {N}, NULL}, ty = {y, FUSEC_F32, 1, {N}, NULL},
+                 ts = {s, FUSEC_F32, 0, {0}, NULL};
 
     int before = stats->launches;
     CHECK_MSG(fusec_launch(fn(m, "gelu"), &tx, 1, &ty, 1, NULL) == FUSEC_OK, "%s",
@@ -80,12 +80,12 @@ static void test_launches(void) {
     CHECK_MSG(strstr(stats->last_kernel, "_final") != NULL, "%s", stats->last_kernel);
 
     /* empty: nothing launched (a sum of nothing is still written, by the final pass) */
-    fusec_tensor e = {x, FUSEC_F32, 1, {0}}, ey = {y, FUSEC_F32, 1, {0}};
+    fusec_tensor e = {x, FUSEC_F32, 1, {0}, NULL}, ey = {y, FUSEC_F32, 1, {0}, NULL};
     before = stats->launches;
     CHECK(fusec_launch(fn(m, "gelu"), &e, 1, &ey, 1, NULL) == FUSEC_OK);
     CHECK(stats->launches == before);
     /* the max of an empty row is an error before any launch */
-    fusec_tensor er = {x, FUSEC_F32, 2, {3, 0}}, ery = {y, FUSEC_F32, 1, {3}};
+    fusec_tensor er = {x, FUSEC_F32, 2, {3, 0}, NULL}, ery = {y, FUSEC_F32, 1, {3}, NULL};
     CHECK(fusec_launch(fn(m, "top"), &er, 1, &ery, 1, NULL) == FUSEC_ERR_RUNTIME);
     CHECK(strstr(fusec_module_message(m), "empty") != NULL);
     CHECK(stats->launches == before);
@@ -110,7 +110,7 @@ static void test_plans(void) {
     fusec_function *f = fn(u, "gelu");
     int k = fusec_function_num_kernels(f);
     void *x = dev(u, N * 4 + 4), *y = dev(u, N * 4 + 4);
-    fusec_tensor tx = {x, FUSEC_F32, 1, {N}}, ty = {y, FUSEC_F32, 1, {N}};
+    fusec_tensor tx = {x, FUSEC_F32, 1, {N}, NULL}, ty = {y, FUSEC_F32, 1, {N}, NULL};
     int nodes = stats->graph_nodes, inst = stats->instantiations;
     fusec_plan *p = NULL;
     CHECK_MSG(fusec_plan_create(f, &tx, 1, &ty, 1, NULL, &p) == FUSEC_OK, "%s",
@@ -125,11 +125,13 @@ static void test_plans(void) {
 
     /* re-bound, also to misaligned buffers: nodes updated, never a new instantiation */
     int updates = stats->node_updates;
-    fusec_tensor mx = {(char *)x + 4, FUSEC_F32, 1, {N}}, my = {(char *)y + 4, FUSEC_F32, 1, {N}};
+    fusec_tensor mx = {(char *)x + 4, FUSEC_F32, 1, {N}, NULL},
+                 my = {(char *)y + 4, FUSEC_F32, 1, {N}, NULL};
     CHECK(fusec_plan_rebind(p, &mx, 1, &my, 1) == FUSEC_OK);
     CHECK(fusec_plan_rebind(p, &tx, 1, &ty, 1) == FUSEC_OK);
     CHECK(stats->node_updates == updates + 2 * k && stats->instantiations == inst + 1);
-    fusec_tensor other = {x, FUSEC_F32, 1, {N - 1}}, other_y = {y, FUSEC_F32, 1, {N - 1}};
+    fusec_tensor other = {x, FUSEC_F32, 1, {N - 1}, NULL},
+                 other_y = {y, FUSEC_F32, 1, {N - 1}, NULL};
     CHECK(fusec_plan_rebind(p, &other, 1, &other_y, 1) == FUSEC_ERR_SHAPE);
 
     fusec_bench_result r;
@@ -144,7 +146,7 @@ static void test_plans(void) {
     balanced("plans");
 
     /* an empty plan (no launch) still replays */
-    fusec_tensor e = {x, FUSEC_F32, 1, {0}}, ey = {y, FUSEC_F32, 1, {0}};
+    fusec_tensor e = {x, FUSEC_F32, 1, {0}, NULL}, ey = {y, FUSEC_F32, 1, {0}, NULL};
     CHECK(fusec_plan_create(f, &e, 1, &ey, 1, NULL, &p) == FUSEC_OK);
     CHECK(fusec_plan_launch(p, NULL) == FUSEC_OK);
     fusec_plan_free(p);

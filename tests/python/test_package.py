@@ -289,13 +289,14 @@ def test_errors(m):
     both = np.zeros(9, np.float32)
     check_raises("out overlapping an input", lambda: m.gelu(both[:8], out=both[1:]), ValueError,
                  "result 0 overlaps parameter 'x' in memory")
-    check_raises("a strided input", lambda: m.gelu(np.zeros(16, np.float32)[::2]), ValueError,
-                 "parameter 'x': the array is not contiguous", "strides are not supported yet")
-    check_raises("a transposed input", lambda: m.f_f32(np.zeros((3, 2), np.float32).T,
-                                                       np.zeros(3, np.float32)),
-                 ValueError, "parameter 'x'", "strides are not supported yet")
     check_raises("a strided out", lambda: m.gelu(f32, out=np.zeros(16, np.float32)[::2]),
-                 ValueError, "result 0: the array is not contiguous")
+                 ValueError, "result 0: results must be dense")
+    check_raises("a transposed out", lambda: m.f_f32(
+        np.ones((3, 2), np.float32), np.ones(2, np.float32),
+        out=np.zeros((2, 3), np.float32).T), ValueError, "result 0: results must be dense")
+    wide = np.zeros(20, np.float32)
+    check_raises("out inside a strided input's span", lambda: m.gelu(
+        wide[::2], out=wide[1:11]), ValueError, "result 0 overlaps parameter 'x'")
     ok = np.zeros((3, 1), np.float32)[:, :]  # size-1 dims may have any stride
     check(m.outer(ok, np.ones(2, np.float32)).shape == (3, 2), "size-1 dims' strides")
     check_raises("an unsupported dtype", lambda: m.gelu(np.zeros(8, np.uint8)), ValueError,
@@ -358,6 +359,47 @@ def test_dlpack(m):
 
 
 # ---- no leak, threads ----------------------------------------------------------------------------
+
+def test_strides(m):
+    """Views of any strides (SPEC §3) read in place: each against the same call on a
+    contiguous copy, bit for bit (the same kernels run on the same values)."""
+    base = rng.uniform(-2, 2, size=(11, 14)).astype(np.float32)
+    row = rng.uniform(-2, 2, size=20).astype(np.float32)
+    views = {
+        "transposed": (base[:7, :5].T, row[:7]),
+        "stepped": (base[::2, 1::3], row[:5]),
+        "reversed": (base[::-1, ::-1], row[:14][::-1]),
+        "interleaved": (base.reshape(11, 7, 2)[:, :, 1], row[::2][:7]),
+        "broadcast_to (read-only, stride 0)": (np.broadcast_to(row[:9], (4, 9)), row[9:18]),
+        "a broadcast column": (np.broadcast_to(row[:6, None], (6, 3)), row[::-3][:3]),
+    }
+    for what, (x, y) in views.items():
+        want = m.f_f32(np.ascontiguousarray(x), np.ascontiguousarray(y))
+        got = m.f_f32(x, y)
+        check(np.array_equal(got, want), "%s: %s" % (what, close(got, want, "f32")[1]))
+        s = m.stats(x)
+        sw = m.stats(np.ascontiguousarray(x))
+        check(all(np.allclose(a, b, rtol=1e-6, atol=1e-6) for a, b in zip(s, sw)),
+              "%s: reductions" % what)
+    mem = rng.uniform(-2, 2, size=(11, 14)).astype(np.float32)  # described transposed:
+    got = m.f_f32(Producer(mem.reshape(14, 11), strides=(1, 14)), row[:11])
+    check(np.array_equal(got, m.f_f32(np.ascontiguousarray(mem.T), row[:11])),
+          "a DLPack producer's own strides")
+    # a plan keeps the strides it was made with; re-bound to others it says so
+    x, y = base[::2, 1::3], row[:5]
+    out = np.empty((6, 5), np.float32)
+    p = m.f_f32.plan(x, y, out=out)
+    p()
+    check(np.array_equal(out, m.f_f32(np.ascontiguousarray(x), y)), "a plan of a strided view")
+    x2 = (base * 2)[::2, 1::3]
+    p.rebind(x2, y, out=out)
+    p()
+    check(np.array_equal(out, m.f_f32(np.ascontiguousarray(x2), y)),
+          "a plan re-bound to another view of the same strides")
+    check_raises("a plan re-bound to other strides", lambda: p.rebind(
+        np.ascontiguousarray(x2), y, out=out), ValueError, "strides it was made for")
+    p.close()
+
 
 def rss():
     with open("/proc/self/statm") as f:
@@ -453,8 +495,11 @@ def test_torch(m):
     out = torch.empty(100)
     check(m.gelu(x, out=out) is out and torch.allclose(out, torch.nn.functional.gelu(
         x, approximate="tanh"), atol=1e-6), "torch out= and the values against F.gelu")
-    check_raises("a transposed tensor", lambda: m.f_f32(torch.zeros(3, 2).t(), torch.zeros(3)),
-                 ValueError, "strides are not supported yet")
+    xt, yt = torch.rand(5, 3) * 4 - 2, torch.rand(12) * 4 - 2
+    for what, a, b in (("transposed", xt.t(), yt[:5]), ("a stepped slice", xt.t(), yt[::2][:5]),
+                       ("expand (stride 0)", xt[:1].expand(4, 3), yt[3:6])):
+        got = m.f_f32(a, b)
+        check(torch.equal(got, m.f_f32(a.contiguous(), b.contiguous())), "torch: " + what)
     check(m.outer(torch.zeros(3, 1).expand(3, 1), torch.ones(2)).shape == (3, 2),
           "a tensor whose size-1 dim has stride 0")
     check_raises("a tensor that requires grad",
@@ -517,6 +562,14 @@ def test_cuda(m):
     check(close(y2, gelu_ref(x2), "f32")[0], "cuda: a plan rebound")
     p.close()
     check(dx.outstanding == 0 and dy2.outstanding == 0, "cuda: a closed plan's capsules go")
+    mem = rng.uniform(-2, 2, size=(6, 9)).astype(np.float32)  # described transposed
+    dt_, _ = device_array(mem.reshape(9, 6))
+    dt_.strides = (1, 9)
+    yv = rng.uniform(-2, 2, size=6).astype(np.float32)
+    dout, out = device_array(np.zeros((9, 6), np.float32))
+    m.f_f32(dt_, device_array(yv)[0], out=dout)
+    m.synchronize()
+    check(np.allclose(out, mem.T * yv + mem.T, rtol=1e-6), "cuda: a transposed device array")
 
 
 def main():
@@ -526,7 +579,7 @@ def main():
         test_cuda(m)
         finish()
     for test in (test_module, test_dtypes, test_out, test_plans, test_errors, test_dlpack,
-                 test_leak, test_threads, test_torch):
+                 test_strides, test_leak, test_threads, test_torch):
         print(test.__name__)
         if test.__code__.co_argcount:
             test(m)

@@ -5,10 +5,12 @@
 #define FUSEC_TESTS_API_UTIL_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "check.h"
 #include "fusec.h"
+#include "runtime/cuda/cuda_driver.h"
 
 /* The module of `src` for target t (arch NULL: the GPU's own), built when `build` is set. */
 static inline fusec_module *api_compile(const char *src, fusec_target t, int no_fuse,
@@ -36,6 +38,39 @@ static inline float api_frand(uint32_t *state, float half) {
     *state = *state * 1664525u + 1013904223u;
     float v = (float)(*state >> 8) * (2.0f * half / 16777216.0f) - half;
     return v == 0 ? half / 8 : v;
+}
+
+/* The targets every API test runs on, in order: the reference, the CPU, CUDA. */
+#define API_NTARGETS 3
+static const fusec_target api_targets[API_NTARGETS] = {FUSEC_TARGET_REF, FUSEC_TARGET_CPU,
+                                                       FUSEC_TARGET_CUDA};
+static const char *const api_target_names[API_NTARGETS] = {"ref", "cpu", "cuda"};
+
+/* Whether target i runs here (CUDA: a GPU, or the emulated driver; the CPU: a build with
+ * LLVM), saying which on stdout. */
+static inline int api_target_runs(int i) {
+    if (api_targets[i] == FUSEC_TARGET_CUDA && !rt_cuda_probe(NULL, NULL, 0)) return 0;
+    fusec_options o;
+    fusec_options_init(&o);
+    o.target = api_targets[i];
+    fusec_module *m = NULL;
+    fusec_status st = fusec_module_compile_string("x.fuse", "", 0, &o, &m);
+    fusec_module_free(m);
+    if (st == FUSEC_ERR_UNSUPPORTED) {
+        printf("target %s: not in this build\n", api_target_names[i]);
+        return 0;
+    }
+    printf("target %s\n", api_target_names[i]);
+    return 1;
+}
+
+/* test(target, its name, no_fuse) on every target that runs here, fused then --no-fuse. */
+static inline void api_each_target(void (*test)(fusec_target, const char *, int)) {
+    for (int i = 0; i < API_NTARGETS; i++) {
+        if (!api_target_runs(i)) continue;
+        test(api_targets[i], api_target_names[i], 0);
+        test(api_targets[i], api_target_names[i], 1);
+    }
 }
 
 #endif

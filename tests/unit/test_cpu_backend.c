@@ -117,7 +117,7 @@ static void test_against_reference(fusec_module *mc, fusec_module *mr) {
         float *x = malloc((size_t)n * sizeof(float));
         for (int64_t i = 0; i < n; i++)
             x[i] = frand();
-        fusec_tensor t = {x, FUSEC_F32, 1, {n}};
+        fusec_tensor t = {x, FUSEC_F32, 1, {n}, NULL};
         compare(fn(mc, "gelu"), fn(mr, "gelu"), &t, 1, 1, 1e-5, 1e-6);
         /* sum: 1e-5 * sum(|x|) <= 4e-5 n; max exact */
         compare(fn(mc, "stats"), fn(mr, "stats"), &t, 1, 2, 1e-5, 4e-5 * (double)n);
@@ -129,7 +129,7 @@ static void test_against_reference(fusec_module *mc, fusec_module *mr) {
         float *x = malloc((size_t)(r * c) * sizeof(float));
         for (int64_t i = 0; i < r * c; i++)
             x[i] = frand();
-        fusec_tensor t = {x, FUSEC_F32, 2, {r, c}};
+        fusec_tensor t = {x, FUSEC_F32, 2, {r, c}, NULL};
         compare(fn(mc, "softmax"), fn(mr, "softmax"), &t, 1, 1, 2e-5, 1e-6);
         compare(fn(mc, "cols"), fn(mr, "cols"), &t, 1, 1, 1e-5, 4e-5);
         free(x);
@@ -137,7 +137,7 @@ static void test_against_reference(fusec_module *mc, fusec_module *mr) {
     /* integers: division and remainder by zero and INT_MIN / -1 never trap */
     int32_t a[9] = {7, -7, 7, INT32_MIN, INT32_MIN, 5, 0, -3, 100};
     int32_t b[9] = {0, 2, -1, -1, 0, 3, 0, 0, -7};
-    fusec_tensor ab[2] = {{a, FUSEC_I32, 1, {9}}, {b, FUSEC_I32, 1, {9}}};
+    fusec_tensor ab[2] = {{a, FUSEC_I32, 1, {9}, NULL}, {b, FUSEC_I32, 1, {9}, NULL}};
     compare(fn(mc, "divide"), fn(mr, "divide"), ab, 2, 2, 0, 0);
     /* 16-bit floats: one unit in the last place of bf16 */
     uint16_t h[37], bf[37];
@@ -146,7 +146,7 @@ static void test_against_reference(fusec_module *mc, fusec_module *mr) {
         fusec_convert(FUSEC_F32, &v, FUSEC_F16, &h[i], 1);
         fusec_convert(FUSEC_F32, &w, FUSEC_BF16, &bf[i], 1);
     }
-    fusec_tensor hb[2] = {{h, FUSEC_F16, 1, {37}}, {bf, FUSEC_BF16, 1, {37}}};
+    fusec_tensor hb[2] = {{h, FUSEC_F16, 1, {37}, NULL}, {bf, FUSEC_BF16, 1, {37}, NULL}};
     compare(fn(mc, "halves"), fn(mr, "halves"), hb, 2, 2, 1.0 / 128, 1e-6);
 }
 
@@ -168,9 +168,10 @@ static void test_bf16_edges(fusec_module *mc, fusec_module *mr) {
         memcpy(&x[i], &bits[i], 4);
         y[i] = (double)x[i] * (1.0 + 0x1p-30); /* just past x: ties break upwards */
     }
-    fusec_tensor in[2] = {{x, FUSEC_F32, 1, {N}}, {y, FUSEC_F64, 1, {N}}};
+    fusec_tensor in[2] = {{x, FUSEC_F32, 1, {N}, NULL}, {y, FUSEC_F64, 1, {N}, NULL}};
     for (int r = 0; r < 2; r++) {
-        fusec_tensor out[2] = {{got[0], FUSEC_BF16, 1, {N}}, {got[1], FUSEC_BF16, 1, {N}}};
+        fusec_tensor out[2] = {{got[0], FUSEC_BF16, 1, {N}, NULL},
+                               {got[1], FUSEC_BF16, 1, {N}, NULL}};
         if (r) {
             out[0].data = want[0];
             out[1].data = want[1];
@@ -198,15 +199,15 @@ static void test_bit_identical(fusec_module *mc) {
           *y2 = malloc(n * sizeof(float));
     for (size_t i = 0; i < n; i++)
         x[i] = frand();
-    fusec_tensor in = {x, FUSEC_F32, 2, {r, c}}, o1 = {y1, FUSEC_F32, 2, {r, c}},
-                 o2 = {y2, FUSEC_F32, 2, {r, c}};
+    fusec_tensor in = {x, FUSEC_F32, 2, {r, c}, NULL}, o1 = {y1, FUSEC_F32, 2, {r, c}, NULL},
+                 o2 = {y2, FUSEC_F32, 2, {r, c}, NULL};
     CHECK(fusec_launch(fn(mc, "softmax"), &in, 1, &o1, 1, NULL) == FUSEC_OK);
     CHECK(fusec_launch(fn(mc, "softmax"), &in, 1, &o2, 1, NULL) == FUSEC_OK);
     CHECK(memcmp(y1, y2, n * sizeof(float)) == 0);
     float s1 = 0, s2 = 1, m1 = 0, m2 = 1;
-    fusec_tensor in1 = {x, FUSEC_F32, 1, {(int64_t)n}};
-    fusec_tensor st1[2] = {{&s1, FUSEC_F32, 0, {0}}, {&m1, FUSEC_F32, 0, {0}}};
-    fusec_tensor st2[2] = {{&s2, FUSEC_F32, 0, {0}}, {&m2, FUSEC_F32, 0, {0}}};
+    fusec_tensor in1 = {x, FUSEC_F32, 1, {(int64_t)n}, NULL};
+    fusec_tensor st1[2] = {{&s1, FUSEC_F32, 0, {0}, NULL}, {&m1, FUSEC_F32, 0, {0}, NULL}};
+    fusec_tensor st2[2] = {{&s2, FUSEC_F32, 0, {0}, NULL}, {&m2, FUSEC_F32, 0, {0}, NULL}};
     CHECK(fusec_launch(fn(mc, "stats"), &in1, 1, st1, 2, NULL) == FUSEC_OK);
     CHECK(fusec_launch(fn(mc, "stats"), &in1, 1, st2, 2, NULL) == FUSEC_OK);
     CHECK(memcmp(&s1, &s2, sizeof s1) == 0 && memcmp(&m1, &m2, sizeof m1) == 0);
@@ -224,7 +225,7 @@ typedef struct thread_arg {
 
 static void *launcher(void *p) {
     thread_arg *a = p;
-    fusec_tensor in = {a->x, FUSEC_F32, 1, {a->n}}, out = {a->y, FUSEC_F32, 1, {a->n}};
+    fusec_tensor in = {a->x, FUSEC_F32, 1, {a->n}, NULL}, out = {a->y, FUSEC_F32, 1, {a->n}, NULL};
     a->ok = 1;
     for (int i = 0; i < 20; i++)
         a->ok &= fusec_launch(a->f, &in, 1, &out, 1, NULL) == FUSEC_OK;
@@ -256,8 +257,8 @@ static void test_threads(fusec_module *mc) {
 
 static void test_empty_max(fusec_module *mc) {
     float dummy = 0, s = 1, m = 1;
-    fusec_tensor in = {&dummy, FUSEC_F32, 1, {0}};
-    fusec_tensor out[2] = {{&s, FUSEC_F32, 0, {0}}, {&m, FUSEC_F32, 0, {0}}};
+    fusec_tensor in = {&dummy, FUSEC_F32, 1, {0}, NULL};
+    fusec_tensor out[2] = {{&s, FUSEC_F32, 0, {0}, NULL}, {&m, FUSEC_F32, 0, {0}, NULL}};
     fusec_status st = fusec_launch(fn(mc, "stats"), &in, 1, out, 2, NULL);
     CHECK_MSG(st == FUSEC_ERR_RUNTIME, "%s", fusec_status_string(st));
     CHECK(strstr(fusec_module_message(mc), "empty") != NULL);

@@ -250,7 +250,7 @@ static fusec_tensor input(int64_t r, int64_t c) {
     float *x = malloc(n * sizeof *x);
     for (size_t i = 0; i < n; i++)
         x[i] = api_frand(&rng, 4.0f);
-    fusec_tensor t = {x, FUSEC_F32, r ? 2 : 1, {r ? r : c, r ? c : 0}};
+    fusec_tensor t = {x, FUSEC_F32, r ? 2 : 1, {r ? r : c, r ? c : 0}, NULL};
     return t;
 }
 

@@ -41,7 +41,7 @@ static void run_case(fusec_module *mc, fusec_module *mr, const char *name, fusec
         float v = api_frand(&rng, 4.0f);
         CHECK(fusec_convert(FUSEC_F32, &v, in_dt, x + i * in_es, 1) == FUSEC_OK);
     }
-    fusec_tensor in = {x, in_dt, 2, {r, c}};
+    fusec_tensor in = {x, in_dt, 2, {r, c}, NULL};
     fusec_function *fc = api_fn(mc, name), *fr = api_fn(mr, name);
     fusec_tensor oc, orf;
     CHECK(fusec_function_result_shapes(fc, &in, 1, &oc, 1) == FUSEC_OK);
@@ -128,7 +128,7 @@ int main(void) {
         fusec_status st = fusec_module_compile_string("s.fuse", SRC, strlen(SRC), &o, &mc);
         if (st == FUSEC_OK) st = fusec_module_build(mc);
         CHECK_MSG(st == FUSEC_OK, "%s", fusec_module_message(mc));
-        fusec_tensor x = {NULL, FUSEC_F32, 2, {0, 4}}, y = {NULL, FUSEC_F32, 2, {0, 4}};
+        fusec_tensor x = {NULL, FUSEC_F32, 2, {0, 4}, NULL}, y = {NULL, FUSEC_F32, 2, {0, 4}, NULL};
         if (fusec_launch(api_fn(mc, "softmax"), &x, 1, &y, 1, NULL) == FUSEC_ERR_UNSUPPORTED) {
             printf("this host cannot run code for %s: skipped\n", cpus[k]);
         } else {

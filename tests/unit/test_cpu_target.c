@@ -206,7 +206,7 @@ static void test_every_cpu(const char *dir) {
         CHECK_MSG(fusec_module_build(m) == FUSEC_OK, "%s: %s", t->name, fusec_module_message(m));
         fusec_function *f = api_fn(m, "gelu");
         memset(y, 0xff, sizeof y);
-        fusec_tensor in = {x, FUSEC_F32, 1, {N}}, out = {y, FUSEC_F32, 1, {N}};
+        fusec_tensor in = {x, FUSEC_F32, 1, {N}, NULL}, out = {y, FUSEC_F32, 1, {N}, NULL};
         st = fusec_launch(f, &in, 1, &out, 1, NULL);
         char lack[256];
         if (rt_cpu_target_missing(t, lack, sizeof lack) == 0) {
@@ -244,7 +244,7 @@ static void test_bad_options(const char *dir) {
     fusec_function *f = NULL;
     if (fusec_module_function(m, "gelu", &f) == FUSEC_OK) {
         float x[3] = {1, 2, 3}, y[3];
-        fusec_tensor in = {x, FUSEC_F32, 1, {3}}, out = {y, FUSEC_F32, 1, {3}};
+        fusec_tensor in = {x, FUSEC_F32, 1, {3}, NULL}, out = {y, FUSEC_F32, 1, {3}, NULL};
         st = fusec_launch(f, &in, 1, &out, 1, NULL);
         CHECK_MSG(st == FUSEC_ERR_SOURCE, "a launch after a failed compile: %d %s", (int)st,
                   fusec_module_message(m));

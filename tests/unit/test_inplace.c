@@ -16,7 +16,6 @@
 
 #include "api_util.h"
 #include "check.h"
-#include "runtime/cuda/cuda_driver.h"
 
 static const char *SRC =
     "fn early(x: f32[N]) -> (f32[N], f32[N]) {\n"
@@ -178,24 +177,6 @@ static void test_target(fusec_target t, const char *name, int no_fuse) {
 }
 
 int main(void) {
-    fusec_target targets[] = {FUSEC_TARGET_REF, FUSEC_TARGET_CPU, FUSEC_TARGET_CUDA};
-    const char *names[] = {"ref", "cpu", "cuda"};
-    int gpu = rt_cuda_probe(NULL, NULL, 0);
-    for (int i = 0; i < 3; i++) {
-        if (targets[i] == FUSEC_TARGET_CUDA && !gpu) continue;
-        fusec_options o;
-        fusec_options_init(&o);
-        o.target = targets[i];
-        fusec_module *m = NULL;
-        if (fusec_module_compile_string("x.fuse", "", 0, &o, &m) == FUSEC_ERR_UNSUPPORTED) {
-            printf("target %s: not in this build\n", names[i]);
-            fusec_module_free(m);
-            continue;
-        }
-        fusec_module_free(m);
-        printf("target %s\n", names[i]);
-        test_target(targets[i], names[i], 0);
-        test_target(targets[i], names[i], 1);
-    }
+    api_each_target(test_target);
     return check_exit("test_inplace");
 }

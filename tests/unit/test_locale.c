@@ -38,7 +38,7 @@ int main(void) {
 
     fusec_module *m = api_compile(SRC, FUSEC_TARGET_REF, 0, NULL, 0);
     float x[3] = {1, 2, 4}, y[3];
-    fusec_tensor in = {x, FUSEC_F32, 1, {3}}, out = {y, FUSEC_F32, 1, {3}};
+    fusec_tensor in = {x, FUSEC_F32, 1, {3}, NULL}, out = {y, FUSEC_F32, 1, {3}, NULL};
     CHECK_MSG(fusec_launch(api_fn(m, "f"), &in, 1, &out, 1, NULL) == FUSEC_OK, "%s",
               fusec_module_message(m));
     for (int i = 0; i < 3; i++)

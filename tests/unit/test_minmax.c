@@ -134,12 +134,12 @@ static void test_rows(fusec_module *m, int wide, int blocked) {
             ((float *)x)[i] = (float)v[i];
     }
     fusec_dtype dt = wide ? FUSEC_F64 : FUSEC_F32;
-    fusec_tensor in = {x, dt, 2, {R, C}}, out[3];
+    fusec_tensor in = {x, dt, 2, {R, C}, NULL}, out[3];
     int nout = blocked ? 3 : 2;
     for (int k = 0; k < nout; k++) {
         res[k] = malloc(es * R);
         memset(res[k], 0x5a, es * R); /* poison */
-        fusec_tensor t = {res[k], dt, 1, {R}};
+        fusec_tensor t = {res[k], dt, 1, {R}, NULL};
         out[k] = t;
     }
     const char *name = blocked ? "blocked32" : wide ? "rows64" : "rows32";
@@ -176,9 +176,9 @@ static void test_full(fusec_module *m, int wide) {
         double r[2] = {0, 0};
         float rf[2] = {0, 0};
         fusec_dtype dt = wide ? FUSEC_F64 : FUSEC_F32;
-        fusec_tensor in = {x, dt, 1, {FULL}};
-        fusec_tensor out[2] = {{wide ? (void *)&r[0] : (void *)&rf[0], dt, 0, {0}},
-                               {wide ? (void *)&r[1] : (void *)&rf[1], dt, 0, {0}}};
+        fusec_tensor in = {x, dt, 1, {FULL}, NULL};
+        fusec_tensor out[2] = {{wide ? (void *)&r[0] : (void *)&rf[0], dt, 0, {0}, NULL},
+                               {wide ? (void *)&r[1] : (void *)&rf[1], dt, 0, {0}, NULL}};
         run(m, wide ? "full64" : "full32", &in, out, 2);
         for (int k = 0; k < 2; k++) {
             double got = wide ? r[k] : rf[k];
@@ -201,8 +201,8 @@ static void test_cols(fusec_module *m) {
         x[i] = (float)v[i];
     memset(mx, 0x5a, 4 * C);
     memset(mn, 0x5a, 4 * C);
-    fusec_tensor in = {x, FUSEC_F32, 2, {R, C}};
-    fusec_tensor out[2] = {{mx, FUSEC_F32, 1, {C}}, {mn, FUSEC_F32, 1, {C}}};
+    fusec_tensor in = {x, FUSEC_F32, 2, {R, C}, NULL};
+    fusec_tensor out[2] = {{mx, FUSEC_F32, 1, {C}, NULL}, {mn, FUSEC_F32, 1, {C}, NULL}};
     run(m, "cols32", &in, out, 2);
     for (int j = 0; j < C; j++) {
         for (int r = 0; r < R; r++)

@@ -29,8 +29,8 @@ int main(void) {
         return 1;
     }
     float x[5] = {-2, -1, 0, 1, 2.5f}, y[5] = {10, 20, 30, 40, 50}, z[5] = {0};
-    fusec_tensor in[2] = {{x, FUSEC_F32, 1, {5}}, {y, FUSEC_F32, 1, {5}}};
-    fusec_tensor out = {z, FUSEC_F32, 1, {5}};
+    fusec_tensor in[2] = {{x, FUSEC_F32, 1, {5}, NULL}, {y, FUSEC_F32, 1, {5}, NULL}};
+    fusec_tensor out = {z, FUSEC_F32, 1, {5}, NULL};
     fusec_status st = fusec_launch(f, in, 2, &out, 1, NULL);
     if (st != FUSEC_OK) {
         fprintf(stderr, "consumer: launch failed (%d): %s\n", (int)st, fusec_module_message(m));
