@@ -15,6 +15,7 @@ enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
 typedef struct binding {
     const char *name; /* NULL for a positional --out */
     const char *path;
+    const char *view; /* --in: what follows the file (tools/view.c), "" for none */
 } binding;
 
 typedef struct dim_binding {
@@ -50,6 +51,22 @@ void cli_print_module_messages(const fusec_module *m, fusec_status st);
 int cli_find_function(const cli *c, fusec_module *m, fusec_function **f, int *nparams,
                       int *nresults);
 int cli_bench(cli *c); /* tools/bench.c */
+
+/* tools/view.c: a view of an input array: where its element (0, ...) is (elements from the
+ * array's first) and its shape and strides in elements. */
+typedef struct cli_view {
+    int64_t offset;
+    int rank;
+    int64_t shape[FUSEC_MAX_RANK];
+    int64_t strides[FUSEC_MAX_RANK];
+} cli_view;
+
+/* Where the file of an --in value ends (*path_len bytes) and its view begins: right after
+ * the last ".npy" when '[' or '.' follows. */
+const char *cli_view_split(const char *arg, size_t *path_len);
+/* The view `expr` of a dense array of this rank and shape into *v; 0, or -1 with a message. */
+int cli_view_parse(const char *expr, int rank, const int64_t *shape, cli_view *v, char *err,
+                   size_t errlen);
 
 /* tools/target.c: the elements and bytes a tensor's dtype and shape take; -1 when either
  * overflows (int64 elements, size_t bytes), which cli_too_large reports (naming `what` and

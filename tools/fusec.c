@@ -46,7 +46,9 @@ static const char usage_text[] =
     "  --dump-after=PASS           print the IR after a pass (to stderr)\n"
     "  -v                          phase timings and the fusion report (to stderr)\n"
     "  -f FN                       (run) the function to run\n"
-    "  --in NAME=FILE.npy          (run) the input for parameter NAME\n"
+    "  --in NAME=FILE.npy[VIEW]    (run) the input for parameter NAME; VIEW as numpy\n"
+    "                              writes one, read in place by strides: [::2, 1:-1],\n"
+    "                              [::-1], [3], [None], .T, .broadcast_to(4, 5)\n"
     "  --out FILE.npy              (run) where to write the next result\n"
     "  --dim NAME=SIZE             (bench) the size of a symbolic dim\n"
     "  --reps K                    (bench) timed runs, median reported (default 20)\n"
@@ -209,8 +211,12 @@ static int parse_args(int argc, char **argv, cli *c) {
             if (find_in(c, v, (size_t)(eq - v)) >= 0)
                 return cli_usage_error("--in %.*s given twice: one file a parameter", (int)(eq - v),
                                        v);
+            size_t plen;
+            c->ins[c->nins].view = cli_view_split(eq + 1, &plen);
             c->ins[c->nins].name = strndup(v, (size_t)(eq - v));
-            c->ins[c->nins++].path = eq + 1;
+            c->ins[c->nins++].path = strndup(eq + 1, plen);
+            if (!c->ins[c->nins - 1].name || !c->ins[c->nins - 1].path)
+                return cli_usage_error("%s", "out of memory");
         } else if ((v = option_value(argc, argv, &i, "--out", &m)) || m) {
             if (!v) return cli_usage_error("%s needs a file name", "--out");
             if (c->nouts == MAX_BINDINGS) return cli_usage_error("too many %s options", "--out");
@@ -492,7 +498,8 @@ static int cmd_run(cli *c) {
     int rc = EXIT_OK;
     fusec_function *f = NULL;
     fusec_tensor ins[MAX_BINDINGS], outs[MAX_BINDINGS], dev_ins[MAX_BINDINGS],
-        dev_outs[MAX_BINDINGS];
+        dev_outs[MAX_BINDINGS], call_ins[MAX_BINDINGS];
+    cli_view views[MAX_BINDINGS];
     int nparams = 0, nresults = 0;
     memset(ins, 0, sizeof ins);
     memset(outs, 0, sizeof outs);
@@ -519,9 +526,9 @@ static int cmd_run(cli *c) {
     for (int i = 0; i < nparams; i++) {
         fusec_param_info p;
         fusec_function_param(f, i, &p);
-        const char *path = NULL;
+        const char *path = NULL, *view = "";
         for (int b = 0; b < c->nins; b++)
-            if (!strcmp(c->ins[b].name, p.name)) path = c->ins[b].path;
+            if (!strcmp(c->ins[b].name, p.name)) path = c->ins[b].path, view = c->ins[b].view;
         if (!path) {
             fprintf(stderr, "fusec: error: missing input for parameter '%s' (--in %s=FILE.npy)\n",
                     p.name, p.name);
@@ -544,6 +551,16 @@ static int cmd_run(cli *c) {
             rc = EXIT_INTERNAL;
             goto done;
         }
+        if (cli_view_parse(view, ins[i].rank, ins[i].shape, &views[i], err, sizeof err) != 0) {
+            fprintf(stderr, "fusec: error: parameter '%s': %s\n", p.name, err);
+            rc = EXIT_INPUT;
+            goto done;
+        }
+        /* what the call sees: the view (its data pointer once in the target's memory) */
+        call_ins[i] = ins[i];
+        call_ins[i].rank = views[i].rank;
+        memcpy(call_ins[i].shape, views[i].shape, sizeof views[i].shape);
+        call_ins[i].strides = *view ? views[i].strides : NULL;
     }
     if (c->nouts != 0 && c->nouts != nresults) {
         fprintf(stderr, "fusec: error: '%s' has %d result%s but %d --out file%s given\n",
@@ -552,7 +569,7 @@ static int cmd_run(cli *c) {
         rc = EXIT_INPUT;
         goto done;
     }
-    st = fusec_function_result_shapes(f, ins, nparams, outs, nresults);
+    st = fusec_function_result_shapes(f, call_ins, nparams, outs, nresults);
     if (st != FUSEC_OK) {
         fprintf(stderr, "fusec: error: %s\n", fusec_module_message(m));
         rc = cli_exit_code(st);
@@ -563,7 +580,10 @@ static int cmd_run(cli *c) {
     if (rc == EXIT_OK) rc = cli_to_target(m, ins, nparams, 1, dev_ins);
     if (rc == EXIT_OK) rc = cli_to_target(m, outs, nresults, 1, dev_outs);
     if (rc != EXIT_OK) goto done;
-    st = fusec_launch(f, dev_ins, nparams, dev_outs, nresults, NULL);
+    for (int i = 0; i < nparams; i++)
+        call_ins[i].data =
+            (char *)dev_ins[i].data + views[i].offset * (int64_t)fusec_dtype_size(ins[i].dtype);
+    st = fusec_launch(f, call_ins, nparams, dev_outs, nresults, NULL);
     if (st != FUSEC_OK) {
         fprintf(stderr, "fusec: error: %s\n", fusec_module_message(m));
         rc = cli_exit_code(st);
@@ -638,8 +658,10 @@ int main(int argc, char **argv) {
     } else if (rc < 0) {
         rc = EXIT_OK; /* --help, --version */
     }
-    for (int i = 0; i < c.nins; i++)
+    for (int i = 0; i < c.nins; i++) {
         free((void *)c.ins[i].name);
+        free((void *)c.ins[i].path);
+    }
     for (int i = 0; i < c.ndims; i++)
         free((void *)c.dims[i].name);
     return close_stdout(rc);

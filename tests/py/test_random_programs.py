@@ -6,7 +6,9 @@ parameters of the full shape and of broadcasting ones ([C], [R, 1], [B, C], [A, 
 products wrap), element-wise operators and functions, casts, selects (with bool operators and
 bool parameters in their conditions), and reductions (sum, mean, max, min, prod; over
 integers exact, to i64) over any set of axes (rows, columns, middle axes, all) whose results
-broadcast back into the expression; results of every dtype, bool comparisons among them. So
+broadcast back into the expression; results of every dtype, bool comparisons among them. Half the programs read their inputs
+through views (`fusec run --in x=FILE.npy.T`: transposed, reversed, every other row,
+broadcast with stride 0), each array still the same values. So
 fusion and the code generators meet combinations that no hand-written program has.
 
 The oracle. A random expression is often ill-conditioned somewhere (a difference of nearly
@@ -346,7 +348,35 @@ def inputs(gen, rng, sizes):
             arrays[name] = a
     for name, _, _, _ in gen.extra:  # rand's seed, from rand's own generator: any i64
         arrays[name] = gen.rand.integers(-2 ** 63, 2 ** 63 - 1, dtype=np.int64, endpoint=True)
+    gen.layouts = {}
+    for name, _, _, _ in gen.params:
+        a = arrays[name]
+        k = int(gen.views.integers(0, len(LAYOUTS))) if gen.views is not None and a.ndim else 0
+        if LAYOUTS[k] == "broadcast":  # the values the same along axis 0, read with stride 0
+            arrays[name] = np.broadcast_to(a[:1], a.shape)
+        gen.layouts[name] = LAYOUTS[k]
     return arrays
+
+
+# how an input reaches fusec run (SPEC §3: inputs of any strides): the file holds other memory
+# and the view (tools/view.c) gives back the array
+LAYOUTS = ("dense", "transposed", "reversed", "stepped", "broadcast")
+
+
+def layout(a, how):
+    """(what the file holds, the view of it that is `a`)."""
+    if how == "transposed":
+        return np.ascontiguousarray(a.T), ".T"
+    if how == "reversed":
+        flip = "[" + ", ".join(["::-1"] * a.ndim) + "]"
+        return np.ascontiguousarray(a[(slice(None, None, -1),) * a.ndim]), flip
+    if how == "stepped":  # every other row, from the second, of an array with more rows
+        base = np.zeros((2 * a.shape[0] + 1,) + a.shape[1:], a.dtype)
+        base[1::2] = a
+        return base, "[1::2]"
+    if how == "broadcast":
+        return np.ascontiguousarray(a[:1]), ".broadcast_to(%s)" % ", ".join(map(str, a.shape))
+    return a, ""
 
 
 def save(arrays, gen, tag, perturb=None, scale=2.0 ** -21):
@@ -358,8 +388,9 @@ def save(arrays, gen, tag, perturb=None, scale=2.0 ** -21):
         if dt in ("f32", "f64") and perturb is not None:
             a = a * (1.0 + perturb.uniform(-1.0, 1.0, size=np.shape(a)) * scale)
         p = os.path.join(OUT, f"{tag}_{name}.npy")
-        np.save(p, np.asarray(a).astype(NP[dt]))
-        files.append((name, p))
+        base, view = layout(np.asarray(a).astype(NP[dt]), gen.layouts.get(name, "dense"))
+        np.save(p, base)
+        files.append((name, p + view))
     return files
 
 
@@ -516,6 +547,10 @@ def main():
         gen = Gen(rng, rank)
         draws = np.random.default_rng([SEED, case])
         gen.rand = draws if draws.random() < 0.4 else None
+        # half the programs read their inputs through views (a generator of their own, so
+        # that the programs and values stay those of the seed)
+        views = np.random.default_rng([SEED, case, 1])
+        gen.views = views if views.random() < 0.5 else None
         src, decls = gen.program("prog")
         size = sizes[rank][(case // 3) % len(sizes[rank])]
         arrays = inputs(gen, rng, size)
