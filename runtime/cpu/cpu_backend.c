@@ -484,7 +484,8 @@ static fusec_status run_split(const llvm_kernel_meta *km, const cpu_kernel *ck, 
 }
 
 static fusec_status run_kernel(const llvm_kernel_meta *km, const cpu_kernel *ck, int vector_bytes,
-                               void *const *bufs, const int64_t *syms, char *err, size_t errlen) {
+                               int may_stream, void *const *bufs, const int64_t *syms, char *err,
+                               size_t errlen) {
     int64_t counts[64];
     llvm_task_fn fns[64];
     int n = km->ntasks;
@@ -501,7 +502,7 @@ static fusec_status run_kernel(const llvm_kernel_meta *km, const cpu_kernel *ck,
     }
     run_ctx r = {fns, counts, n, bufs, syms, NULL, 0, 0};
     /* results far larger than the caches are streamed to memory */
-    if (streams(km, vector_bytes, elems, syms)) r.flags |= LLVM_TASK_STREAM;
+    if (may_stream && streams(km, vector_bytes, elems, syms)) r.flags |= LLVM_TASK_STREAM;
     int max_parts = elems < CPU_PARALLEL_MIN_ELEMS ? 1 : 0;
     int threads = max_parts == 1 ? 1 : rt_pool_size();
     void *scratch = NULL;
@@ -628,6 +629,17 @@ static void gather(const ir_tensor *t, void *dst) {
     rt_pool_run(rows, n < CPU_PARALLEL_MIN_ELEMS ? 1 : 0, gather_rows, &g);
 }
 
+/* Whether some result is in place over a parameter. Then no kernel streams its results:
+ * the lines a result is written to were just read, so there is no read for ownership to
+ * save, and a streaming store would evict them (an AdamW step in place at 2^24 elements took
+ * 15-20% longer streamed: bench/RESULTS.md, "AdamW step"). */
+static int in_place(const ir_func *f, const ir_tensor *args) {
+    for (int32_t o = 0; o < f->noutputs; o++)
+        for (int32_t p = 0; p < f->nparams; p++)
+            if (args[f->nparams + o].data && args[f->nparams + o].data == args[p].data) return 1;
+    return 0;
+}
+
 /* Whether result o goes to a temporary: its buffer is a parameter's that the plan reads after
  * writing the result there (plan_func.inplace_hazard). */
 static int inplace_temp(const plan_func *pf, const ir_func *f, const ir_tensor *args, int32_t o) {
@@ -694,9 +706,10 @@ static fusec_status cpu_launch(void *program, int func, const ir_tensor *args, c
         case PLAN_BUF_TEMP: bufs[i] = block + offsets[i]; break;
         }
     }
+    int may_stream = !in_place(f, args);
     for (int32_t k = 0; k < fm->nkernels && st == FUSEC_OK; k++)
-        st = run_kernel(&fm->kernels[k], &p->kernels[func][k], p->vector_bytes, bufs, syms, err,
-                        errlen);
+        st = run_kernel(&fm->kernels[k], &p->kernels[func][k], p->vector_bytes, may_stream, bufs,
+                        syms, err, errlen);
     /* results written to a temporary (in place over a parameter read after they are
      * written), into place now that every read is done */
     for (int32_t i = 0; i < fm->plan->nbufs && st == FUSEC_OK; i++) {

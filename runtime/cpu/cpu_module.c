@@ -82,6 +82,7 @@ static void open_module(void) {
             const char *why = dlerror();
             snprintf(mod.err, sizeof mod.err, "cannot load %.2000s: %.1000s", paths[i],
                      why ? why : "?");
+            (void)dlerror(); /* frees the message (runtime/cuda/cuda_driver.c) */
             return;
         }
         void *sym = dlsym(h, RT_LLVM_MODULE_ENTRY);

@@ -32,6 +32,10 @@ static void probe(void) {
     if (!lib) {
         snprintf(reason, sizeof reason,
                  "no CUDA driver or device was found (libcuda.so.1 could not be loaded)");
+        /* read and let go of glibc's message: the second call frees it (else it stays until
+         * the next dl call, and LeakSanitizer reports it when there is none) */
+        (void)dlerror();
+        (void)dlerror();
         return;
     }
     rt_cu_api a;

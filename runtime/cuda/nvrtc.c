@@ -166,6 +166,7 @@ static void load_library(void) {
         const char *e = dlerror();
         snprintf(load_error, sizeof load_error, "cannot load NVRTC (%s): %s", found_path,
                  e ? e : "unknown error");
+        (void)dlerror(); /* frees the message (cuda_driver.c) */
         return;
     }
     (void)found_by_soname;
