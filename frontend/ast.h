@@ -112,6 +112,13 @@ typedef struct ast_func {
     src_loc return_loc; /* of the 'return' keyword */
     ast_expr **results;
     int32_t nresults;
+    /* `fn NAME = grad(FN, wrt=(a, b));` (SPEC §1): no parameters, results or body */
+    const char *grad_of; /* FN; NULL for a function with a body */
+    src_loc grad_loc;    /* of FN's name */
+    int has_wrt;         /* wrt= given */
+    const char **wrt;
+    src_loc *wrt_locs;
+    int32_t nwrt;
 } ast_func;
 
 typedef struct ast_file {

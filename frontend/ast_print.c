@@ -133,6 +133,17 @@ static void print_type(ir_buf *b, const ast_type *t) {
 }
 
 static void print_func(ir_buf *b, const ast_func *f) {
+    if (f->grad_of) {
+        ir_buf_printf(b, "fn %s = grad(%s", f->name, f->grad_of);
+        if (f->has_wrt) {
+            ir_buf_puts(b, ", wrt=(");
+            for (int32_t i = 0; i < f->nwrt; i++)
+                ir_buf_printf(b, "%s%s", i ? ", " : "", f->wrt[i]);
+            ir_buf_puts(b, ")");
+        }
+        ir_buf_puts(b, ")\n");
+        return;
+    }
     ir_buf_printf(b, "fn %s(", f->name);
     for (int32_t i = 0; i < f->nparams; i++) {
         ir_buf_printf(b, "%s%s: ", i ? ", " : "", f->params[i].name);

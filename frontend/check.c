@@ -813,7 +813,7 @@ static int within_limits(check_ctx *c, const ast_func *fn, const check_fninfo *f
     return 1;
 }
 
-static void check_entry(check_ctx *c, int32_t index) {
+int check_name_ok(check_ctx *c, int32_t index) {
     const ast_func *fn = &c->file->funcs[index];
     const check_fninfo *fi = &c->info[index];
     c->quiet = 0;
@@ -821,12 +821,27 @@ static void check_entry(check_ctx *c, int32_t index) {
     if (fi->dup_of >= 0) {
         check_error(c, fn->loc, "function '%s' is already defined at line %d", fn->name,
                     (int)c->file->funcs[fi->dup_of].loc.line);
-        return;
+        return 0;
     }
     if (fi->builtin_name) {
         check_error(c, fn->loc, "function '%s' has the name of a built-in function", fn->name);
-        return;
+        return 0;
     }
+    return 1;
+}
+
+static void check_entry(check_ctx *c, int32_t index);
+
+void check_body_entry(check_ctx *c, int32_t index) {
+    if (c->grad_state[index]) return;
+    c->grad_state[index] = 2;
+    check_entry(c, index);
+}
+
+static void check_entry(check_ctx *c, int32_t index) {
+    const ast_func *fn = &c->file->funcs[index];
+    const check_fninfo *fi = &c->info[index];
+    if (!check_name_ok(c, index)) return;
     c->f = ir_func_new(c->scratch, fn->name ? fn->name : "?");
     c->entry = index;
     c->errors = 0;
@@ -881,7 +896,7 @@ static void check_entry(check_ctx *c, int32_t index) {
         c->reported++;
         return;
     }
-    IR_VEC_PUSH(c->a, c->out->funcs, c->out->nfuncs, c->out->cap_funcs, c->f);
+    c->built[index] = c->f;
 }
 
 static void check_all(check_ctx *c) {
@@ -890,8 +905,19 @@ static void check_all(check_ctx *c) {
         c->reported++;
         return;
     }
-    for (int32_t i = 0; i < c->file->nfuncs; i++)
-        check_entry(c, i);
+    int32_t n = c->file->nfuncs;
+    c->built = ir_arena_calloc(c->a, (size_t)n, sizeof *c->built);
+    c->grad_state = ir_arena_calloc(c->a, (size_t)n, 1);
+    /* in file order; a gradient checks the function it differentiates first when that
+     * comes later (it starts from that function's IR) */
+    for (int32_t i = 0; i < n; i++)
+        if (c->file->funcs[i].grad_of)
+            check_grad_entry(c, i);
+        else
+            check_body_entry(c, i);
+    for (int32_t i = 0; i < n; i++)
+        if (c->built[i])
+            IR_VEC_PUSH(c->a, c->out->funcs, c->out->nfuncs, c->out->cap_funcs, c->built[i]);
     if (c->failed_silently && c->reported == 0 && !c->after_syntax_errors) {
         /* every failure has a message somewhere; this would be a checker bug */
         diag_file_error(c->d, "internal error: a function failed to check without a message");

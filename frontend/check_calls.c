@@ -258,6 +258,16 @@ check_val check_lower_call(check_ctx *c, check_frame *fr, const ast_expr *e, int
     const char *name = g->name;
     int32_t npos = 0;
     int ok = 1;
+    if (g->grad_of) {
+        /* its body is built from grad_of's IR, not from syntax this inliner could lower */
+        check_error(c, e->loc,
+                    "'%s' is a gradient (grad of '%s') and cannot be called from another "
+                    "function yet; call it from the API or the command line",
+                    name, g->grad_of);
+        for (int32_t i = 0; i < e->u.call.nargs; i++)
+            if (!e->u.call.args[i].is_axis) check_lower_expr(c, fr, e->u.call.args[i].expr);
+        return check_err_val();
+    }
     for (int32_t i = 0; i < e->u.call.nargs; i++) {
         const ast_arg *a = &e->u.call.args[i];
         if (a->is_axis) {

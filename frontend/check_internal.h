@@ -122,6 +122,8 @@ typedef struct check_ctx {
     int32_t reported;        /* errors this check reported, over the whole file */
     int32_t failed_silently; /* entry points that failed without a message of their own */
     int after_syntax_errors; /* the parser reported errors: some statements are missing */
+    ir_func **built;         /* [nfuncs]: each function's IR once it checked cleanly, else NULL */
+    uint8_t *grad_state;     /* [nfuncs]: 0 not checked yet, 1 (a gradient) building, 2 done */
 
     /* the entry point being checked */
     ir_func *f;
@@ -139,6 +141,12 @@ typedef struct check_ctx {
 } check_ctx;
 
 /* ---- check.c -------------------------------------------------------------------------- */
+
+/* Whether function `index` may be defined under its name (not a second definition, not a
+ * built-in's name); reports why not. */
+int check_name_ok(check_ctx *c, int32_t index);
+/* Checks function `index` (one with a body) unless it was already: its IR into c->built. */
+void check_body_entry(check_ctx *c, int32_t index);
 
 void check_error(check_ctx *c, src_loc at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -207,5 +215,11 @@ check_val check_lower_call(check_ctx *c, check_frame *fr, const ast_expr *e, int
 int check_graph(check_ctx *c);
 /* The recursion message recorded for call expression e of function fn, or NULL. */
 const char *check_recursion_at(const check_ctx *c, int32_t fn, const ast_expr *e);
+
+/* ---- check_grad.c ---------------------------------------------------------------------- */
+
+/* `fn NAME = grad(FN ...)`, function `index` of the file: checked, its IR into c->built
+ * (FN's first, when FN is a gradient too). Every function with a body is checked first. */
+void check_grad_entry(check_ctx *c, int32_t index);
 
 #endif

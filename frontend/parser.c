@@ -743,11 +743,101 @@ static void block(parser *p, ast_func *f) {
     }
 }
 
-/* function = "fn" ident "(" [ param { "," param } ] ")" "->" rettype block */
+/* After an error in a grad declaration: on to the next 'fn' (or past the ';' that ends it). */
+static void sync_decl(parser *p) {
+    while (p->tok.kind != LEX_FN && p->tok.kind != LEX_EOF && p->tok.kind != LEX_SEMI)
+        advance(p);
+    if (p->tok.kind == LEX_SEMI) advance(p);
+}
+
+/* "wrt" "=" "(" ident { "," ident } ")", after the ',' */
+static int wrt_list(parser *p, ast_func *f) {
+    if (p->tok.kind != LEX_IDENT || strcmp(ident_text(p, &p->tok), "wrt") != 0) {
+        expected(p, "'wrt=(...)' after ',' in grad(...)");
+        return 0;
+    }
+    advance(p);
+    if (p->tok.kind != LEX_ASSIGN) {
+        expected(p, "'=' after 'wrt'");
+        return 0;
+    }
+    advance(p);
+    if (p->tok.kind != LEX_LPAREN) {
+        expected(p, "'(' and the parameter names after 'wrt='");
+        return 0;
+    }
+    lex_token open = p->tok;
+    advance(p);
+    int32_t cap = 0, lcap = 0;
+    f->has_wrt = 1;
+    for (;;) {
+        if (p->tok.kind != LEX_IDENT) {
+            expected(p, "a parameter name in wrt=(...)");
+            return 0;
+        }
+        const char *name = ident_text(p, &p->tok);
+        int32_t n = f->nwrt, nl = f->nwrt;
+        IR_VEC_PUSH(p->a, f->wrt, n, cap, name);
+        IR_VEC_PUSH(p->a, f->wrt_locs, nl, lcap, p->tok.loc);
+        f->nwrt = n;
+        advance(p);
+        if (p->tok.kind != LEX_COMMA) break;
+        advance(p);
+    }
+    return expect_closer(p, LEX_RPAREN, &open);
+}
+
+/* grad = ident "=" "grad" "(" ident [ "," "wrt" "=" "(" ident { "," ident } ")" ] ")" ";"
+ * (after "fn" ident, at the '='). */
+static int grad_decl(parser *p, ast_func *f) {
+    advance(p);
+    if (p->tok.kind != LEX_IDENT || strcmp(ident_text(p, &p->tok), "grad") != 0) {
+        expected(p, "'grad(...)' after 'fn %s ='", shown(p, f->name));
+        return 0;
+    }
+    advance(p);
+    if (p->tok.kind != LEX_LPAREN) {
+        expected(p, "'(' after 'grad'");
+        return 0;
+    }
+    lex_token open = p->tok;
+    advance(p);
+    if (p->tok.kind != LEX_IDENT) {
+        expected(p, "the name of a function in grad(...)");
+        return 0;
+    }
+    f->grad_of = ident_text(p, &p->tok);
+    f->grad_loc = p->tok.loc;
+    advance(p);
+    if (p->tok.kind == LEX_COMMA) {
+        advance(p);
+        if (!wrt_list(p, f)) return 0;
+    }
+    if (!expect_closer(p, LEX_RPAREN, &open)) return 0;
+    if (p->tok.kind != LEX_SEMI) {
+        expected(p, "';' after grad(...)");
+        return 0;
+    }
+    advance(p);
+    return 1;
+}
+
+/* function = "fn" ident "(" [ param { "," param } ] ")" "->" rettype block
+ *          | "fn" ident "=" "grad" "(" ... ")" ";" */
 static void function(parser *p, ast_file *file, int32_t *cap) {
     ast_func f;
     memset(&f, 0, sizeof f);
     advance(p);
+    if (p->tok.kind == LEX_IDENT && p->next.kind == LEX_ASSIGN) {
+        f.loc = p->tok.loc;
+        f.name = ident_text(p, &p->tok);
+        advance(p);
+        if (grad_decl(p, &f))
+            IR_VEC_PUSH(p->a, file->funcs, file->nfuncs, *cap, f);
+        else
+            sync_decl(p);
+        return;
+    }
     if (!header(p, &f)) {
         /* a body found before the next function is still parsed, for its own errors */
         while (p->tok.kind != LEX_LBRACE && p->tok.kind != LEX_FN && p->tok.kind != LEX_EOF)

@@ -193,6 +193,23 @@ static void eval_index(run *R, ir_ref r) {
         R->vals[r].i[k] = k;
 }
 
+/* A comparison of f32 (f16, bf16) values compares them as that dtype holds them: the
+ * interpreter carries them in f64 between stores, and a value compared with a stored one
+ * (a max against the elements it came from, in a max's gradient) must meet it where the
+ * program's f32 arithmetic would. */
+static void compare_rounded(run *R, ir_ref r, const double *const *xd, const int64_t *st,
+                            int64_t cnt) {
+    const ir_node *n = &R->f->nodes[r];
+    ir_dtype t = R->f->nodes[n->args[0]].dtype;
+    for (int64_t k = 0; k < cnt; k++) {
+        double a = ir_round_to_dtype(xd[0][k * st[0]], t),
+               b = ir_round_to_dtype(xd[1][k * st[1]], t);
+        const double *x[2] = {&a, &b};
+        const int64_t zero[2] = {0, 0};
+        float_test_loop(n->op, &R->vals[r].i[k], x, zero, 1);
+    }
+}
+
 static void eval_ew(run *R, ir_ref r) {
     static const double zero_d = 0;
     static const int64_t zero_i = 0;
@@ -213,6 +230,8 @@ static void eval_ew(run *R, ir_ref r) {
     if (oi->flags & IR_OPF_RANDOM) {
         for (int64_t k = 0; k < cnt; k++)
             out->d[k] = ir_philox_u01(xi[0][k * st[0]], xi[1][k * st[1]], n->index);
+    } else if ((oi->flags & IR_OPF_CMP) && is_float(at) && at != IR_F64) {
+        compare_rounded(R, r, xd, st, cnt);
     } else if ((oi->flags & (IR_OPF_CMP | IR_OPF_PRED)) && is_float(at)) {
         float_test_loop(n->op, out->i, xd, st, cnt);
     } else if (oi->flags & (IR_OPF_CMP | IR_OPF_LOGIC)) {
@@ -502,6 +521,9 @@ static int interp(run *R) {
     for (ir_ref r = 0; r < f->nnodes; r++) {
         if (R->last[r] < 0) continue;
         const ir_node *n = &f->nodes[r];
+        if (n->op == IR_OP_GRAD) /* (the caller runs passes/grad.c first) */
+            return ir_fail(R->err, R->errlen, "%%%d: a gradient the gradient pass did not expand",
+                           (int)r);
         if (n->op != IR_OP_OUTPUT && alloc_value(R, r)) return -1;
         switch (ir_ops[n->op].cls) {
         case IR_CLASS_LEAF:

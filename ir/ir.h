@@ -63,7 +63,7 @@ int64_t ir_wrap_int(int64_t v, ir_dtype t);
 /* ---- ops ------------------------------------------------------------------------------- */
 
 typedef enum ir_op {
-#define IR_OP(E, CLASS, ARITY, NAME, FLAGS, IDENTITY) IR_OP_##E,
+#define IR_OP(E, CLASS, ARITY, NAME, FLAGS, IDENTITY, DERIV) IR_OP_##E,
 #include "ops.def"
 #undef IR_OP
     IR_OP_COUNT
@@ -92,6 +92,7 @@ enum {
     IR_OPF_FLOATONLY = 1u << 10, /* takes float operands only, integers are an error (mean) */
     IR_OPF_RANDOM = 1u << 11,    /* i64 operands (seed, index) and a stream, f32 result: rand */
     IR_OPF_ARGREDUCE = 1u << 12, /* argmax/argmin: lowered by the front end, never in the IR */
+    IR_OPF_GRADREQ = 1u << 13,   /* grad(L, x): expanded by passes/grad.c, never past it */
 };
 
 /* The identity of a reduction: the value it starts from, and so its result over nothing (but
@@ -111,6 +112,7 @@ typedef struct ir_op_info {
     int arity;
     unsigned flags;
     ir_identity identity;
+    const char *deriv; /* its derivative (ops.def: DERIV) */
 } ir_op_info;
 
 extern const ir_op_info ir_ops[IR_OP_COUNT];

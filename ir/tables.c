@@ -11,7 +11,8 @@ const ir_dtype_info ir_dtypes[IR_DTYPE_COUNT] = {
 };
 
 const ir_op_info ir_ops[IR_OP_COUNT] = {
-#define IR_OP(E, CLASS, ARITY, NAME, FLAGS, IDENTITY) {NAME, CLASS, ARITY, FLAGS, IDENTITY},
+#define IR_OP(E, CLASS, ARITY, NAME, FLAGS, IDENTITY, DERIV)                                       \
+    {NAME, CLASS, ARITY, FLAGS, IDENTITY, DERIV},
 #include "ops.def"
 #undef IR_OP
 };

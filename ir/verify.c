@@ -91,10 +91,32 @@ static int operands_have_dtype(const ir_func *f, ir_ref r, int from, char *err, 
     return 0;
 }
 
+/* grad(L, x): L of one element, x an INPUT node whose dtype and shape the node has. */
+static int check_grad(const ir_func *f, ir_ref r, char *err, size_t errlen) {
+    const ir_node *n = &f->nodes[r], *l = &f->nodes[n->args[0]], *x = &f->nodes[n->args[1]];
+    char s1[160];
+    for (int32_t d = 0; d < l->shape.rank; d++)
+        if (!ir_dim_is_one(l->shape.dims[d]))
+            return ir_fail(err, errlen, "%%%d: grad of %%%d, of shape %s: not one element", (int)r,
+                           (int)n->args[0], shape_str(f, &l->shape, s1, sizeof s1));
+    if (!ir_dtype_is_float(l->dtype))
+        return ir_fail(err, errlen, "%%%d: grad of %%%d, of dtype %s", (int)r, (int)n->args[0],
+                       dt(l->dtype));
+    if (x->op != IR_OP_INPUT)
+        return ir_fail(err, errlen, "%%%d: grad with respect to %%%d, not an input", (int)r,
+                       (int)n->args[1]);
+    if (n->dtype != x->dtype || !ir_shape_equal(&n->shape, &x->shape) ||
+        !ir_dtype_is_float(n->dtype))
+        return ir_fail(err, errlen, "%%%d: grad must have its float input's dtype and shape",
+                       (int)r);
+    return 0;
+}
+
 static int check_ew(const ir_func *f, ir_ref r, char *err, size_t errlen) {
     const ir_node *n = &f->nodes[r];
     const ir_op_info *oi = &ir_ops[n->op];
     char s1[160], s2[160];
+    if (n->op == IR_OP_GRAD) return check_grad(f, r, err, errlen);
     for (int i = 0; i < oi->arity; i++) {
         const ir_node *a = &f->nodes[n->args[i]];
         if (!ir_shape_equal(&a->shape, &n->shape) && !is_rank0_const(a))
@@ -321,6 +343,11 @@ int ir_verify(const ir_func *f, char *err, size_t errlen) {
             return ir_fail(err, errlen, "output %d points at %%%d, not its output node", (int)i,
                            (int)r);
     }
-    if (f->partition) return ir_verify_partition(f, err, errlen);
+    if (f->partition) {
+        for (ir_ref r = 0; r < f->nnodes; r++)
+            if (f->nodes[r].op == IR_OP_GRAD)
+                return ir_fail(err, errlen, "%%%d: grad in a partitioned function", (int)r);
+        return ir_verify_partition(f, err, errlen);
+    }
     return 0;
 }

@@ -58,6 +58,7 @@ typedef struct pass_ctx {
 typedef int (*pass_fn)(ir_func *f, pass_ctx *c);
 pass_fn pass_find(const char *name);
 
+int pass_grad(ir_func *f, pass_ctx *c);            /* grad(L, x): reverse-mode gradients */
 int pass_fold(ir_func *f, pass_ctx *c);            /* constant folding */
 int pass_simplify(ir_func *f, pass_ctx *c);        /* IEEE-exact algebraic identities */
 int pass_cse(ir_func *f, pass_ctx *c);             /* common subexpressions */

@@ -20,6 +20,7 @@ typedef struct pass_entry {
 
 /* ORDER PASSES: the pipeline, in order. */
 static const pass_entry pipeline[] = {
+    {"grad", pass_grad, RUN_ALWAYS},
     {"fold", pass_fold, RUN_ALWAYS},
     {"simplify", pass_simplify, RUN_ALWAYS},
     {"cse", pass_cse, RUN_ALWAYS},
@@ -34,7 +35,8 @@ static const pass_entry pipeline[] = {
 #define NPASSES ((int)(sizeof pipeline / sizeof pipeline[0]))
 
 const char *pass_names(void) {
-    return "fold, simplify, cse, dce, nofuse, fuse_pointwise, fuse_reduction, fuse_horizontal, "
+    return "grad, fold, simplify, cse, dce, nofuse, fuse_pointwise, fuse_reduction, "
+           "fuse_horizontal, "
            "report";
 }
 

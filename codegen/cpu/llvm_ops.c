@@ -662,11 +662,12 @@ static LLVMValueRef op_RAND(lg_mod *m, const lg_args *a) {
 #define op_INDEX NULL
 /* argmax and argmin are lowered by the front end */
 #define op_ARGMAX NULL
+#define op_GRAD   NULL
 #define op_ARGMIN NULL
 #define op_OUTPUT NULL
 
 static const lg_op_fn op_table[IR_OP_COUNT] = {
-#define IR_OP(E, CLASS, ARITY, NAME, FLAGS, IDENTITY) [IR_OP_##E] = op_##E,
+#define IR_OP(E, CLASS, ARITY, NAME, FLAGS, IDENTITY, DERIV) [IR_OP_##E] = op_##E,
 #include "ir/ops.def"
 #undef IR_OP
 };

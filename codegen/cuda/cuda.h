@@ -25,7 +25,7 @@
 #include "ir/ir.h"
 
 /* Bump when the generated code changes for the same IR: it is part of every cache key. */
-#define CUDA_CODEGEN_VERSION 3
+#define CUDA_CODEGEN_VERSION 4
 
 /* What the CUDA generator asks of the kernel plan (codegen/plan.h). */
 extern const plan_options cuda_plan_options;

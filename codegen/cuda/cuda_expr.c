@@ -259,11 +259,12 @@ typedef struct op_tmpl {
 #define TMPL_MAX       NONE
 #define TMPL_MIN       NONE
 #define TMPL_ARGMAX    NONE
+#define TMPL_GRAD      NONE
 #define TMPL_ARGMIN    NONE
 #define TMPL_OUTPUT    NONE
 
 static const op_tmpl op_table[IR_OP_COUNT] = {
-#define IR_OP(E, CLASS, ARITY, NAME, FLAGS, IDENTITY) [IR_OP_##E] = {TMPL_##E},
+#define IR_OP(E, CLASS, ARITY, NAME, FLAGS, IDENTITY, DERIV) [IR_OP_##E] = {TMPL_##E},
 #include "ir/ops.def"
 #undef IR_OP
 };
@@ -281,6 +282,7 @@ const char *cg_op_table_check(void) {
         const ir_op_info *oi = &ir_ops[op];
         if (oi->cls != IR_CLASS_EW) continue;
         const op_tmpl *t = &op_table[op];
+        if (oi->flags & IR_OPF_GRADREQ) continue; /* expanded before any code is made */
         if (oi->flags & IR_OPF_LOGIC) {
             if (!t->b) return oi->name;
         } else if (oi->flags & (IR_OPF_FLOATFN | IR_OPF_PRED)) {
@@ -688,6 +690,11 @@ void cg_space_build(cg_kernel *k, int32_t part) {
         if (ir_ops[n->op].cls == IR_CLASS_REDUCE) v &= ~k->reduced;
         k->var[r] = v;
     }
+    /* a value stored where it is the same along some axes (a broadcast of a row's value, a
+     * gradient's) is still written to every element of its buffer: it counts as varying
+     * there, so the engines write it where they write each element */
+    for (int32_t b = 0; b < k->nbufs; b++)
+        if (k->bufs[b].output && cg_buf_used(k, b)) k->var[k->bufs[b].node] |= k->bufs[b].mask;
 }
 
 const char *cg_size_expr(cg_kernel *k, cuda_size s, const char *hint) {

@@ -35,7 +35,7 @@ from fusectest import check, finish, run, SRC  # noqa: E402
 UPDATE = os.environ.get("FUSEC_EXPECT_UPDATE") == "1"
 DIRS = [os.path.join("tests", "programs"), "examples"]
 
-FN_RE = re.compile(r"^fn\s+([A-Za-z_]\w*)\s*\(")
+FN_RE = re.compile(r"^fn\s+([A-Za-z_]\w*)\s*[(=]")  # a body, or `= grad(...)`
 EXPECT_RE = re.compile(r"^#\s*expect\b")
 # `# expect NAME: 2 kernels (row-reduction, pointwise) move 4*R*C + 8*R bytes`
 FUSED_RE = re.compile(r"^#\s*expect\s+([A-Za-z_]\w*):\s+(\d+) kernels? \(([^)]*)\) moves? "

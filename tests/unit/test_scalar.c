@@ -258,7 +258,7 @@ static void test_coverage(void) {
     for (int op = 0; op < IR_OP_COUNT; op++) {
         const ir_op_info *oi = &ir_ops[op];
         if (oi->cls != IR_CLASS_EW && oi->cls != IR_CLASS_CAST) continue;
-        if (oi->flags & IR_OPF_RANDOM) continue;
+        if (oi->flags & (IR_OPF_RANDOM | IR_OPF_GRADREQ)) continue;
         unsigned fl = oi->flags;
         ir_dtype t = (fl & IR_OPF_LOGIC) ? IR_BOOL : IR_F32;
         ir_dtype rt = (fl & (IR_OPF_CMP | IR_OPF_LOGIC | IR_OPF_PRED)) ? IR_BOOL : t;
@@ -433,7 +433,8 @@ static void test_fold_matches_interp(void) {
     int nops = 0;
     for (int op = 0; op < IR_OP_COUNT; op++)
         if ((ir_ops[op].cls == IR_CLASS_EW || ir_ops[op].cls == IR_CLASS_CAST) &&
-            !(ir_ops[op].flags & IR_OPF_RANDOM)) /* (not a function of its operands) */
+            !(ir_ops[op].flags & (IR_OPF_RANDOM | IR_OPF_GRADREQ))) /* (no functions of
+                                                                     * their operands) */
             ops[nops++] = op;
     int mismatches = 0;
     for (int iter = 0; iter < 6000 && mismatches < 10; iter++) {
