@@ -188,6 +188,9 @@ static ir_func *build(check_ctx *c, const ast_func *fn, const ir_func *g, const 
         ir_ref d = ir_ew(b.f, IR_OP_GRAD, p->dtype, &s, 2, args);
         ir_add_output(b.f, d, p->dtype, &s);
     }
+    b.f->grad_of = g->name;
+    b.f->grad_wrt = ir_arena_calloc(c->a, (size_t)nwrt + 1, sizeof(int32_t));
+    memcpy(b.f->grad_wrt, wrt, sizeof(int32_t) * (size_t)nwrt);
     return b.f;
 }
 

@@ -207,6 +207,12 @@ FUSEC_API int fusec_function_num_params(const fusec_function *f);
 FUSEC_API int fusec_function_num_results(const fusec_function *f);
 FUSEC_API fusec_status fusec_function_param(const fusec_function *f, int i, fusec_param_info *out);
 FUSEC_API fusec_status fusec_function_result(const fusec_function *f, int i, fusec_param_info *out);
+/* For a gradient (`fn d = grad(g, wrt=(...))`, 0.4.0): the name of g, NULL when f is no
+ * gradient; result i of f is the gradient with respect to parameter
+ * fusec_function_grad_wrt(f, i) of g (-1 when f is no gradient or i is out of range). f's
+ * parameters are g's, then one cotangent per result of g. */
+FUSEC_API const char *fusec_function_grad_of(const fusec_function *f);
+FUSEC_API int fusec_function_grad_wrt(const fusec_function *f, int i);
 
 /* ---- launching ------------------------------------------------------------------------ */
 

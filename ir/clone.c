@@ -49,6 +49,11 @@ ir_func *ir_func_clone(ir_arena *a, const ir_func *f) {
     CLONE_ARRAY(a, c->params, f->params, f->nparams);
     CLONE_ARRAY(a, c->outputs, f->outputs, f->noutputs);
     CLONE_ARRAY(a, c->syms, f->syms, f->nsyms);
+    c->grad_wrt = NULL;
+    if (f->grad_of) {
+        c->grad_of = ir_arena_strdup(a, f->grad_of);
+        CLONE_ARRAY(a, c->grad_wrt, f->grad_wrt, f->noutputs);
+    }
     c->cap_nodes = f->nnodes;
     c->cap_params = f->nparams;
     c->cap_outputs = f->noutputs;

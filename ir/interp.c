@@ -201,11 +201,12 @@ static void compare_rounded(run *R, ir_ref r, const double *const *xd, const int
                             int64_t cnt) {
     const ir_node *n = &R->f->nodes[r];
     ir_dtype t = R->f->nodes[n->args[0]].dtype;
+    double v[3] = {0, 0, 0};
+    const double *x[3] = {&v[0], &v[1], &v[2]}; /* (the loops read three operands) */
+    const int64_t zero[3] = {0, 0, 0};
     for (int64_t k = 0; k < cnt; k++) {
-        double a = ir_round_to_dtype(xd[0][k * st[0]], t),
-               b = ir_round_to_dtype(xd[1][k * st[1]], t);
-        const double *x[2] = {&a, &b};
-        const int64_t zero[2] = {0, 0};
+        v[0] = ir_round_to_dtype(xd[0][k * st[0]], t);
+        v[1] = ir_round_to_dtype(xd[1][k * st[1]], t);
         float_test_loop(n->op, &R->vals[r].i[k], x, zero, 1);
     }
 }

@@ -236,6 +236,10 @@ typedef struct ir_func {
     const char **syms; /* names of the symbolic dims */
     int32_t nsyms, cap_syms;
     ir_partition *partition; /* NULL until the fusion passes ran */
+    /* a gradient (`fn d = grad(f)`): the function it differentiates, and for each output
+     * the index of the parameter of that function it is the gradient with respect to */
+    const char *grad_of;
+    int32_t *grad_wrt;
 } ir_func;
 
 typedef struct ir_module {

@@ -543,6 +543,15 @@ const char *fusec_function_name(const fusec_function *f) {
     return f ? f->checked->name : NULL;
 }
 
+const char *fusec_function_grad_of(const fusec_function *f) {
+    return f ? f->checked->grad_of : NULL;
+}
+
+int fusec_function_grad_wrt(const fusec_function *f, int i) {
+    if (!f || !f->checked->grad_of || i < 0 || i >= f->checked->noutputs) return -1;
+    return f->checked->grad_wrt[i];
+}
+
 int fusec_function_num_params(const fusec_function *f) {
     return f ? f->checked->nparams : 0;
 }

@@ -167,6 +167,7 @@ class Module:
         f = self._funcs.get(name)
         if f is None:
             f = self._funcs[name] = Function(self._owner, self._lookup(name))
+            f._module = weakref.ref(self)  # (fusec.torch.op finds the function's gradient)
         return f
 
     def __getattr__(self, name):
@@ -291,6 +292,12 @@ class Function:
         self._cuda = owner.target == "cuda"
         self._devices = _GPU0 if self._cuda else _HOST
         self._tls = threading.local()
+        g = _capi.function_grad_of(handle)
+        #: for a gradient (`fn d = grad(f)`): f's name, and for each result the index of the
+        #: parameter of f it is the gradient with respect to; None and () otherwise
+        self.grad_of = g.decode() if g else None
+        self.grad_wrt = tuple(_capi.function_grad_wrt(handle, i) for i in range(self._nr)) \
+            if g else ()
 
     @property
     def num_kernels(self):

@@ -394,9 +394,9 @@ def save(arrays, gen, tag, perturb=None, scale=2.0 ** -21):
     return files
 
 
-def results(path, files, decls, target, tag, extra=(), env=None):
+def results(path, files, decls, target, tag, extra=(), env=None, fn="prog"):
     outs = [os.path.join(OUT, f"{tag}_out{i}.npy") for i in range(len(decls))]
-    rc, err = fusec_run(path, "prog", files, outs, target, extra, env)
+    rc, err = fusec_run(path, fn, files, outs, target, extra, env)
     if rc != 0:
         return None, err
     # integers and bools as they are (an i64 past 2^53 has no float64 of its own)
@@ -427,12 +427,14 @@ def moved(a, b, tol, frac):
 class Case:
     """One program and its inputs, with the references the comparisons need."""
 
-    def __init__(self, case, gen, src, decls, arrays, sizes):
+    def __init__(self, case, gen, src, decls, arrays, sizes, fn="prog"):
         self.case, self.gen, self.src, self.decls, self.arrays = case, gen, src, decls, arrays
-        self.path = os.path.join(OUT, f"p{case}.fuse")
+        self.fn = fn
+        self.tag = f"c{case}" if fn == "prog" else f"c{case}{fn}"
+        self.path = os.path.join(OUT, f"p{self.tag}.fuse")
         with open(self.path, "w") as f:
             f.write(src)
-        self.files = save(arrays, gen, f"c{case}")
+        self.files = save(arrays, gen, self.tag)
         # an f64 result holds to f64's tolerance only when the computation was f64 throughout
         self.all64 = all(dt == "f64" for _, dt, _, _ in gen.params) and not any(
             c in src for c in ("f32(", "f16(", "i32(", "i64("))
@@ -445,7 +447,8 @@ class Case:
         # and no perturbation of an integer shows it: float results are not compared then
         self.large_ints = any(np.abs(arrays[n]).max(initial=0) > 2 ** 24
                               for n, dt, _, _ in gen.params if dt == "i64")
-        self.reduces = "sum(" in src or "mean(" in src
+        # (a gradient sums over every axis its parameter was broadcast along)
+        self.reduces = "sum(" in src or "mean(" in src or fn != "prog"
         # a float product's allowance (SPEC §5), 1e-5 + (n - 1) 2^-24, at the largest n
         self.prods = "prod((1.0" in src and 1e-5 + int(np.prod(list(sizes.values()))) * 2.0 ** -24
         self.perturbed = {}  # seed: its perturbed inputs' files
@@ -457,11 +460,12 @@ class Case:
         files = self.files
         if seed is not None:
             if seed not in self.perturbed:
-                self.perturbed[seed] = save(self.arrays, self.gen, f"c{self.case}p{seed}",
+                self.perturbed[seed] = save(self.arrays, self.gen, f"{self.tag}p{seed}",
                                             np.random.default_rng(seed), scale)
             files = self.perturbed[seed]
         extra = ("--no-fuse",) if mode == "nofuse" else ()
-        r, err = results(self.path, files, self.decls, "ref", f"c{self.case}r{mode}", extra)
+        r, err = results(self.path, files, self.decls, "ref", f"{self.tag}r{mode}", extra,
+                         fn=self.fn)
         if r is None:
             # the checker accepted the program, so the reference must run it
             check(False, f"{self.what}the reference failed: {err}")
@@ -531,6 +535,63 @@ def compare(c, mode, got, want, perturbed, other):
     return n_cmp, n_skip
 
 
+def grad_cases(case, gen, src, decls, arrays, sizes):
+    """The program's gradient (`fn dprog = grad(prog)`, SPEC §1) as a case of its own, where
+    prog has a float parameter and a float result: its inputs prog's and a cotangent per
+    result (non-zero, of the result's type), its results a gradient per float parameter."""
+    floats = [(n, dt, s, d) for n, dt, s, d in gen.params if dt in FLOATS]
+    if not floats or not any(dt in FLOATS for dt, _ in decls):
+        return []
+    g = Gen(gen.rng, gen.rank)
+    g.params = list(gen.params) + list(gen.extra)
+    g.extra, g.views, g.layouts = [], None, dict(gen.layouts)
+    names = {n for n, *_ in g.params}
+    draws = np.random.default_rng([SEED, case, 2])
+    garrays = dict(arrays)
+    for i, (dt, dims) in enumerate(decls):
+        name = "dy" if len(decls) == 1 else f"dy{i}"
+        while name in names:
+            name += "_"
+        # as decl() declares it: rank 0 when every dim is 1
+        shape = tuple(sizes[d] if d != 1 else 1 for d in dims) if decl(dims) != "[]" else ()
+        if dt in FLOATS:
+            a = draws.uniform(-1.0, 1.0, size=shape)
+            a[a == 0] = 0.5
+        else:
+            a = draws.integers(0, 2, size=shape).astype(NP[dt])
+        g.params.append((name, dt, dims, dims))
+        garrays[name] = a
+    gdecls = [(dt, d) for _, dt, _, d in floats]
+    return [Case(case, g, src + "fn dprog = grad(prog);\n", gdecls, garrays, sizes, "dprog")]
+
+
+def run_case(c, case, nvrtc):
+    """The case on the target, fused and --no-fuse, against the reference; (compared,
+    skipped) elements."""
+    compared = skipped = 0
+    ref = {m: (c.ref(m), c.ref(m, case)) for m in ("fused", "nofuse")}
+    if any(r is None for pair in ref.values() for r in pair):
+        return 0, 0
+    for extra in ((), ("--no-fuse",)) if nvrtc else ():
+        rc, _, err = run(["--target=cuda", "--arch=sm_90", "--emit=cubin", *extra,
+                          c.path, "-o", os.path.join(OUT, f"{c.tag}.cubin")])
+        check(rc == 0, f"{c.what}CUDA build {' '.join(extra)}: {err}")
+    # every other case streams its results (non-temporal stores), whatever their size
+    env = dict(os.environ, FUSEC_CPU_STREAM_MIN_BYTES="0") if case % 2 else None
+    for mode in ("fused", "nofuse"):
+        extra = ("--no-fuse",) if mode == "nofuse" else ()
+        got, err = results(c.path, c.files, c.decls, TARGET, f"{c.tag}t{mode}", extra, env,
+                           fn=c.fn)
+        if got is None:
+            check(False, f"{c.what}{TARGET} {mode} failed: {err}")
+            continue
+        other = ref["nofuse" if mode == "fused" else "fused"][0]
+        n, k = compare(c, mode, got, ref[mode][0], ref[mode][1], other)
+        compared += n
+        skipped += k
+    return compared, skipped
+
+
 def main():
     rng = np.random.default_rng(SEED)
     # (tall ones last: columns few and long enough to be cut into pieces, the plan's split)
@@ -556,24 +617,9 @@ def main():
         arrays = inputs(gen, rng, size)
         if only is not None and case != int(only):
             continue
-        c = Case(case, gen, src, decls, arrays, size)
-        ref = {m: (c.ref(m), c.ref(m, case)) for m in ("fused", "nofuse")}
-        if any(r is None for pair in ref.values() for r in pair):
-            continue
-        for extra in ((), ("--no-fuse",)) if nvrtc else ():
-            rc, _, err = run(["--target=cuda", "--arch=sm_90", "--emit=cubin", *extra,
-                              c.path, "-o", os.path.join(OUT, f"c{case}.cubin")])
-            check(rc == 0, f"{c.what}CUDA build {' '.join(extra)}: {err}")
-        # every other case streams its results (non-temporal stores), whatever their size
-        env = dict(os.environ, FUSEC_CPU_STREAM_MIN_BYTES="0") if case % 2 else None
-        for mode in ("fused", "nofuse"):
-            extra = ("--no-fuse",) if mode == "nofuse" else ()
-            got, err = results(c.path, c.files, decls, TARGET, f"c{case}t{mode}", extra, env)
-            if got is None:
-                check(False, f"{c.what}{TARGET} {mode} failed: {err}")
-                continue
-            other = ref["nofuse" if mode == "fused" else "fused"][0]
-            n, k = compare(c, mode, got, ref[mode][0], ref[mode][1], other)
+        for c in [Case(case, gen, src, decls, arrays, size)] + grad_cases(case, gen, src, decls,
+                                                                          arrays, size):
+            n, k = run_case(c, case, nvrtc)
             compared += n
             skipped += k
     print(f"{COUNT} programs: {compared} elements compared, {skipped} skipped as unstable")

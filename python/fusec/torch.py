@@ -1,0 +1,110 @@
+"""fusec/torch.py: fusec functions as PyTorch custom operators (SPEC §3b).
+
+    import fusec, fusec.torch
+    m = fusec.compile_string(SOURCE)          # declares gelu, and `fn dgelu = grad(gelu);`
+    gelu = fusec.torch.op(m.gelu, "mylib::gelu")
+    y = gelu(x)                               # a torch.library operator: torch.compile
+    y.sum().backward()                        # traces it; backward runs m.dgelu's kernels
+
+op() registers the function with torch.library.custom_op under its schema (one Tensor per
+parameter, one per result), with a fake implementation that gives each result's shape from
+the parameters' by the function's declared dims (what torch.compile and CUDA graph capture
+need to trace it without running it), and, where the module declares a gradient of the
+function (`fn d = grad(f)`, or grad= given), that gradient as the operator's backward: it is
+registered as an operator too (NAME_backward), so a compiled graph's backward calls it.
+Parameters fusec differentiates get their gradient; the others (integers, and floats outside
+the gradient's wrt) get None. Results are made by PyTorch, on the first argument's device.
+"""
+import torch
+
+from ._capi import ArgumentError
+
+_DTYPES = {"bool": torch.bool, "i32": torch.int32, "i64": torch.int64, "f16": torch.float16,
+           "bf16": torch.bfloat16, "f32": torch.float32, "f64": torch.float64}
+
+
+def _schema(fn):
+    params = ", ".join("Tensor %s" % p.name for p in fn.params)
+    n = len(fn.results)
+    return "(%s) -> %s" % (params, "Tensor" if n == 1 else "(%s)" % ", ".join(["Tensor"] * n))
+
+
+def _result_shapes(fn, args):
+    """Each result's shape from the arguments' (sizes may be torch's symbolic ints)."""
+    shapes = [tuple(a.shape) for a in args]
+    out = []
+    for k, src in enumerate(fn._sources):
+        if src is None:
+            raise ArgumentError("%s: result %d has a dim no parameter binds" % (fn.name, k))
+        if src[0] == "same":
+            out.append(shapes[src[1]])
+        else:
+            out.append(tuple(n if isinstance(n, int) else shapes[n[0]][n[1]] for n in src[1]))
+    return out
+
+
+def _register(fn, name):
+    """fn as the operator `name` (its implementation and fake)."""
+    nres = len(fn.results)
+
+    def impl(*args):
+        # (autograd has done its part by now; DLPack refuses a tensor that requires grad)
+        out = fn(*[a.detach() for a in args])
+        return out if nres == 1 else tuple(out)
+
+    op = torch.library.custom_op(name, impl, mutates_args=(), schema=_schema(fn))
+
+    def fake(*args):
+        dev = args[0].device if args else torch.device("cpu")
+        outs = [torch.empty(s, dtype=_DTYPES[r.dtype], device=dev)
+                for s, r in zip(_result_shapes(fn, args), fn.results)]
+        return outs[0] if nres == 1 else tuple(outs)
+
+    op.register_fake(fake)
+    return op
+
+
+def _find_grad(fn):
+    module = getattr(fn, "_module", lambda: None)()
+    if module is None:
+        return None
+    for name in module.functions:
+        g = module[name]
+        if g.grad_of == fn.name:
+            return g
+    return None
+
+
+def op(fn, name, grad=None):
+    """Registers fusec function `fn` (m.gelu) as the PyTorch operator `name` ("ns::name"),
+    with fusec's gradient of it as its backward: grad= (a function declared
+    `fn d = grad(f)`), else the first such gradient of fn in its module, else none."""
+    if grad is None:
+        grad = _find_grad(fn)
+    elif grad.grad_of != fn.name:
+        raise ArgumentError("%s is no gradient of %s" % (grad.name, fn.name))
+    forward = _register(fn, name)
+    if grad is None:
+        return forward
+    backward = _register(grad, name + "_backward")
+    nparams, nres = len(fn.params), len(fn.results)
+
+    def setup_context(ctx, inputs, output):
+        outs = output if isinstance(output, tuple) else (output,)
+        ctx.save_for_backward(*inputs)
+        ctx.result_meta = [(o.shape, o.dtype) for o in outs]
+
+    def backward_fn(ctx, *grads):
+        inputs = ctx.saved_tensors
+        dys = [g if g is not None else torch.zeros(s, dtype=t, device=inputs[0].device)
+               for g, (s, t) in zip(grads, ctx.result_meta)]
+        dys = [d.to(_DTYPES[r.dtype]) for d, r in zip(dys, fn.results)]
+        got = backward(*inputs, *dys)
+        got = got if isinstance(got, tuple) else (got,)
+        out = [None] * nparams
+        for g, p in zip(got, grad.grad_wrt):
+            out[p] = g
+        return tuple(out)
+
+    forward.register_autograd(backward_fn, setup_context=setup_context)
+    return forward
