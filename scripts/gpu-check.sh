@@ -45,6 +45,8 @@ step rand env FUSEC_TEST_TARGET=cuda python3 tests/py/test_rand.py
 step argmax env FUSEC_TEST_TARGET=cuda python3 tests/py/test_argmax.py
 step grad env FUSEC_TEST_TARGET=cuda python3 tests/py/test_grad.py
 step views env FUSEC_TEST_TARGET=cuda python3 tests/py/test_cli_views.py
+step python env FUSEC_TEST_TARGET=cuda PYTHONPATH=python FUSEC_LIBRARY="$PWD/$B/libfusec.so" \
+    python3 tests/python/test_package.py
 step embed bash tests/gpu/embed.sh "$B/embed"
 step mock env FUSEC_CUDA_DRIVER="$PWD/$B/tests/libcuda_mock.so" "$B/tests/test_cuda_mock"
 step programs env FUSEC_TEST_TARGET=cuda python3 tests/py/test_cpu_backend.py

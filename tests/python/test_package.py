@@ -527,8 +527,7 @@ def test_cuda(m):
     """On the CUDA target: arrays on device 0 are taken, host ones refused, results need out=
     (an unknown framework), several results, plans replayed and rebound."""
     if not os.environ.get("FUSEC_MOCK_SMS"):
-        print("a real GPU: the CUDA checks need device memory of a framework (PyTorch, CuPy) "
-              "and are not written yet: skipped")
+        test_cuda_frameworks(m)
         return
     x = rng.uniform(-3, 3, size=300).astype(np.float32)
     dx, _ = device_array(x)
@@ -570,6 +569,75 @@ def test_cuda(m):
     m.f_f32(dt_, device_array(yv)[0], out=dout)
     m.synchronize()
     check(np.allclose(out, mem.T * yv + mem.T, rtol=1e-6), "cuda: a transposed device array")
+
+
+def test_cuda_frameworks(m):
+    """On a real GPU: PyTorch CUDA tensors in and out (results made on the device), a side
+    stream (the launch ordered on it, no host synchronization), a plan captured into a
+    torch.cuda.graph and replayed, strided device views, fusec.torch.op forward and backward on
+    the device, and CuPy arrays where CuPy is installed. Not yet run on a GPU (issue 19)."""
+    if torch is None or not torch.cuda.is_available():
+        print("a GPU, but no PyTorch with CUDA: the framework checks are skipped")
+        return
+    dev = torch.device("cuda", 0)
+    x = torch.rand(1 << 20, device=dev) * 6 - 3
+    y = m.gelu(x)
+    check(y.is_cuda and y.dtype == torch.float32, "cuda torch: the result on the device")
+    check(torch.allclose(y, torch.nn.functional.gelu(x, approximate="tanh"), atol=1e-5),
+          "cuda torch: gelu's values")
+    out = torch.empty_like(x)
+    s = torch.cuda.Stream()
+    x2 = x * 2  # on the default stream
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        m.gelu(x2, out=out)  # ordered on s, the current stream
+    torch.cuda.current_stream().wait_stream(s)
+    check(torch.allclose(out, torch.nn.functional.gelu(x2, approximate="tanh"), atol=1e-5),
+          "cuda torch: a launch on a side stream")
+    a, yv = torch.rand(64, 48, device=dev), torch.rand(128, device=dev)[::2]
+    got = m.f_f32(a.t(), yv)  # a transposed matrix and a strided vector, read in place
+    check(got.shape == (48, 64) and torch.allclose(got, a.t() * yv + a.t(), rtol=1e-6),
+          "cuda torch: transposed and strided device views")
+    # a plan inside a CUDA graph capture: replays with the graph
+    xs, ys = torch.rand(4096, device=dev), torch.empty(4096, device=dev)
+    m.gelu(xs, out=ys)  # built and warm before the capture
+    g = torch.cuda.CUDAGraph()
+    s2 = torch.cuda.Stream()
+    s2.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s2):
+        with torch.cuda.graph(g):
+            m.gelu(xs, out=ys)
+    torch.cuda.current_stream().wait_stream(s2)
+    xs.copy_(torch.rand(4096, device=dev))
+    g.replay()
+    torch.cuda.synchronize()
+    check(torch.allclose(ys, torch.nn.functional.gelu(xs, approximate="tanh"), atol=1e-5),
+          "cuda torch: a launch captured in a CUDA graph, replayed on new values")
+    try:
+        import fusec.torch
+        src = open(os.path.join(SRC, "tests", "programs", "grad.fuse")).read()
+        mg = fusec.compile_string(src, target="cuda")
+        op = fusec.torch.op(mg.layernorm, "fusecgpu::layernorm")
+        xt = torch.randn(32, 256, device=dev, requires_grad=True)
+        w = torch.randn(256, device=dev, requires_grad=True)
+        b = torch.randn(256, device=dev, requires_grad=True)
+        op(xt, w, b).square().sum().backward()
+        x2, w2, b2 = (t.detach().clone().requires_grad_(True) for t in (xt, w, b))
+        torch.nn.functional.layer_norm(x2, (256,), w2, b2, 1e-5).square().sum().backward()
+        check(all(torch.allclose(u.grad, v.grad, rtol=1e-4, atol=1e-4)
+                  for u, v in ((xt, x2), (w, w2), (b, b2))),
+              "cuda torch: fusec.torch.op layernorm's gradients on the device")
+    except ImportError as e:
+        check(False, "fusec.torch: %s" % e)
+    try:
+        import cupy
+    except ImportError:
+        print("no CuPy: its checks are skipped")
+        return
+    xc = cupy.random.rand(1000, dtype=cupy.float32)
+    yc = m.gelu(xc)
+    check(isinstance(yc, cupy.ndarray) and float(abs(yc - 0.5 * xc * (1 + cupy.tanh(
+        0.7978845608028654 * (xc + 0.044715 * xc ** 3)))).max()) < 1e-5, "cupy: gelu")
 
 
 def main():
