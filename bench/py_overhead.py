@@ -74,15 +74,27 @@ def parts(fusec, np, m, fn, shapes, reps):
     outs = tuple(outs) if isinstance(outs, tuple) else (outs,)
     buf, at, ins_p, outs_p = f._buffer()
     f._fill(tuple(xs) + outs, buf, 0, [], None)  # the descriptors of a real call, for the launch
+    ptrs, ptrs_p = f._pointers()
+    caps, ats = [], []
+    f._collect(tuple(xs) + outs, 0, caps, ats, None, None)  # a real call's DLTensors
+    f._pack_ptrs(ptrs, 0, *ats)
     ns = {"f": f, "xs": tuple(xs), "outs": outs, "buf": buf, "at": at, "ins_p": ins_p,
-          "outs_p": outs_p, "L": _capi.launch_untyped, "np": np, "x": xs[0],
-          "pointer": _capi.launch, "n": len(xs), "nr": len(outs)}
+          "outs_p": outs_p, "L": _capi.launch_untyped, "LD": _capi.launch_dlpack_untyped,
+          "ptrs": ptrs, "ptrs_p": ptrs_p, "np": np, "x": xs[0], "n": len(xs),
+          "nr": len(outs)}
     return {
-        # fusec_launch through ctypes, every descriptor ready: the foreign call and the library
+        # fusec_launch_dlpack through ctypes, every DLTensor ready: the foreign call, the
+        # library reading the DLTensors and launching
+        "ctypes_launch_dlpack": per_call_ns("LD(f._hp, ptrs_p, n, nr, None)", ns, reps),
+        # fusec_launch through ctypes with fusec_tensors ready (what plans are made from)
         "ctypes_launch": per_call_ns("L(f._hp, ins_p, n, outs_p, nr, None)", ns, reps),
         # the foreign call alone: a NULL function is refused at once
-        "ctypes_call_only": per_call_ns("L(None, ins_p, n, outs_p, nr, None)", ns, reps),
-        # DLPack import and descriptors of every array of the call
+        "ctypes_call_only": per_call_ns("LD(None, ptrs_p, n, nr, None)", ns, reps),
+        # a call's reading of every array: DLPack export, the DLTensor's address, packed
+        "collect_all_arrays": per_call_ns(
+            "a = []; f._collect(xs + outs, 0, [], a, None, None); f._pack_ptrs(ptrs, 0, *a)",
+            ns, reps),
+        # the same arrays read into fusec_tensors in Python (the path before fusec.h 0.5)
         "fill_all_arrays": per_call_ns("f._fill(xs + outs, buf, 0, [], None)", ns, reps),
         "dlpack_export_one": per_call_ns("x.__dlpack__(max_version=(1, 0))", ns, reps),
         "numpy_empty_one": per_call_ns("np.empty(x.shape, np.float32)", ns, reps),

@@ -41,11 +41,11 @@ extern "C" {
 /* ---- version -------------------------------------------------------------------------- */
 
 #define FUSEC_VERSION_MAJOR 0
-#define FUSEC_VERSION_MINOR 4
+#define FUSEC_VERSION_MINOR 5
 #define FUSEC_VERSION_PATCH 0
 #define FUSEC_VERSION_NUMBER                                                                       \
     (FUSEC_VERSION_MAJOR * 10000 + FUSEC_VERSION_MINOR * 100 + FUSEC_VERSION_PATCH)
-#define FUSEC_VERSION_STRING "0.4.0"
+#define FUSEC_VERSION_STRING "0.5.0"
 
 /* The library's FUSEC_VERSION_NUMBER: compare with the header's to detect a mismatch. */
 FUSEC_API unsigned fusec_version_number(void);
@@ -250,6 +250,19 @@ FUSEC_API fusec_status fusec_function_result_shapes(fusec_function *f, const fus
  * On CUDA the launch is asynchronous; on the CPU and reference targets it returns when done. */
 FUSEC_API fusec_status fusec_launch(fusec_function *f, const fusec_tensor *inputs, int ninputs,
                                     const fusec_tensor *results, int nresults, void *stream);
+
+/* Since 0.5.0. As fusec_launch, with the tensors as DLPack describes them
+ * (https://dmlc.github.io/dlpack/latest/c_api.html), so that any framework's tensors are taken
+ * without a conversion: tensors[i] points to a DLTensor (the dl_tensor member of a
+ * DLManagedTensor or DLManagedTensorVersioned, which the caller keeps alive and owns), the
+ * ninputs inputs first, then the nresults results. The library reads data + byte_offset,
+ * shape, strides (NULL: dense) and dtype: bool, int32, int64, float16, bfloat16, float32 or
+ * float64 with one lane (anything else: FUSEC_ERR_DTYPE); the device must be one the target
+ * reaches (kDLCPU or kDLCUDAHost on the CPU and reference targets, kDLCUDA or kDLCUDAManaged
+ * device 0 on CUDA), else FUSEC_ERR_INVALID_ARGUMENT. Messages name the parameter or result.
+ * A DLManagedTensorVersioned's read-only flag is the caller's to honour for results. */
+FUSEC_API fusec_status fusec_launch_dlpack(fusec_function *f, const void *const *tensors,
+                                           int ninputs, int nresults, void *stream);
 
 /* ---- plans ---------------------------------------------------------------------------- */
 

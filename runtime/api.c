@@ -20,6 +20,7 @@
 #include "runtime/cuda/nvrtc.h"
 #include "runtime/pipeline.h"
 #include "runtime/clock.h"
+#include "runtime/dlpack.h"
 
 /* Source files larger than this are refused: a .fuse program is a few kilobytes. */
 #define RT_MAX_SOURCE_BYTES (16u << 20)
@@ -852,6 +853,39 @@ fusec_status fusec_launch(fusec_function *f, const fusec_tensor *inputs, int nin
     if (st == FUSEC_OK) st = ensure_built(f->module);
     if (st != FUSEC_OK) return st;
     return run_call(f, args, syms, stream);
+}
+
+/* The descriptors of DLPack tensors (runtime/dlpack.c), as many as f has parameters and
+ * results, checked for what only DLPack says (dtype codes, device); fusec_launch checks the
+ * rest. */
+static fusec_status read_dlpack(fusec_function *f, const void *const *tensors, fusec_tensor *out) {
+    fusec_module *m = f->module;
+    int n = f->checked->nparams + f->checked->noutputs;
+    if (n && !tensors)
+        return set_message(m, FUSEC_ERR_INVALID_ARGUMENT, "'%s': no tensors (NULL)",
+                           f->checked->name);
+    int on_host = m->target != FUSEC_TARGET_CUDA;
+    for (int i = 0; i < n; i++) {
+        char why[256], name[160];
+        fusec_status st = rt_dlpack_read(tensors[i], on_host, &out[i], why, sizeof why);
+        if (st != FUSEC_OK)
+            return set_message(m, st, "%s: %s", arg_name(f, i, name, sizeof name), why);
+    }
+    return FUSEC_OK;
+}
+
+fusec_status fusec_launch_dlpack(fusec_function *f, const void *const *tensors, int ninputs,
+                                 int nresults, void *stream) {
+    if (!f) return FUSEC_ERR_INVALID_ARGUMENT;
+    fusec_tensor ts[RT_MAX_ARGS];
+    if (ninputs != f->checked->nparams || nresults != f->checked->noutputs) {
+        /* fusec_launch says which count is wrong before it reads a descriptor */
+        memset(ts, 0, sizeof ts);
+        return fusec_launch(f, ts, ninputs, ts, nresults, stream);
+    }
+    fusec_status st = read_dlpack(f, tensors, ts);
+    if (st != FUSEC_OK) return st;
+    return fusec_launch(f, ts, ninputs, ts + ninputs, nresults, stream);
 }
 
 /* ---- plans ------------------------------------------------------------------------------ */

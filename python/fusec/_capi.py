@@ -172,10 +172,10 @@ def status_string(status):
     return _status_string(status).decode()
 
 
-# The structs above are fusec.h 0.4's. Before 1.0 a minor version may change them (0.4 added
-# fusec_tensor.strides), and a wrong layout would corrupt memory rather than fail: the
-# library must be the version these bindings were written for.
-BINDINGS_VERSION = (0, 4)
+# The structs above are fusec.h 0.5's. Before 1.0 a minor version may change them (0.4 added
+# fusec_tensor.strides, 0.5 fusec_launch_dlpack), and a wrong layout would corrupt memory
+# rather than fail: the library must be the version these bindings were written for.
+BINDINGS_VERSION = (0, 5)
 _have = version_number()
 if (_have // 10000, _have // 100 % 100) != BINDINGS_VERSION:
     raise ImportError("fusec: %s is version %s; this package's bindings (fusec/_capi.py) are "
@@ -183,3 +183,8 @@ if (_have // 10000, _have // 100 % 100) != BINDINGS_VERSION:
                                           BINDINGS_VERSION))
 if ctypes.sizeof(Tensor) != 88 or ctypes.sizeof(ParamInfo) != 144:
     raise ImportError("fusec: unexpected struct layout on this platform")
+# fusec_launch_dlpack, untyped as launch_untyped: a call's hot path hands the library the
+# DLTensors its arrays' capsules hold, and the library reads them (found after the version
+# check: an older library has no such symbol)
+launch_dlpack_untyped = lib["fusec_launch_dlpack"]
+launch_dlpack_untyped.restype = _I

@@ -10,12 +10,14 @@ exactly once, when the capsule goes. The protocol allows a capsule that is never
 leaves no path (an exception between import and launch included) where fusec would have to
 call the deleter itself, and saves two foreign calls per array.
 
-Speed: a call's cost is mostly what reading each array costs in Python, so descriptors are read
-with struct.unpack_from over one view of the whole address space (MEMORY): one call for all of
-a DLTensor's fields, where a ctypes struct takes one attribute access, and often one object, per
-field. What a call can reuse is cached per array type (_KINDS): whether the type speaks DLPack
-1.x, and how to make results in its framework; and for numpy, the common case, where its
-capsules keep their pointer, so that no foreign call is needed to find it (_module._fill).
+Speed: a call's cost is mostly what reading each array costs in Python. A call hands the
+library the DLTensors (fusec_launch_dlpack) and reads only each capsule's pointer; where the
+package reads a DLTensor itself (plans, messages, result shapes), it uses struct.unpack_from
+over one view of the whole address space (MEMORY): one call for all of a DLTensor's fields,
+where a ctypes struct takes one attribute access, and often one object, per field. What a
+call can reuse is cached per array type (_KINDS): whether the type speaks DLPack 1.x, and how
+to make results in its framework; and for numpy, the common case, where its capsules keep
+their pointer, so that no foreign call is needed to find it (_module: Function._collect).
 """
 import ctypes
 import struct

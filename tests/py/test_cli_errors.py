@@ -41,7 +41,7 @@ np.save(fortran, np.asfortranarray(np.ones((2, 3), dtype=np.float32)))
 
 # help, version, usage
 expect(["--help"], 0, "usage: fusec", stream="stdout")
-expect(["--version"], 0, "fusec 0.4.0", stream="stdout")
+expect(["--version"], 0, "fusec 0.5.0", stream="stdout")
 expect([], 2, "no input file")
 expect(["--bogus", GELU], 2, "unknown option '--bogus'")
 expect(["--target=gpu", GELU], 2, "unknown target 'gpu'")
