@@ -41,6 +41,7 @@ step api "$B/tests/test_api"
 step runtime "$B/tests/test_gpu_runtime"
 step inplace "$B/tests/test_inplace"
 step strides "$B/tests/test_strides"
+step dlpack "$B/tests/test_dlpack"
 step rand env FUSEC_TEST_TARGET=cuda python3 tests/py/test_rand.py
 step argmax env FUSEC_TEST_TARGET=cuda python3 tests/py/test_argmax.py
 step grad env FUSEC_TEST_TARGET=cuda python3 tests/py/test_grad.py
@@ -59,5 +60,8 @@ if [[ ${QUICK:-0} != 1 ]]; then
     step chain20-plan "$FUSEC" bench bench/programs/chain20.fuse -f chain20 --no-fuse \
         --target=cuda --dim N=1048576 --launch=plan --reps 200
     step bench python3 bench/run.py --fusec "$FUSEC" --target cuda --out "$OUT/bench"
+    step bench-grad python3 bench/grad.py --fusec "$FUSEC" --target cuda
+    step bench-adamw python3 bench/adamw.py --lib "$PWD/$B/libfusec.so" --target cuda \
+        --sizes 20,24,26
 fi
 printf '%s\n' "${summary[@]}"
