@@ -12,6 +12,7 @@
  *   3. for a full reduction (one result for the whole domain, no block owns all of it):
  *      no node that depends on one of the kernel's own reductions is per element (only
  *      scalar epilogues), and no reduction reads another one's result.
+ *   4. the merged unit holds at most PASS_MAX_KERNEL_REDUCTIONS reductions (rewrite.h).
  * Row and column reductions may hold several reductions that depend on each other and
  * per-element epilogues (softmax, layernorm): one block owns each reduced row or column,
  * and goes over it as often as the chain needs, reading it from memory once.
@@ -43,6 +44,7 @@ struct pass_kgraph {
     pass_ksig *sig;   /* of each root */
     vec *succ, *pred; /* of each root: labels (resolve with find) */
     vec *nodes;       /* of each root: node refs */
+    int32_t *nreds;   /* of each root: its reductions */
     int32_t *trank;   /* topological rank of each label when the graph was built */
     int32_t *ord;     /* of each root: a topological order kept up to date */
     vec fwd, bwd;     /* the units a path check visited, for the reordering */
@@ -129,6 +131,7 @@ pass_kgraph *pass_kgraph_new(ir_func *f, int32_t nlabels, const pass_ksig *sig) 
     g->succ = ir_arena_calloc(A, n1, sizeof(vec));
     g->pred = ir_arena_calloc(A, n1, sizeof(vec));
     g->nodes = ir_arena_calloc(A, n1, sizeof(vec));
+    g->nreds = ir_arena_calloc(A, n1, sizeof(int32_t));
     g->trank = ir_arena_calloc(A, n1, sizeof(int32_t));
     g->ord = ir_arena_calloc(A, n1, sizeof(int32_t));
     g->by_rank = ir_arena_calloc(A, n1, sizeof(int32_t));
@@ -137,8 +140,8 @@ pass_kgraph *pass_kgraph_new(ir_func *f, int32_t nlabels, const pass_ksig *sig) 
     g->stack = ir_arena_calloc(A, n1, sizeof(int32_t));
     g->nmark = ir_arena_calloc(A, (size_t)f->nnodes + 1, sizeof(int32_t));
     g->dep = ir_arena_calloc(A, (size_t)f->nnodes + 1, 1);
-    if (!g->parent || !g->sig || !g->succ || !g->pred || !g->nodes || !g->trank || !g->ord ||
-        !g->by_rank || !g->mark || !g->dmark || !g->stack || !g->nmark || !g->dep)
+    if (!g->parent || !g->sig || !g->succ || !g->pred || !g->nodes || !g->nreds || !g->trank ||
+        !g->ord || !g->by_rank || !g->mark || !g->dmark || !g->stack || !g->nmark || !g->dep)
         return NULL;
     g->budget = KG_BUDGET;
     for (int32_t l = 0; l < nlabels; l++) {
@@ -150,6 +153,7 @@ pass_kgraph *pass_kgraph_new(ir_func *f, int32_t nlabels, const pass_ksig *sig) 
         int32_t l = nd->kernel;
         if (pass_is_leaf(nd) || nd->op == IR_OP_OUTPUT || l < 0 || l >= nlabels) continue;
         if (vec_push(A, &g->nodes[l], r)) return NULL;
+        if (ir_ops[nd->op].cls == IR_CLASS_REDUCE) g->nreds[l]++;
         for (int k = 0; k < ir_ops[nd->op].arity; k++) {
             const ir_node *an = &f->nodes[nd->args[k]];
             int32_t la = an->kernel;
@@ -383,6 +387,7 @@ static int unite(pass_kgraph *g, int32_t u, int32_t v, const pass_ksig *s) {
         g->ord[g->fwd.a[i]] = ranks[k++];
     g->parent[other] = root;
     g->sig[root] = *s;
+    g->nreds[root] += g->nreds[other];
     if (vec_join(A, &g->nodes[root], &g->nodes[other]) ||
         vec_join(A, &g->succ[root], &g->succ[other]) ||
         vec_join(A, &g->pred[root], &g->pred[other]))
@@ -408,6 +413,7 @@ int pass_kgraph_try_merge(pass_kgraph *g, int32_t u, int32_t v) {
     if (u == v || g->budget <= 0) return 0;
     pass_ksig s;
     if (!sig_merge(&g->sig[u], &g->sig[v], &s)) return 0;
+    if (g->nreds[u] + g->nreds[v] > PASS_MAX_KERNEL_REDUCTIONS) return 0;
     if (!no_cycle(g, &u, &v, 0)) return 0;
     if (!full_reduction_ok(g, u, v, &s)) return 0; /* leaves g->fwd for unite */
     return unite(g, u, v, &s) == 0;

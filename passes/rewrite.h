@@ -69,6 +69,13 @@ typedef struct pass_ksig {
 
 typedef struct pass_kgraph pass_kgraph;
 
+/* The most reductions one kernel holds: each is an accumulator in every thread, combined
+ * across a block through shared memory, of which a kernel may declare 48 KB statically on
+ * CUDA; a column kernel takes 2 KB a reduction of 8-byte values, so 24 would be the end (25
+ * f64 column sums of one input failed NVRTC's ptxas). Past this, siblings go to another
+ * kernel, which reads the shared inputs again. */
+#define PASS_MAX_KERNEL_REDUCTIONS 16
+
 /* The graph of the labels in node.kernel (0 .. nlabels-1) with the signatures `sig`
  * (copied): an edge A -> B where a node of B reads a node of A. Node refs must be in
  * topological order. NULL when out of memory. */
