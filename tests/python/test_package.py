@@ -505,6 +505,14 @@ def test_torch(m):
     check_raises("a tensor that requires grad",
                  lambda: m.gelu(torch.zeros(4, requires_grad=True)), ValueError,
                  "parameter 'x'", "DLPack")
+    # what PyTorch's own export refuses is refused on the package's fast path for CPU tensors
+    check_raises("a sparse tensor", lambda: m.gelu(torch.zeros(4).to_sparse()), ValueError,
+                 "parameter 'x'", "layout")
+    check_raises("a meta tensor", lambda: m.gelu(torch.zeros(4, device="meta")), ValueError,
+                 "parameter 'x'")
+    check_raises("a result that requires grad",
+                 lambda: m.gelu(x, out=torch.zeros(100, requires_grad=True)), ValueError,
+                 "result 0", "gradient")
     s, mx, n = m.stats(torch.rand(3, 4))
     check(all(isinstance(r, torch.Tensor) for r in (s, mx, n)) and n.dtype == torch.int64,
           "torch: several results")
