@@ -35,6 +35,7 @@ enum {
     RT_CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115,
     RT_CU_STREAM_NON_BLOCKING = 1,
     RT_CU_EVENT_DEFAULT = 0,
+    RT_CU_EVENT_DISABLE_TIMING = 2,
     RT_CU_MEM_ALLOCATION_TYPE_PINNED = 1,
     RT_CU_MEM_HANDLE_TYPE_NONE = 0,
     RT_CU_MEM_LOCATION_TYPE_DEVICE = 1,
@@ -111,6 +112,8 @@ typedef struct rt_cu_mempool_props {
     X(StreamCreate, "cuStreamCreate", NULL, (rt_cu_stream * stream, unsigned flags))               \
     X(StreamDestroy, "cuStreamDestroy_v2", NULL, (rt_cu_stream stream))                            \
     X(StreamSynchronize, "cuStreamSynchronize", NULL, (rt_cu_stream stream))                       \
+    X(StreamWaitEvent, "cuStreamWaitEvent", NULL,                                                  \
+      (rt_cu_stream stream, rt_cu_event event, unsigned flags))                                    \
     X(EventCreate, "cuEventCreate", NULL, (rt_cu_event * event, unsigned flags))                   \
     X(EventDestroy, "cuEventDestroy_v2", NULL, (rt_cu_event event))                                \
     X(EventRecord, "cuEventRecord", NULL, (rt_cu_event event, rt_cu_stream stream))                \

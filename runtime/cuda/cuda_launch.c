@@ -74,7 +74,13 @@ struct rt_cuda_plan {
     gathers gat;     /* the strided inputs' (a plan keeps its layouts: fusec_plan_rebind) */
     ir_tensor *args; /* as bound: the copies into place after a replay */
     rt_cu_deviceptr scratch;
-    rt_cu_stream last_stream;
+    rt_cu_stream last_stream; /* of the last launch; of the creation before any */
+    /* with scratch: recorded after each launch, so that a launch on another stream, and the
+     * scratch's free, come after the last one whatever stream it ran on (the driver orders a
+     * graph's launches, not the copies into place that follow each) */
+    rt_cu_event done;
+    int launched;
+    pthread_mutex_t lock; /* launches may come from several threads (fusec.h) */
     rt_cu_graph graph;
     rt_cu_graph_exec exec;
     int32_t nnodes;
@@ -670,9 +676,14 @@ void rt_cuda_plan_free(rt_cuda_plan *p) {
         /* an executable graph still running is freed when it completes (the driver's rule) */
         if (p->exec) cu->GraphExecDestroy(p->exec);
         if (p->graph) cu->GraphDestroy(p->graph);
-        if (p->scratch) cu->MemFreeAsync(p->scratch, p->last_stream);
+        /* after the last launch, on the legacy stream: the launch's own may be gone by now
+         * (a caller's, or fusec_bench_run's) */
+        if (p->scratch && p->launched) cu->StreamWaitEvent(NULL, p->done, 0);
+        if (p->scratch) cu->MemFreeAsync(p->scratch, NULL);
+        if (p->done) cu->EventDestroy(p->done);
         rt_cuda_leave(pushed);
     }
+    pthread_mutex_destroy(&p->lock);
     free(p->syms);
     free(p->args);
     free(p->res_mem);
@@ -688,6 +699,10 @@ fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args
     rt_cuda_fn *fn = &g->fns[func];
     rt_cuda_plan *p = calloc(1, sizeof *p);
     if (!p) return no_memory(err, errlen);
+    if (pthread_mutex_init(&p->lock, NULL) != 0) {
+        free(p);
+        return no_memory(err, errlen);
+    }
     p->g = g;
     p->fn = fn;
     p->last_stream = (rt_cu_stream)stream;
@@ -730,6 +745,9 @@ fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args
         /* replays may run on other streams: the memory must be there before any of them */
         rt_cu_result r = cu->StreamSynchronize(p->last_stream);
         if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuStreamSynchronize", err, errlen);
+        if (st == FUSEC_OK) r = cu->EventCreate(&p->done, RT_CU_EVENT_DISABLE_TIMING);
+        if (st == FUSEC_OK && r != RT_CU_SUCCESS)
+            st = driver_failed(r, "cuEventCreate", err, errlen);
     }
     if (st == FUSEC_OK) {
         rt_cu_result r = cu->GraphCreate(&p->graph, 0);
@@ -765,17 +783,35 @@ fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args
 fusec_status rt_cuda_plan_launch(rt_cuda_plan *p, void *stream, char *err, size_t errlen) {
     int pushed = 0;
     if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_DRIVER;
-    rt_cu_result r = rt_cuda_api()->GraphLaunch(p->exec, (rt_cu_stream)stream);
+    const rt_cu_api *cu = rt_cuda_api();
+    rt_cu_stream s = (rt_cu_stream)stream;
     fusec_status st = FUSEC_OK;
-    if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuGraphLaunch", err, errlen);
+    rt_cu_result r = RT_CU_SUCCESS;
+    pthread_mutex_lock(&p->lock);
+    /* on another stream than the last launch's: after that launch's copies into place, which
+     * read the scratch this one's graph writes (a handle is compared: one that a destroyed
+     * stream's reuses is taken for it, and that stream's work was done once it was gone) */
+    if (p->done && p->launched && s != p->last_stream) {
+        r = cu->StreamWaitEvent(s, p->done, 0);
+        if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuStreamWaitEvent", err, errlen);
+    }
+    if (st == FUSEC_OK) {
+        r = cu->GraphLaunch(p->exec, s);
+        if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuGraphLaunch", err, errlen);
+    }
     /* results in place through temporaries: into place after the graph, on its stream */
-    if (st == FUSEC_OK)
-        st = temps_copy(p->fn->meta, p->args, &p->tmp, p->scratch, (rt_cu_stream)stream, err,
-                        errlen);
+    if (st == FUSEC_OK) st = temps_copy(p->fn->meta, p->args, &p->tmp, p->scratch, s, err, errlen);
+    if (st == FUSEC_OK && p->done) {
+        r = cu->EventRecord(p->done, s);
+        if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuEventRecord", err, errlen);
+    }
+    if (st == FUSEC_OK) {
+        p->last_stream = s;
+        p->launched = 1;
+    }
+    pthread_mutex_unlock(&p->lock);
     rt_cuda_leave(pushed);
-    if (st != FUSEC_OK) return st;
-    p->last_stream = (rt_cu_stream)stream;
-    return FUSEC_OK;
+    return st;
 }
 
 fusec_status rt_cuda_plan_rebind(rt_cuda_plan *p, const ir_tensor *args, char *err, size_t errlen) {

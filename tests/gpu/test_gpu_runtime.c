@@ -1,8 +1,9 @@
 /* tests/gpu/test_gpu_runtime.c: the CUDA runtime on a GPU, through fusec.h: launches from two
  * threads on two streams of their own, bit-identical to one thread's; a plan replayed 1000
  * times, re-bound to other buffers and to misaligned ones (another kernel variant), always
- * equal to stream launches; a --no-fuse chain as a plan; all against the reference
- * interpreter. Exits 77 (skipped) without a GPU. */
+ * equal to stream launches; a --no-fuse chain as a plan; a plan with a result in place on two
+ * streams in turn, freed after both are gone; all against the reference interpreter. Exits 77
+ * (skipped) without a GPU. */
 #include "fusec.h"
 
 #include <math.h>
@@ -23,6 +24,9 @@ static const char *SRC =
     "fn softmax(x: f32[R, C]) -> f32[R, C] {\n"
     "    let e = exp(x - max(x, axis=1));\n"
     "    return e / sum(e, axis=1);\n"
+    "}\n"
+    "fn scale_total(x: f32[R, C]) -> (f32[R, C], f32[R]) {\n"
+    "    return x * 2.0, sum(x, axis=1);\n"
     "}\n";
 
 #define N 1000003
@@ -203,6 +207,60 @@ static void plans(fusec_module *m, const char *what) {
     free(hx1);
 }
 
+/* A plan whose result is in place through a temporary (scale_total --no-fuse, x doubled over
+ * itself: its copy into place follows the graph), launched on two streams in turn: each
+ * launch must see the last one's copy, and the plan's scratch must be freed after the last
+ * launch though both streams are gone by then (the stand-in driver stops at any use of a
+ * destroyed stream). Then fusec_bench_run through a plan, which launches on a stream of its
+ * own and destroys it before the plan. */
+static void plan_streams(void) {
+    fusec_module *m = compile(FUSEC_TARGET_CUDA, 1);
+    fusec_function *f = fn(m, "scale_total");
+    void *dx = dev_copy(hs, R * C), *dt = dev_poisoned(R);
+    fusec_tensor x = t2(dx, R, C), outs[2] = {t2(dx, R, C), t1(dt, R)};
+    fusec_plan *p = NULL;
+    CHECK_MSG(fusec_plan_create(f, &x, 1, outs, 2, NULL, &p) == FUSEC_OK, "%s",
+              fusec_module_message(m));
+    int pushed = 0;
+    char err[256];
+    CHECK(rt_cuda_enter(&pushed, err, sizeof err) == 0);
+    const rt_cu_api *cu = rt_cuda_api();
+    rt_cu_stream s[2] = {NULL, NULL};
+    for (int i = 0; i < 2; i++)
+        CHECK(cu->StreamCreate(&s[i], RT_CU_STREAM_NON_BLOCKING) == RT_CU_SUCCESS);
+    enum { LAUNCHES = 5 }; /* x becomes x * 2^5, exactly; the total is that of x * 2^4 */
+    for (int i = 0; i < LAUNCHES; i++)
+        CHECK_MSG(fusec_plan_launch(p, s[i % 2]) == FUSEC_OK, "%s", fusec_module_message(m));
+    for (int i = 0; i < 2; i++) {
+        CHECK(cu->StreamSynchronize(s[i]) == RT_CU_SUCCESS);
+        CHECK(cu->StreamDestroy(s[i]) == RT_CU_SUCCESS);
+    }
+    rt_cuda_leave(pushed);
+    fusec_plan_free(p);
+    float *gx = host_copy(dx, R * C), *gt = host_copy(dt, R);
+    int bad = 0;
+    for (int i = 0; i < R * C; i++)
+        bad += gx[i] != hs[i] * (float)(1 << LAUNCHES);
+    CHECK_MSG(!bad, "a plan in place on two streams: %d elements not x * 2^%d", bad, LAUNCHES);
+    for (int r = 0; r < R && !bad; r++) {
+        double want = 0, mag = 0;
+        for (int c = 0; c < C; c++) {
+            want += (double)hs[r * C + c] * (1 << (LAUNCHES - 1));
+            mag += fabs((double)hs[r * C + c]) * (1 << (LAUNCHES - 1));
+        }
+        bad += !(fabs(gt[r] - want) <= 1e-5 * mag);
+    }
+    CHECK_MSG(!bad, "a plan in place on two streams: %d row totals wrong", bad);
+    free(gx);
+    free(gt);
+    fusec_bench_result br;
+    CHECK_MSG(fusec_bench_run(f, &x, 1, outs, 2, 3, 1, &br) == FUSEC_OK, "%s",
+              fusec_module_message(m));
+    fusec_memory_free(m, dx);
+    fusec_memory_free(m, dt);
+    fusec_module_free(m);
+}
+
 int main(void) {
     char why[512];
     if (!rt_cuda_probe(NULL, why, sizeof why)) {
@@ -217,6 +275,7 @@ int main(void) {
     plans(gpu, "fused");
     fusec_module *nofuse = compile(FUSEC_TARGET_CUDA, 1);
     plans(nofuse, "--no-fuse");
+    plan_streams();
     fusec_module_free(nofuse);
     fusec_module_free(gpu);
     fusec_module_free(ref);

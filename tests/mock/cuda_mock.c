@@ -54,6 +54,17 @@ static struct rt_cu_ctx_st *const the_ctx = (struct rt_cu_ctx_st *)0x1000;
 /* the counters, from any thread (a driver is thread-safe) */
 #define COUNT(c, d) __atomic_add_fetch(&(c), (d), __ATOMIC_RELAXED)
 
+/* Streams: a destroyed one stays allocated, marked dead, so that any later use of its handle
+ * (a real driver's undefined behaviour) stops the test here, naming the call. */
+enum { STREAM_LIVE = 0x5713EA3, STREAM_DEAD = 0xDEAD };
+
+static void stream_check(rt_cu_stream s, const char *call) {
+    if (s && *(const unsigned *)(const void *)s != STREAM_LIVE) {
+        fprintf(stderr, "cuda_mock: %s on a destroyed stream\n", call);
+        abort();
+    }
+}
+
 MOCK_API rt_cu_result cuInit(unsigned f) {
     (void)f;
     OK;
@@ -246,7 +257,8 @@ static void record(rt_cu_function f, unsigned grid, unsigned block, void **param
 MOCK_API rt_cu_result cuLaunchKernel(rt_cu_function f, unsigned gx, unsigned gy, unsigned gz,
                                      unsigned bx, unsigned by, unsigned bz, unsigned smem,
                                      rt_cu_stream s, void **params, void **extra) {
-    (void)smem, (void)s, (void)extra;
+    (void)smem, (void)extra;
+    stream_check(s, "cuLaunchKernel");
     if (ctx_depth == 0) return 201;                        /* CUDA_ERROR_INVALID_CONTEXT */
     if (gy != 1 || gz != 1 || by != 1 || bz != 1) abort(); /* fusec's grids are 1-D */
     record(f, gx, bx, params);
@@ -282,7 +294,7 @@ MOCK_API rt_cu_result cuMemcpyDtoH_v2(void *d, rt_cu_deviceptr s, size_t n) {
 }
 MOCK_API rt_cu_result cuMemcpyDtoDAsync_v2(rt_cu_deviceptr d, rt_cu_deviceptr s, size_t n,
                                            rt_cu_stream x) {
-    (void)x;
+    stream_check(x, "cuMemcpyDtoDAsync");
     memcpy((void *)(uintptr_t)d, (void *)(uintptr_t)s, n);
     OK;
 }
@@ -303,7 +315,8 @@ MOCK_API rt_cu_result cuMemPoolSetAttribute(rt_cu_mempool p, int a, void *v) {
 }
 MOCK_API rt_cu_result cuMemAllocFromPoolAsync(rt_cu_deviceptr *p, size_t n, rt_cu_mempool pool,
                                               rt_cu_stream s) {
-    (void)pool, (void)s;
+    (void)pool;
+    stream_check(s, "cuMemAllocFromPoolAsync");
     void *m = device_alloc(n);
     if (!m) return 2;
     *p = (rt_cu_deviceptr)(uintptr_t)m;
@@ -311,24 +324,34 @@ MOCK_API rt_cu_result cuMemAllocFromPoolAsync(rt_cu_deviceptr *p, size_t n, rt_c
     OK;
 }
 MOCK_API rt_cu_result cuMemFreeAsync(rt_cu_deviceptr p, rt_cu_stream s) {
-    (void)s;
+    stream_check(s, "cuMemFreeAsync");
     free((void *)(uintptr_t)p);
     COUNT(st.pool_frees, 1);
     OK;
 }
 MOCK_API rt_cu_result cuStreamCreate(rt_cu_stream *s, unsigned f) {
     (void)f;
-    *s = (rt_cu_stream)malloc(16);
+    unsigned *mark = malloc(16);
+    if (!mark) return 2;
+    *mark = STREAM_LIVE;
+    *s = (rt_cu_stream)(void *)mark;
     COUNT(st.streams, 1);
     OK;
 }
 MOCK_API rt_cu_result cuStreamDestroy_v2(rt_cu_stream s) {
-    free(s);
+    stream_check(s, "cuStreamDestroy");
+    *(unsigned *)(void *)s = STREAM_DEAD; /* kept: a later use is caught (a few bytes a stream) */
     COUNT(st.streams, -1);
     OK;
 }
 MOCK_API rt_cu_result cuStreamSynchronize(rt_cu_stream s) {
-    (void)s;
+    stream_check(s, "cuStreamSynchronize");
+    OK;
+}
+MOCK_API rt_cu_result cuStreamWaitEvent(rt_cu_stream s, rt_cu_event e, unsigned f) {
+    (void)e;
+    stream_check(s, "cuStreamWaitEvent");
+    if (f != 0) return 1; /* CUDA_ERROR_INVALID_VALUE: fusec passes no flags */
     OK;
 }
 MOCK_API rt_cu_result cuEventCreate(rt_cu_event *e, unsigned f) {
@@ -343,7 +366,8 @@ MOCK_API rt_cu_result cuEventDestroy_v2(rt_cu_event e) {
     OK;
 }
 MOCK_API rt_cu_result cuEventRecord(rt_cu_event e, rt_cu_stream s) {
-    (void)e, (void)s;
+    (void)e;
+    stream_check(s, "cuEventRecord");
     OK;
 }
 MOCK_API rt_cu_result cuEventSynchronize(rt_cu_event e) {
@@ -403,7 +427,7 @@ MOCK_API rt_cu_result cuGraphExecKernelNodeSetParams_v2(rt_cu_graph_exec e, rt_c
     OK;
 }
 MOCK_API rt_cu_result cuGraphLaunch(rt_cu_graph_exec e, rt_cu_stream s) {
-    (void)s;
+    stream_check(s, "cuGraphLaunch");
     mock_graph *mg = (mock_graph *)e;
     COUNT(st.graph_launches, 1);
     for (int i = 0; i < mg->nnodes; i++) {
