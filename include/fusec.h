@@ -247,7 +247,10 @@ FUSEC_API fusec_status fusec_function_result_shapes(fusec_function *f, const fus
  * with another tensor, missing or misaligned data, is FUSEC_ERR_INVALID_ARGUMENT. A refused
  * call writes nothing.
  * `stream` is a CUstream on the CUDA target (NULL: the default stream), ignored elsewhere.
- * On CUDA the launch is asynchronous; on the CPU and reference targets it returns when done. */
+ * On CUDA the launch is asynchronous; on the CPU and reference targets it returns when done.
+ * A launch on a stream being captured into a CUDA graph (cuStreamBeginCapture,
+ * torch.cuda.graph) is recorded by the capture once the module is built: build it (or launch
+ * once) before capturing, since building loads modules, which a capture does not allow. */
 FUSEC_API fusec_status fusec_launch(fusec_function *f, const fusec_tensor *inputs, int ninputs,
                                     const fusec_tensor *results, int nresults, void *stream);
 

@@ -196,6 +196,10 @@ fusec_status rt_cuda_gpu_load(const cuda_module *mod, const void *cubin, size_t 
     }
     const rt_cu_api *cu = rt_cuda_api();
     fusec_status st = FUSEC_OK;
+    /* the memory pool now, not at the first launch that needs scratch, which may be inside a
+     * caller's stream capture (a device without pools says so at that launch) */
+    char pool_err[256];
+    (void)rt_cuda_pool(pool_err, sizeof pool_err);
     if (cubin && len) {
         rt_cu_result r = cu->ModuleLoadData(&g->module, cubin);
         if (r != RT_CU_SUCCESS) {
@@ -394,7 +398,10 @@ static fusec_status scratch_alloc(uint64_t bytes, rt_cu_stream stream, rt_cu_dev
     rt_cu_mempool pool = rt_cuda_pool(err, errlen);
     if (!pool) return FUSEC_ERR_UNSUPPORTED;
     rt_cu_result r = rt_cuda_api()->MemAllocFromPoolAsync(out, (size_t)bytes, pool, stream);
-    if (r != RT_CU_SUCCESS) return driver_failed(r, "cuMemAllocFromPoolAsync", err, errlen);
+    if (r != RT_CU_SUCCESS) {
+        fusec_status st = driver_failed(r, "cuMemAllocFromPoolAsync", err, errlen);
+        return r == 2 ? FUSEC_ERR_OUT_OF_MEMORY : st; /* CUDA_ERROR_OUT_OF_MEMORY */
+    }
     if (*out % RT_CUDA_SCRATCH_ALIGN) {
         rt_cuda_api()->MemFreeAsync(*out, stream);
         snprintf(err, errlen, "the memory pool returned memory aligned to less than %u bytes",
