@@ -217,7 +217,9 @@ FUSEC_API int fusec_function_grad_wrt(const fusec_function *f, int i);
 /* ---- launching ------------------------------------------------------------------------ */
 
 /* A tensor. data is a host pointer for the CPU and reference targets, a device pointer
- * (CUdeviceptr) for CUDA, aligned to the size of an element, the address of element
+ * (CUdeviceptr) of CUDA device 0 for CUDA (the target runs in device 0's primary context, the
+ * one the CUDA runtime and PyTorch use too; memory of another device is not detected: the
+ * kernels would fault), aligned to the size of an element, the address of element
  * (0, ..., 0); NULL only for a tensor with no elements. strides (0.4.0): NULL for dense
  * row-major (what an initializer that leaves it out gives), else `rank` strides in elements,
  * any sign, 0 to broadcast an axis, as DLPack and PyTorch give them: element (i0, i1, ...)
