@@ -145,20 +145,21 @@ _torch_name = None  # the name pointer of PyTorch's versioned capsules, as fast_
 
 
 def _export_torch(obj, stream):
-    """PyTorch's, for a tensor in host memory: Tensor.__dlpack__ is Python code (1.9 us a
-    tensor on the bench host) that checks the tensor, synchronizes CUDA streams and ends in a C
-    export (0.18 us). For a CPU tensor there is nothing to synchronize, so the checks are made
-    here and the C export called directly, its pointer read in place as numpy's are; a tensor
-    that fails them goes through __dlpack__, which says why. CUDA tensors keep __dlpack__ (its
-    stream handling; not yet measured on a GPU)."""
+    """PyTorch's: Tensor.__dlpack__ is Python code (1.9 us a tensor on the bench host) that
+    checks the tensor, synchronizes CUDA streams (an event a tensor) and ends in a C export
+    (0.18 us). Where there is nothing to synchronize, a CPU tensor, or a CUDA tensor launched on
+    its own current stream (stream -1, _module: Function._streams), the checks are made here and
+    the C export called directly, its pointer read in place as numpy's are; a tensor that fails
+    them, or one a launch on another stream must wait for, goes through __dlpack__, which says
+    why or synchronizes. The CUDA side is not yet run on a GPU."""
     global _torch_fast, _torch_name
     if _torch_fast is None:
         import torch
         to_dlpack = getattr(torch._C, "_to_dlpack_versioned", None)  # absent: older PyTorch
         _torch_fast = (torch.strided, to_dlpack if hasattr(torch.Tensor, "is_cpu") else None)
     strided, to_dlpack = _torch_fast
-    if (to_dlpack is None or not obj.is_cpu or obj.requires_grad or obj.layout is not strided or
-            obj.is_conj()):
+    if (to_dlpack is None or not (obj.is_cpu or (stream == -1 and obj.is_cuda)) or
+            obj.requires_grad or obj.layout is not strided or obj.is_conj()):
         return _export_versioned(obj, stream)
     cap = to_dlpack(obj)
     p, name = (read_two_u64(MEMORY, id(cap) + CAPSULE_POINTER_OFFSET)

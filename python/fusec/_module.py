@@ -60,6 +60,13 @@ _HOST = frozenset(_dlpack.device_key(t) for t in (_dlpack.DL_CPU, _dlpack.DL_CUD
 _GPU0 = frozenset(_dlpack.device_key(t) for t in (_dlpack.DL_CUDA, _dlpack.DL_CUDA_MANAGED))
 
 
+def _as_tuple(out):
+    """out= as a tuple of arrays (() for None)."""
+    if out is None:
+        return ()
+    return out if type(out) is tuple else tuple(out) if type(out) is list else (out,)
+
+
 def _check(status, module):
     """Raises the error of a failed call on `module`, with its message."""
     if status != _capi.OK:
@@ -324,14 +331,17 @@ class Function:
         """Runs the function on arrays (any with __dlpack__), read in place; returns its result,
         or a tuple of them. out=: an array (a tuple for several results) to write into, which
         is returned. stream: a CUDA stream (handle, or an object with .cuda_stream or .ptr) on
-        the CUDA target; by default the current stream of the first array's framework."""
+        the CUDA target; by default the current stream of the first array's framework. On a
+        stream= that is not the framework's current one, the launch waits for the arrays'
+        producers (DLPack), but the framework's allocator does not know the stream uses them:
+        keep them alive until it is done (PyTorch: Tensor.record_stream)."""
         try:
             ptrs, ptrs_p = self._tls.ptrs
         except AttributeError:
             ptrs, ptrs_p = self._tls.ptrs = self._pointers()
         if self._m.h is None:
             raise Error("the module is closed")
-        s, ds = self._streams(arrays, stream) if self._cuda else _NO_STREAMS
+        s, ds = self._streams(arrays or _as_tuple(out), stream) if self._cuda else _NO_STREAMS
         caps, ats = [], []  # the capsules stay alive, and the memory with them, until it returns
         if out is None:
             if len(arrays) != self._np:
@@ -534,22 +544,27 @@ class Function:
     def _streams(self, arrays, stream):
         """The CUDA stream of a call on the CUDA target, as fusec_launch takes it (a c_void_p,
         None for the default stream) and as __dlpack__ takes it (an int; 1 is the legacy
-        default stream). It is stream= (a handle, or an object with .cuda_stream (PyTorch) or
-        .ptr (CuPy)), else the current stream of the first array's framework, else the default
-        stream. Untested without a GPU."""
+        default stream, -1 no synchronization). It is stream= (a handle, or an object with
+        .cuda_stream (PyTorch) or .ptr (CuPy)), else the current stream of the first array's
+        framework, else the default stream. A PyTorch stream found here is the tensors' own
+        current stream, so their export needs no synchronization (-1), which saves PyTorch an
+        event per tensor. Not yet run on a GPU."""
+        own = False
         if stream is None and arrays:
             a = arrays[0]
             root = type(a).__module__.split(".")[0]
             if root == "torch" and a.is_cuda:
                 import torch
-                stream = torch.cuda.current_stream(a.device)
+                raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+                stream = raw(a.get_device()) if raw else torch.cuda.current_stream(a.device)
+                own = True
             elif root == "cupy":
                 import cupy
                 stream = cupy.cuda.get_current_stream()
         for attr in ("cuda_stream", "ptr"):
             stream = getattr(stream, attr, stream)
         h = int(stream or 0)
-        return (ctypes.c_void_p(h) if h else None), (h or 1)
+        return (ctypes.c_void_p(h) if h else None), (-1 if own else h or 1)
 
     def _learn(self, a, i):
         try:
@@ -562,7 +577,7 @@ class Function:
         DLPack has no code for) as an ArgumentError naming the argument."""
         try:
             return kind.export(a, stream)
-        except (BufferError, RuntimeError, TypeError, ValueError) as e:
+        except (AssertionError, BufferError, RuntimeError, TypeError, ValueError) as e:
             raise ArgumentError("%s: the %s array cannot be read through DLPack: %s"
                                 % (self._arg_name(i), kind.name, e)) from None
 
@@ -625,7 +640,12 @@ class Plan:
     def __init__(self, fn, arrays, out, stream):
         self._fn = fn
         self._h = None
-        self._stream, self._dl_stream = fn._streams(arrays, stream) if fn._cuda else _NO_STREAMS
+        self._stream, self._dl_stream = (fn._streams(arrays or _as_tuple(out), stream)
+                                         if fn._cuda else _NO_STREAMS)
+        # without stream=, each call runs on the current stream of the first array's framework
+        # then (a side stream, a torch.cuda.graph capture), as a call does
+        self._follow = fn._cuda and stream is None
+        self._like = arrays[:1] or _as_tuple(out)[:1]
         at, caps, results = self._bind(arrays, out)
         h = ctypes.c_void_p()
         _check(_capi.plan_create(fn._h, at, fn._np, at + fn._np * _TSIZE, fn._nr, self._stream,
@@ -653,10 +673,15 @@ class Plan:
         return self._results[0] if len(self._results) == 1 else tuple(self._results)
 
     def __call__(self, stream=None):
-        """Runs the plan (on `stream` on CUDA, else the plan's); returns its results."""
+        """Runs the plan; returns its results. On CUDA it runs on `stream`, else on the one
+        given when the plan was made, else on the current stream of its first array's
+        framework (as a call does)."""
         if self._h is None:
             raise Error("the plan is closed")
-        s = self._stream if stream is None else self._fn._streams((), stream)[0]
+        if stream is not None:
+            s = self._fn._streams((), stream)[0]
+        else:
+            s = self._fn._streams(self._like, None)[0] if self._follow else self._stream
         st = _plan_launch(self._hp, s)
         if st:
             _check(st, self._fn._mh)
@@ -674,7 +699,8 @@ class Plan:
         return self
 
     def close(self):
-        """Frees the plan and lets its arrays go."""
+        """Frees the plan and lets its arrays go. On CUDA not during a stream capture (the
+        plan's scratch is freed on the legacy stream, which a capture forbids)."""
         h, self._h = self._h, None
         # after its module, fusec_plan_free would touch freed memory: such a plan is left
         # (only a garbage cycle finalized in the wrong order frees the module first, since the

@@ -602,6 +602,16 @@ def test_cuda_frameworks(m):
     torch.cuda.current_stream().wait_stream(s)
     check(torch.allclose(out, torch.nn.functional.gelu(x2, approximate="tanh"), atol=1e-5),
           "cuda torch: a launch on a side stream")
+    # a plan made on the default stream follows the current stream when called
+    p = m.gelu.plan(x, out=out)
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        x.mul_(0.5)  # on s: the plan's launch must come after it
+        p()
+    torch.cuda.current_stream().wait_stream(s)
+    check(torch.allclose(out, torch.nn.functional.gelu(x, approximate="tanh"), atol=1e-5),
+          "cuda torch: a plan called on a side stream runs on it")
+    p.close()
     a, yv = torch.rand(64, 48, device=dev), torch.rand(128, device=dev)[::2]
     got = m.f_f32(a.t(), yv)  # a transposed matrix and a strided vector, read in place
     check(got.shape == (48, 64) and torch.allclose(got, a.t() * yv + a.t(), rtol=1e-6),
