@@ -54,9 +54,12 @@ static struct rt_cu_ctx_st *const the_ctx = (struct rt_cu_ctx_st *)0x1000;
 /* the counters, from any thread (a driver is thread-safe) */
 #define COUNT(c, d) __atomic_add_fetch(&(c), (d), __ATOMIC_RELAXED)
 
-/* Streams: a destroyed one stays allocated, marked dead, so that any later use of its handle
- * (a real driver's undefined behaviour) stops the test here, naming the call. */
-enum { STREAM_LIVE = 0x5713EA3, STREAM_DEAD = 0xDEAD };
+/* Streams: slots of a static array, never reused, so that a destroyed one stays marked dead and
+ * any later use of its handle (a real driver's undefined behaviour) stops the test here,
+ * naming the call; no allocation, so none is left over at exit. */
+enum { STREAM_LIVE = 0x5713EA3, STREAM_DEAD = 0xDEAD, MAX_STREAMS = 1 << 16 };
+static unsigned stream_slots[MAX_STREAMS];
+static unsigned next_stream;
 
 static void stream_check(rt_cu_stream s, const char *call) {
     if (s && *(const unsigned *)(const void *)s != STREAM_LIVE) {
@@ -331,8 +334,9 @@ MOCK_API rt_cu_result cuMemFreeAsync(rt_cu_deviceptr p, rt_cu_stream s) {
 }
 MOCK_API rt_cu_result cuStreamCreate(rt_cu_stream *s, unsigned f) {
     (void)f;
-    unsigned *mark = malloc(16);
-    if (!mark) return 2;
+    unsigned i = __atomic_fetch_add(&next_stream, 1, __ATOMIC_RELAXED);
+    if (i >= MAX_STREAMS) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+    unsigned *mark = &stream_slots[i];
     *mark = STREAM_LIVE;
     *s = (rt_cu_stream)(void *)mark;
     COUNT(st.streams, 1);
@@ -340,7 +344,7 @@ MOCK_API rt_cu_result cuStreamCreate(rt_cu_stream *s, unsigned f) {
 }
 MOCK_API rt_cu_result cuStreamDestroy_v2(rt_cu_stream s) {
     stream_check(s, "cuStreamDestroy");
-    *(unsigned *)(void *)s = STREAM_DEAD; /* kept: a later use is caught (a few bytes a stream) */
+    *(unsigned *)(void *)s = STREAM_DEAD; /* its slot is never reused: a later use is caught */
     COUNT(st.streams, -1);
     OK;
 }
