@@ -33,6 +33,20 @@ static inline fusec_function *api_fn(fusec_module *m, const char *name) {
     return f;
 }
 
+/* A descriptor of `rank` dims from shape (strides NULL: dense row-major). */
+static inline fusec_tensor api_tensor(void *data, fusec_dtype dt, int rank, const int64_t *shape,
+                                      const int64_t *strides) {
+    fusec_tensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.dtype = dt;
+    t.rank = rank;
+    for (int i = 0; i < rank; i++)
+        t.shape[i] = shape[i];
+    t.strides = strides;
+    return t;
+}
+
 /* Uniform in [-half, half), never 0 (a zero hides unwritten results and wrong indexing). */
 static inline float api_frand(uint32_t *state, float half) {
     *state = *state * 1664525u + 1013904223u;

@@ -117,10 +117,7 @@ static void make(arr *out, fusec_module *m, fusec_dtype dt, int rank, int64_t d0
     CHECK(fusec_memory_alloc(m, out->bytes, &out->mem) == FUSEC_OK);
     CHECK(fusec_memory_upload(m, out->mem, h, out->bytes) == FUSEC_OK);
     free(h);
-    out->t.data = out->mem;
-    out->t.dtype = dt;
-    out->t.rank = rank;
-    memcpy(out->t.shape, out->shape, sizeof out->shape);
+    out->t = api_tensor(out->mem, dt, rank, out->shape, NULL);
     int cuda = fusec_module_target(m) == FUSEC_TARGET_CUDA;
     out->dl.data = out->mem;
     out->dl.device = (DLDevice){cuda ? kDLCUDA : kDLCPU, 0};

@@ -53,14 +53,7 @@ typedef struct call {
 } call;
 
 static fusec_tensor tensor(void *d, int rank, const int64_t *shape) {
-    fusec_tensor t;
-    memset(&t, 0, sizeof t);
-    t.data = d;
-    t.dtype = FUSEC_F32;
-    t.rank = rank;
-    for (int i = 0; i < rank; i++)
-        t.shape[i] = shape[i];
-    return t;
+    return api_tensor(d, FUSEC_F32, rank, shape, NULL);
 }
 
 static void *upload(fusec_module *m, const float *h, int64_t n) {

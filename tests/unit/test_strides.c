@@ -97,15 +97,8 @@ typedef struct arg {
 } arg;
 
 static fusec_tensor tensor(void *d, fusec_dtype dt, const int64_t *strides) {
-    fusec_tensor t;
-    memset(&t, 0, sizeof t);
-    t.data = d;
-    t.dtype = dt;
-    t.rank = 2;
-    t.shape[0] = R;
-    t.shape[1] = C;
-    t.strides = strides;
-    return t;
+    static const int64_t shape[2] = {R, C};
+    return api_tensor(d, dt, 2, shape, strides);
 }
 
 static void arg_make(fusec_module *m, arg *a, fusec_dtype dt, const layout *l) {
@@ -142,13 +135,7 @@ typedef struct result {
 } result;
 
 static fusec_tensor result_tensor(void *d, const result *r) {
-    fusec_tensor t;
-    memset(&t, 0, sizeof t);
-    t.data = d;
-    t.dtype = r->dt;
-    t.rank = r->rank;
-    memcpy(t.shape, r->shape, sizeof r->shape);
-    return t;
+    return api_tensor(d, r->dt, r->rank, r->shape, NULL);
 }
 
 /* Both downloaded results agree: to a few ulps (a strided input's temporary may be aligned
