@@ -53,9 +53,19 @@ def workloads(quick):
     return out
 
 
+def torch_forward(torch, fname):
+    """PyTorch's forward of bench/programs/grad.fuse's function `fname`."""
+    F = torch.nn.functional
+
+    def gelu(x):
+        return 0.5 * x * (1.0 + torch.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+
+    return {"gelu": gelu, "softmax": lambda x: torch.softmax(x, 1),
+            "layernorm": lambda x, w, b: F.layer_norm(x, (x.shape[1],), w, b, 1e-5)}[fname]
+
+
 def torch_setup(torch, fname, dims, device, compiled):
     """(step, check): step() runs the backward once; the gradients of the last step."""
-    F = torch.nn.functional
     gen = torch.Generator().manual_seed(1)
     if fname == "gelu":
         shapes = {"x": (dims["N"],)}
@@ -64,12 +74,7 @@ def torch_setup(torch, fname, dims, device, compiled):
     names = ["x"] if fname != "layernorm" else ["x", "w", "b"]
     ts = {n: torch.randn(shapes[n], generator=gen).to(device).requires_grad_(True)
           for n in names}
-
-    def gelu(x):
-        return 0.5 * x * (1.0 + torch.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
-
-    fwd = {"gelu": gelu, "softmax": lambda x: torch.softmax(x, 1),
-           "layernorm": lambda x, w, b: F.layer_norm(x, (x.shape[1],), w, b, 1e-5)}[fname]
+    fwd = torch_forward(torch, fname)
     if compiled:
         fwd = torch.compile(fwd, dynamic=False, fullgraph=True)
     y = fwd(*[ts[n] for n in names])
@@ -114,15 +119,8 @@ def check(torch, fusec, fname, dname, dims, ts, dy, names, grads, target):
 
 def torch_exact(torch, fname, ts, dy, names):
     """The gradients in float64 (eager PyTorch), as numpy arrays."""
-    F = torch.nn.functional
     xs = [ts[n].detach().cpu().double().requires_grad_(True) for n in names]
-    if fname == "gelu":
-        x = xs[0]
-        y = 0.5 * x * (1.0 + torch.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
-    elif fname == "softmax":
-        y = torch.softmax(xs[0], 1)
-    else:
-        y = F.layer_norm(xs[0], (xs[0].shape[1],), xs[1], xs[2], 1e-5)
+    y = torch_forward(torch, fname)(*xs)
     return [g.numpy() for g in torch.autograd.grad(y, xs, dy.cpu().double())]
 
 

@@ -60,6 +60,14 @@ _HOST = frozenset(_dlpack.device_key(t) for t in (_dlpack.DL_CPU, _dlpack.DL_CUD
 _GPU0 = frozenset(_dlpack.device_key(t) for t in (_dlpack.DL_CUDA, _dlpack.DL_CUDA_MANAGED))
 
 
+def _dims_of(src, shapes):
+    """A result's shape from its source (_dim_sources, not None) and its inputs' shapes;
+    IndexError or TypeError for an input of a rank the signature does not give it."""
+    if src[0] == "same":
+        return shapes[src[1]]
+    return tuple(n if type(n) is int else shapes[n[0]][n[1]] for n in src[1])
+
+
 def _as_tuple(out):
     """out= as a tuple of arrays (() for None)."""
     if out is None:
@@ -445,10 +453,7 @@ class Function:
         try:
             alloc = (_dlpack._KINDS.get(type(like)) or _dlpack.kind_of(like)).alloc
             for k, src in enumerate(self._sources):  # (a loop: a comprehension costs more)
-                if src[0] == "same":
-                    dims = shapes[src[1]]
-                else:
-                    dims = tuple(n if type(n) is int else shapes[n[0]][n[1]] for n in src[1])
+                dims = _dims_of(src, shapes)
                 if dims is None:
                     return None
                 results.append(alloc(like, self._rdtypes[k], dims))
@@ -481,7 +486,7 @@ class Function:
         their capsules in caps; returns the results as a tuple or list."""
         if out is None:
             return self._bind_new(arrays, buf, at, caps, stream)
-        results = tuple(out) if isinstance(out, (tuple, list)) else (out,)
+        results = _as_tuple(out)
         if len(arrays) != self._np or len(results) != self._nr:
             self._count_error(len(arrays), len(results))
         self._fill(arrays + results, buf, 0, caps, stream)
@@ -528,9 +533,7 @@ class Function:
     def _result_shape(self, k, src, shapes, at):
         try:
             if src is not None:
-                if src[0] == "same":
-                    return shapes[src[1]]
-                return tuple(n if isinstance(n, int) else shapes[n[0]][n[1]] for n in src[1])
+                return _dims_of(src, shapes)
         except IndexError:  # an input of the wrong rank: the library says which
             pass
         return self._library_shapes(at)[k]
