@@ -892,7 +892,7 @@ static void check_entry(check_ctx *c, int32_t index) {
     char err[256];
     if (!remove_dead(c, c->f) || ir_verify(c->f, err, sizeof err) != 0) {
         assert(!"check_file built a function the verifier rejects");
-        diag_file_error(c->d, "internal error: function '%s' does not verify: %s", fn->name, err);
+        diag_internal_error(c->d, "function '%s' does not verify: %s", fn->name, err);
         c->reported++;
         return;
     }
@@ -920,7 +920,7 @@ static void check_all(check_ctx *c) {
             IR_VEC_PUSH(c->a, c->out->funcs, c->out->nfuncs, c->out->cap_funcs, c->built[i]);
     if (c->failed_silently && c->reported == 0 && !c->after_syntax_errors) {
         /* every failure has a message somewhere; this would be a checker bug */
-        diag_file_error(c->d, "internal error: a function failed to check without a message");
+        diag_internal_error(c->d, "a function failed to check without a message");
         c->reported++;
     }
 }

@@ -124,7 +124,8 @@ static void copy_body(grad_build *b) {
     }
 }
 
-/* x and y in the longer of their shapes (they differ by axes of one on the left). */
+/* x and y in the longer of their shapes (they differ by axes of one on the left: a rank-0
+ * value's). */
 static void same_rank(ir_func *f, ir_ref *x, ir_ref *y) {
     if (f->nodes[*x].shape.rank < f->nodes[*y].shape.rank)
         *x = ir_broadcast(f, *x, &f->nodes[*y].shape);
@@ -171,22 +172,27 @@ static ir_func *build(check_ctx *c, const ast_func *fn, const ir_func *g, const 
     for (int32_t i = 0; i < g->nsyms; i++)
         b.sym[i] = ir_func_symbol(b.f, g->syms[i]);
     for (int32_t p = 0; p < g->nparams; p++) {
-        ir_shape s = shape_of(&b, &g->params[p].shape);
-        b.map[g->params[p].node] = ir_add_input(b.f, g->params[p].name, g->params[p].dtype, &s);
+        const ir_param *gp = &g->params[p];
+        ir_shape decl = shape_of(&b, &gp->shape), s = shape_of(&b, &g->nodes[gp->node].shape);
+        b.map[gp->node] = ir_add_input_as(b.f, gp->name, gp->dtype, &decl, &s);
     }
+    /* a cotangent is declared as its result is, and held in the shape of the result's value
+     * (a reduction's result declared without its kept axes of one: dy is [R], its node [R, 1]) */
     ir_ref *dy = ir_arena_calloc(c->a, (size_t)g->noutputs + 1, sizeof *dy);
     for (int32_t k = 0; k < g->noutputs; k++) {
-        ir_shape s = shape_of(&b, &g->outputs[k].shape);
-        dy[k] = ir_add_input(b.f, cotangent_name(&b, k), g->outputs[k].dtype, &s);
+        const ir_output *o = &g->outputs[k];
+        ir_shape decl = shape_of(&b, &o->shape);
+        ir_shape s = shape_of(&b, &g->nodes[g->nodes[o->node].args[0]].shape);
+        dy[k] = ir_add_input_as(b.f, cotangent_name(&b, k), o->dtype, &decl, &s);
     }
     copy_body(&b);
     ir_ref l = loss(&b, dy);
     for (int32_t i = 0; i < nwrt; i++) {
         const ir_param *p = &g->params[wrt[i]];
-        ir_shape s = shape_of(&b, &p->shape);
+        ir_shape decl = shape_of(&b, &p->shape), s = b.f->nodes[b.map[p->node]].shape;
         ir_ref args[2] = {l, b.map[p->node]};
         ir_ref d = ir_ew(b.f, IR_OP_GRAD, p->dtype, &s, 2, args);
-        ir_add_output(b.f, d, p->dtype, &s);
+        ir_add_output(b.f, d, p->dtype, &decl);
     }
     b.f->grad_of = g->name;
     b.f->grad_wrt = ir_arena_calloc(c->a, (size_t)nwrt + 1, sizeof(int32_t));
@@ -249,8 +255,7 @@ void check_grad_entry(check_ctx *c, int32_t index) {
         ir_func *f = build(c, fn, g, wrt, nwrt);
         char err[256];
         if (ir_verify(f, err, sizeof err) != 0) {
-            diag_file_error(c->d, "internal error: gradient '%s' does not verify: %s", fn->name,
-                            err);
+            diag_internal_error(c->d, "gradient '%s' does not verify: %s", fn->name, err);
             c->reported++;
         } else {
             c->built[index] = f;

@@ -269,6 +269,16 @@ void diag_file_error(diag_ctx *d, const char *fmt, ...) {
     va_end(ap);
 }
 
+void diag_internal_error(diag_ctx *d, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    d->ninternal++;
+    diag_file_error(d, "internal error: %s", msg);
+}
+
 void diag_file_warning(diag_ctx *d, const char *fmt, ...) {
     src_loc none = {0, 0};
     va_list ap;

@@ -37,6 +37,7 @@ typedef struct diag_ctx {
     size_t len;
     ir_buf out; /* rendered diagnostics, in the order reported */
     int32_t nerrors, nwarnings;
+    int32_t ninternal;  /* errors that are the compiler's own bugs (also counted in nerrors) */
     int32_t max_errors; /* stop recording past this many errors (0: 100) */
     diag_seen *seen;    /* for de-duplication */
 } diag_ctx;
@@ -49,5 +50,9 @@ void diag_warning(diag_ctx *d, src_loc at, const char *fmt, ...)
 /* An error about the file as a whole (empty, unreadable): "FILE: error: MESSAGE". */
 void diag_file_error(diag_ctx *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void diag_file_warning(diag_ctx *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A bug of the compiler's own met while checking a file (an IR the checker built that does not
+ * verify): "FILE: error: internal error: MESSAGE", counted in ninternal too, so that the
+ * caller returns FUSEC_ERR_INTERNAL and a fuzzer can tell it from the user's errors. */
+void diag_internal_error(diag_ctx *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif

@@ -102,6 +102,12 @@ static ir_ref checked(const ir_func *f, ir_ref r) {
 }
 
 ir_ref ir_add_input(ir_func *f, const char *name, ir_dtype t, const ir_shape *shape) {
+    return ir_add_input_as(f, name, t, shape, shape);
+}
+
+ir_ref ir_add_input_as(ir_func *f, const char *name, ir_dtype t, const ir_shape *declared,
+                       const ir_shape *shape) {
+    assert(ir_shape_squeeze_equal(declared, shape));
     const char *copy = ir_arena_strdup(f->arena, name);
     if (!copy) return IR_NONE;
     if (f->nparams >= f->cap_params) {
@@ -116,7 +122,7 @@ ir_ref ir_add_input(ir_func *f, const char *name, ir_dtype t, const ir_shape *sh
     ir_param *p = &f->params[f->nparams++];
     p->name = copy;
     p->dtype = t;
-    p->shape = *shape;
+    p->shape = *declared;
     p->node = r;
     return checked(f, r);
 }

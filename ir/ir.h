@@ -207,8 +207,10 @@ typedef struct ir_node {
 typedef struct ir_param {
     const char *name;
     ir_dtype dtype;
-    ir_shape shape;
-    ir_ref node; /* its INPUT node */
+    ir_shape shape; /* the declared shape, which launches bind and check */
+    ir_ref node;    /* its INPUT node, of this shape or one that differs by axes of literal size
+                     * 1 (squeeze-equal: the same elements in the same order, as an output's
+                     * value may be): a gradient's cotangent has its result's value's shape */
 } ir_param;
 
 typedef struct ir_output {
@@ -296,6 +298,9 @@ ir_func *ir_module_find(const ir_module *m, const char *name);
 int32_t ir_func_symbol(ir_func *f, const char *name); /* find or add a symbolic dim */
 
 ir_ref ir_add_input(ir_func *f, const char *name, ir_dtype t, const ir_shape *shape);
+/* A parameter declared `declared` whose INPUT node has `shape`, squeeze-equal to it. */
+ir_ref ir_add_input_as(ir_func *f, const char *name, ir_dtype t, const ir_shape *declared,
+                       const ir_shape *shape);
 ir_ref ir_const_float(ir_func *f, ir_dtype t, double v); /* rank 0 */
 ir_ref ir_const_int(ir_func *f, ir_dtype t, int64_t v);  /* rank 0; bool: 0 or 1 */
 /* Element-wise op with result dtype t and shape; operands must already have that shape

@@ -210,11 +210,13 @@ static int check_header(rd_build *b) {
             return ir_rd_fail(b->err, b->errlen, rf->params[i].pos,
                               "parameter %d is %%%d in the header but input %d is %%%d", (int)i,
                               (int)h->node, (int)i, (int)p->node);
-        if (h->dtype != p->dtype || !ir_shape_equal(&h->shape, &p->shape))
+        /* the header declares the parameter; its input line may add or drop axes of one */
+        if (h->dtype != p->dtype || !ir_shape_squeeze_equal(&h->shape, &p->shape))
             return ir_rd_fail(b->err, b->errlen, rf->params[i].pos,
                               "parameter %d is %s in the header but %%%d is %s", (int)i,
                               type_str(f, h->dtype, &h->shape), (int)p->node,
                               type_str(f, p->dtype, &p->shape));
+        f->params[i].shape = h->shape;
     }
     if (rf->noutputs != f->noutputs)
         return ir_rd_fail(b->err, b->errlen, rf->pos,

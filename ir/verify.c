@@ -259,7 +259,7 @@ int ir_verify_node(const ir_func *f, ir_ref r, char *err, size_t errlen) {
             if (p->node != r)
                 return ir_fail(err, errlen, "%%%d: input %d but parameter %d is node %%%d", (int)r,
                                (int)n->index, (int)n->index, (int)p->node);
-            if (p->dtype != n->dtype || !ir_shape_equal(&p->shape, &n->shape))
+            if (p->dtype != n->dtype || !ir_shape_squeeze_equal(&p->shape, &n->shape))
                 return ir_fail(err, errlen, "%%%d: input is %s%s but parameter '%s' is %s%s",
                                (int)r, dt(n->dtype), shape_str(f, &n->shape, s1, sizeof s1),
                                p->name ? p->name : "?", dt(p->dtype),

@@ -250,6 +250,10 @@ static fusec_status compile_source_c(fusec_module *m, const char *path, char *sr
     m->diagnostics = d.out.data ? d.out.data : "";
     if (d.nerrors > 0) {
         m->arena.oom = NULL;
+        /* the checker's own bug, not the user's: a status of its own (the CLI's exit 3) */
+        if (d.ninternal > 0)
+            return set_message(m, FUSEC_ERR_INTERNAL, "%s: internal error in the front end",
+                               m->path);
         return set_message(m, FUSEC_ERR_SOURCE, "%s: %d error%s", m->path, (int)d.nerrors,
                            d.nerrors == 1 ? "" : "s");
     }

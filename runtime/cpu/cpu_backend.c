@@ -73,8 +73,9 @@ typedef struct cpu_program {
     const llvm_module_meta *meta;
     int vector_bytes; /* the widest vector the kernels were built for */
     /* why launches are refused ("" when they are not): the code is for a CPU whose
-     * instructions the host lacks, so it is built (and cached) but never loaded or run */
-    char refusal[256];
+     * instructions the host lacks, so it is built (and cached) but never loaded or run; room
+     * for the longest list of what it lacks (Zen 3 lacks 15 of sapphirerapids' features) */
+    char refusal[512];
     cpu_kernel **kernels; /* [func][kernel] */
     int nfuncs;
     /* blocks for the intermediates of launches, kept between them (concurrent launches
@@ -329,7 +330,7 @@ static int load(cpu_program *p, void *obj, size_t len, char *err, size_t errlen)
 
 /* Whether code for cpu cannot run here: then why, in msg. */
 static int refused(const rt_cpu_target *cpu, char *msg, size_t len) {
-    char lack[160];
+    char lack[256];
     int n = rt_cpu_target_missing(cpu, lack, sizeof lack);
     if (n == 0) return 0;
     snprintf(msg, len,

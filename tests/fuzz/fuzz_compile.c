@@ -3,8 +3,9 @@
  * the checker accepts then goes through the pass pipeline fused and --no-fuse, CUDA C
  * generation, the CPU backend's planner and the reference interpreter on small shapes.
  * ASan/UBSan and libFuzzer catch crashes, leaks, hangs and memory blow-ups; an internal error
- * after the checker accepted a program (a pass or the verifier failing, a generator
- * refusing it) traps, so that the fuzzer keeps the input. Built by -DFUSEC_FUZZ=ON (clang). */
+ * in any stage (the checker reporting its own bug, such as a gradient's IR that does not
+ * verify; a pass or the verifier failing, a generator refusing what the checker accepted)
+ * traps, so that the fuzzer keeps the input. Built by -DFUSEC_FUZZ=ON (clang). */
 #include "codegen/cuda/cuda.h"
 #include "codegen/cpu/llvm.h"
 #include "frontend/frontend.h"
@@ -133,6 +134,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         parse_print_ast(&ast, file);
         ir_module *module = NULL;
         check_file(&d, file, &module);
+        if (d.ninternal > 0) internal_error("the checker", "the file", d.out.data);
         if (module) compile_module(module, &arena, (uint32_t)size * 2654435761u);
     }
     ir_arena_free(&arena);

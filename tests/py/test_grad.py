@@ -11,7 +11,8 @@
    maximum ties (halved), clamp at its bounds, max/min reductions over ties (shared evenly),
    where (the branch taken), prod over zeros, pow at 0.
 3. The functions of tests/programs/grad.fuse (GELU, bias+ReLU, softmax, layernorm, rmsnorm,
-   logsumexp, several results, f16, the gradient of a gradient) against torch.autograd where
+   logsumexp, several results, f16, the gradient of a gradient, a per-row cross-entropy
+   declared f32[R] and its second derivative) against torch.autograd where
    PyTorch is installed: the reference to 1e-6 of torch in f64 (what its stored f32 values
    round); the target within SPEC §5's bound plus four times what torch's own f32 backward is off by (a backward in f32 cancels
    where f64 does not: layernorm's dx, a second derivative), fused and --no-fuse.
@@ -262,23 +263,32 @@ def torch_fns():
         (g,) = torch.autograd.grad(gelu(x), x, dy, create_graph=True)
         return g
 
+    def xent(x, t):  # a per-row loss, [R]
+        return (t * (torch.logsumexp(x, 1, keepdim=True) - x)).sum(1)
+
+    def dxent(x, t, dy):
+        x = x.requires_grad_(True) if not x.requires_grad else x
+        (g,) = torch.autograd.grad(xent(x, t), x, dy, create_graph=True)
+        return g
+
     return {
         "gelu": (gelu, ["x"]), "bias_relu": (lambda x, b: torch.relu(x + b), ["x", "b"]),
         "softmax": (lambda x: torch.softmax(x, 1), ["x"]),
         "layernorm": (layernorm, ["x", "w", "b"]), "rmsnorm": (rmsnorm, ["x", "w"]),
         "logsumexp": (lambda x: torch.logsumexp(x, 1, keepdim=True), ["x"]),
         "stats": (stats, ["x", "s"]), "scale16": (lambda x, w: x * w + torch.sin(x), ["x", "w"]),
-        "dgelu": (dgelu, ["x", "dy"]),
+        "dgelu": (dgelu, ["x", "dy"]), "xent": (xent, ["x", "t"]),
+        "dxent": (dxent, ["x", "t", "dy"]),
     }
 
 
-SHAPES = {"x": (R, C), "b": (C,), "w": (C,), "s": (), "dy": (R, C)}
+SHAPES = {"x": (R, C), "b": (C,), "w": (C,), "s": (), "dy": (R, C), "t": (R, C)}
 # gradient: (function, wrt) as grad.fuse declares them
 GRADS = {"dgelu": ("gelu", None), "d2gelu": ("dgelu", ["x"]), "dbias_relu": ("bias_relu", None),
          "dsoftmax": ("softmax", None), "dlayernorm": ("layernorm", None),
          "dlayernorm_x": ("layernorm", ["x"]), "drmsnorm": ("rmsnorm", None),
          "dlogsumexp": ("logsumexp", None), "dstats": ("stats", ["x", "s"]),
-         "dscale16": ("scale16", None)}
+         "dscale16": ("scale16", None), "dxent": ("xent", ["x"]), "d2xent": ("dxent", ["x"])}
 
 
 def torch_grad(fns, fname, wrt, vals, dys, dtype):
@@ -301,12 +311,12 @@ if torch is not None:
         f16 = fname == "scale16"
         flat = fname in ("gelu", "scale16", "dgelu")  # their parameters are [N]
         shp = dict(SHAPES, x=(R * C,) if flat else (R, C), w=(R * C,) if f16 else (C,),
-                   dy=(R * C,))
+                   dy=(R,) if fname == "dxent" else (R * C,))
         dt = np.float16 if f16 else np.float32
         # values the dtype holds exactly: torch in f64 sees what fusec reads
         vals = {n: rng.uniform(-2, 2, size=shp[n]).astype(dt).astype(np.float64) for n in names}
-        rshapes = {"stats": [(R, 1), (R, 1), (R, C)], "logsumexp": [(R, 1)]}.get(
-            fname, [shp["x"]])
+        rshapes = {"stats": [(R, 1), (R, 1), (R, C)], "logsumexp": [(R, 1)],
+                   "xent": [(R,)]}.get(fname, [shp["x"]])
         dys = [rng.uniform(-1, 1, size=s).astype(dt).astype(np.float64) for s in rshapes]
         if fname == "stats":
             dys[1] = rng.integers(-3, 3, size=(R, 1))  # an i64 result's cotangent: ignored
@@ -314,7 +324,7 @@ if torch is not None:
         want32 = torch_grad(fns, fname, wrt, {n: v.astype(np.float32) for n, v in vals.items()},
                             [d.astype(np.float32) for d in dys], torch.float32)
         dynames = ["dy"] if len(dys) == 1 else ["dy%d" % i for i in range(len(dys))]
-        if fname == "dgelu":
+        if fname in ("dgelu", "dxent"):
             dynames = ["dy_"]
         ins = [(n, vals[n].astype(dt)) for n in names] + [
             (n, d.astype(np.int64 if fname == "stats" and i == 1 else dt))

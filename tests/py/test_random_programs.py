@@ -6,7 +6,9 @@ parameters of the full shape and of broadcasting ones ([C], [R, 1], [B, C], [A, 
 products wrap), element-wise operators and functions, casts, selects (with bool operators and
 bool parameters in their conditions), and reductions (sum, mean, max, min, prod; over
 integers exact, to i64) over any set of axes (rows, columns, middle axes, all) whose results
-broadcast back into the expression; results of every dtype, bool comparisons among them. Half the programs read their inputs
+broadcast back into the expression; results of every dtype, bool comparisons among them, later
+float results reduced and declared without their reduced axes (`-> f32[R]`), and each
+program's gradient (`fn dprog = grad(prog)`). Half the programs read their inputs
 through views (`fusec run --in x=FILE.npy.T`: transposed, reversed, every other row,
 broadcast with stride 0), each array still the same values. So
 fusion and the code generators meet combinations that no hand-written program has.
@@ -141,6 +143,9 @@ class Gen:
         # those existed; rand's seed is an extra parameter, never picked as an operand
         self.rand = None
         self.extra = []
+        # later results reduced and declared without their reduced axes: a generator of its
+        # own too (None: never)
+        self.squeeze = None
 
     def pick(self, seq):
         return seq[int(self.rng.integers(len(seq)))]
@@ -278,6 +283,8 @@ class Gen:
         outs, decls = [], []
         for i in range(nout):
             e, dt, s = self.output(i == 0)
+            if i > 0:
+                e, dt, s = self.squeezed(e, dt, s)
             outs.append(e)
             decls.append((dt, s))
         sig = ", ".join(f"{n}: {dt}{decl(dims)}" for n, dt, _, dims in self.params + self.extra)
@@ -305,6 +312,22 @@ class Gen:
         else:
             dt = self.pick(FLOATS)
         return f"{dt}({e})", dt, s
+
+    def squeezed(self, e, dt, s):
+        """Half the time, a later float result reduced over some axes and declared without
+        them (SPEC §1: `-> f32[R]` for a sum over axis 1, the per-row loss a gradient most
+        often starts from); (expression, dtype, declared dims)."""
+        r = self.squeeze
+        if r is None or dt not in FLOATS or r.random() < 0.5:
+            return e, dt, s
+        axes = [i for i in range(self.rank) if r.random() < 0.5] or [self.rank - 1]
+        red = REDUCE[int(r.integers(len(REDUCE)))]
+        if red == "prod":  # (as reduction() keeps a product's factors near 1)
+            e = f"(1.0 + 0.015625 * tanh({e}))"
+        names = [str(i - self.rank if r.random() < 0.3 else i) for i in axes]
+        arg = names[0] if len(names) == 1 else "(" + ", ".join(names) + ")"
+        kept = tuple(d for i, d in enumerate(s) if i not in axes)
+        return f"{dt}({red}({e}, axis={arg}))", dt, kept
 
     def program(self, name):
         """A program: one in three with a helper function that it may call."""
@@ -612,6 +635,7 @@ def main():
         # that the programs and values stay those of the seed)
         views = np.random.default_rng([SEED, case, 1])
         gen.views = views if views.random() < 0.5 else None
+        gen.squeeze = np.random.default_rng([SEED, case, 3])
         src, decls = gen.program("prog")
         size = sizes[rank][(case // 3) % len(sizes[rank])]
         arrays = inputs(gen, rng, size)
