@@ -437,18 +437,12 @@ static void print_values(int index, const fusec_tensor *t) {
  * and may broadcast them into more than fits. EXIT_OK or the exit code of the error. */
 static int alloc_results(fusec_tensor *outs, int n) {
     for (int i = 0; i < n; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "result %d", i);
         int64_t count;
         size_t bytes;
-        if (cli_tensor_size(outs[i].dtype, outs[i].rank, outs[i].shape, &count, &bytes) != 0) {
-            char what[32];
-            snprintf(what, sizeof what, "result %d", i);
-            return cli_too_large(what, outs[i].dtype, outs[i].rank, outs[i].shape);
-        }
-        outs[i].data = malloc(bytes ? bytes : 1);
-        if (!outs[i].data) {
-            fprintf(stderr, "fusec: error: out of memory for result %d\n", i);
-            return EXIT_INTERNAL;
-        }
+        int rc = cli_alloc_tensor(&outs[i], what, &count, &bytes);
+        if (rc != EXIT_OK) return rc;
         memset(outs[i].data, 0xff, bytes); /* poison: a result never written shows as NaN/-1 */
     }
     return EXIT_OK;
