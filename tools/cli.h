@@ -64,9 +64,10 @@ typedef struct cli_view {
 /* Where the file of an --in value ends (*path_len bytes) and its view begins: right after
  * the last ".npy" when '[' or '.' follows. */
 const char *cli_view_split(const char *arg, size_t *path_len);
-/* The view `expr` of a dense array of this rank and shape into *v; 0, or -1 with a message. */
-int cli_view_parse(const char *expr, int rank, const int64_t *shape, cli_view *v, char *err,
-                   size_t errlen);
+/* The view `expr` of a dense array of this rank and shape, in C order or (fortran set) in
+ * Fortran order, into *v; 0, or -1 with a message. */
+int cli_view_parse(const char *expr, int rank, const int64_t *shape, int fortran, cli_view *v,
+                   char *err, size_t errlen);
 
 /* tools/target.c: the elements and bytes a tensor's dtype and shape take; -1 when either
  * overflows (int64 elements, bytes past PTRDIFF_MAX: C's largest object). cli_tensor_bytes is

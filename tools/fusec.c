@@ -545,16 +545,18 @@ static int cmd_run(cli *c) {
             rc = EXIT_INTERNAL;
             goto done;
         }
-        if (cli_view_parse(view, ins[i].rank, ins[i].shape, &views[i], err, sizeof err) != 0) {
+        if (cli_view_parse(view, ins[i].rank, ins[i].shape, a.fortran, &views[i], err,
+                           sizeof err) != 0) {
             fprintf(stderr, "fusec: error: parameter '%s': %s\n", p.name, err);
             rc = EXIT_INPUT;
             goto done;
         }
-        /* what the call sees: the view (its data pointer once in the target's memory) */
+        /* what the call sees: the view (its data pointer once in the target's memory); a
+         * Fortran-order file is one too, read in place through its strides */
         call_ins[i] = ins[i];
         call_ins[i].rank = views[i].rank;
         memcpy(call_ins[i].shape, views[i].shape, sizeof views[i].shape);
-        call_ins[i].strides = *view ? views[i].strides : NULL;
+        call_ins[i].strides = *view || a.fortran ? views[i].strides : NULL;
     }
     if (c->nouts != 0 && c->nouts != nresults) {
         fprintf(stderr, "fusec: error: '%s' has %d result%s but %d --out file%s given\n",

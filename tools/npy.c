@@ -1,6 +1,6 @@
 /* tools/npy.c: the .npy reader and writer of the fusec command line. The format: a magic
  * string, a version, a header length, a Python dict literal with 'descr', 'fortran_order'
- * and 'shape', then the raw elements. */
+ * and 'shape', then the raw elements (in C order, or in Fortran order: first index fastest). */
 #include "npy.h"
 
 #include <errno.h>
@@ -159,9 +159,10 @@ int npy_read(const char *path, npy_array *a, char *err, size_t errlen) {
         snprintf(what, sizeof what, "unsupported dtype %.*s (numeric dtypes only)",
                  e ? (int)(e - descr + 1) : 8, descr);
         rc = fail(err, errlen, path, what);
-    } else if (strncmp(fo, "False", 5) != 0)
-        rc = fail(err, errlen, path, "Fortran-order arrays are not supported (save in C order)");
-    else {
+    } else if (strncmp(fo, "False", 5) != 0 && strncmp(fo, "True", 4) != 0) {
+        rc = fail(err, errlen, path, "malformed .npy header ('fortran_order' is not a bool)");
+    } else {
+        a->fortran = *fo == 'T';
         int s = parse_shape(shape, a);
         if (s == -2)
             rc = fail(err, errlen, path, "rank above 8");

@@ -17,11 +17,12 @@ typedef struct npy_array {
     int rank;
     int64_t shape[FUSEC_MAX_RANK];
     int64_t count; /* elements */
+    int fortran;   /* column-major ('fortran_order': True): the first index varies fastest */
     void *data;    /* malloc'd, count * itemsize bytes, as in the file */
 } npy_array;
 
-/* Reads path into *a. 0, or -1 with a message in err (unreadable, not .npy, unsupported
- * dtype, Fortran order, rank above 8, a shape too large to count in bytes, truncated data:
+/* Reads path into *a, in C or Fortran order. 0, or -1 with a message in err (unreadable, not
+ * .npy, unsupported dtype, rank above 8, a shape too large to count in bytes, truncated data:
  * a regular file shorter than its header's shape says is found before the data is
  * allocated). */
 int npy_read(const char *path, npy_array *a, char *err, size_t errlen);

@@ -1,7 +1,7 @@
 /* tools/view.c: views of `fusec run` inputs, written after the file as numpy writes them
  * (`--in x=a.npy[::2, ::-1].T`), so that strided inputs (SPEC §3) can be tried from the command
- * line: the view is described to the library by strides over the file's own data, never
- * copied. The grammar, applied left to right:
+ * line: the view is described to the library by strides over the file's own data (in its
+ * order, C or Fortran), never copied. The grammar, applied left to right:
  *
  *   [item, ...]         one item an axis from the first (the others kept whole): a slice
  *                       start:stop:step (numpy's rules: each part optional, negative counts
@@ -172,13 +172,14 @@ static int broadcast_to(parser *p, cli_view *v) {
     return 0;
 }
 
-int cli_view_parse(const char *expr, int rank, const int64_t *shape, cli_view *v, char *err,
-                   size_t errlen) {
+int cli_view_parse(const char *expr, int rank, const int64_t *shape, int fortran, cli_view *v,
+                   char *err, size_t errlen) {
     parser p = {expr, expr, err, errlen};
     memset(v, 0, sizeof *v);
     v->rank = rank;
     int64_t stride = 1;
-    for (int d = rank - 1; d >= 0; d--) {
+    for (int k = 0; k < rank; k++) { /* the axis whose index varies fastest first */
+        int d = fortran ? k : rank - 1 - k;
         v->shape[d] = shape[d];
         v->strides[d] = stride;
         stride *= shape[d];

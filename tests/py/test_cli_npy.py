@@ -1,12 +1,16 @@
 """tests/py/test_cli_npy.py: how `fusec run` reads .npy files, against numpy: 64-bit integers
 converted to each parameter dtype as numpy's astype converts them (uint64 values from 2^63 up
 are no negative numbers; a float is rounded once from the exact integer, never through a
-double first), bf16 rounded to nearest even from the exact value."""
+double first), bf16 rounded to nearest even from the exact value; Fortran-order files (of
+several dtypes, big-endian too), alone and under views of the command line, on the reference
+interpreter and FUSEC_TEST_TARGET (default cpu)."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fusectest import check, finish, np, run, tmpdir  # noqa: E402
+from fusectest import check, close, finish, fusec_run, np, run, target_or_skip, tmpdir  # noqa
+
+TARGET = target_or_skip()
 
 d = tmpdir()
 DTYPES = ["bool", "i32", "i64", "f16", "bf16", "f32", "f64"]
@@ -69,5 +73,40 @@ path = os.path.join(d, "max.npy")
 np.save(path, np.array([2**64 - 1], dtype=np.uint64))
 rc, so, err = run(["run", prog, "-f", "id_f32", "--target=ref", "--in", f"x={path}"])
 check(rc == 0 and "= 1.84467441e+19\n" in so, f"uint64 2^64 - 1 as f32: {so}{err}")
+
+# Fortran order: numpy saves an array that is column-major only with 'fortran_order': True;
+# fusec reads it as numpy does, its data through the strides of that order
+fprog = os.path.join(d, "fortran.fuse")
+with open(fprog, "w") as f:
+    f.write("fn r2(x: f32[A, B]) -> (f32[A, B], f32[A]) {\n"
+            "    return x * 2.0, sum(x, axis=1);\n}\n"
+            "fn r3(x: f32[A, B, C]) -> (f32[A, B, C], f32[A, B]) {\n"
+            "    return x * 2.0, sum(x, axis=2);\n}\n")
+rng = np.random.default_rng(29)
+F_CASES = [((4, 5), np.float32, ""), ((3, 4, 5), np.float64, ""), ((3, 4, 5), ">i4", ""),
+           ((6, 7), np.float32, "[::2, ::-1]"), ((6, 7), np.float16, ".T"),
+           ((3, 4, 5), np.float32, "[1]"), ((3, 4, 5), np.int64, "[:, ::2, 1:4]"),
+           ((2, 3, 4, 5), np.float32, "[1, :, :, 2]"), ((1, 5), np.float32, ""),
+           ((4, 1), np.float32, "[::-1].T")]
+for k, (shape, dtype, view) in enumerate(F_CASES):
+    a = np.asfortranarray(rng.integers(-50, 50, size=shape).astype(dtype))
+    path = os.path.join(d, f"f{k}.npy")
+    np.save(path, a)
+    with open(path, "rb") as f:
+        fortran = b"'fortran_order': True" in f.read(128)
+    check(fortran or 1 in shape, f"{shape} {dtype}: numpy saved it in C order")
+    x = eval("a" + view, {"a": a}).astype(np.float32)
+    fn = "r3" if x.ndim == 3 else "r2"
+    for target in ("ref", TARGET):
+        outs = [os.path.join(d, f"f{k}_{target}_{i}.npy") for i in range(2)]
+        rc, err = fusec_run(fprog, fn, [("x", path + view)], outs, target)
+        what = f"{target}: Fortran-order {shape} {np.dtype(dtype)}{view}"
+        if rc != 0:
+            check(False, f"{what}: exit {rc}\n{err}")
+            continue
+        got = [np.load(p) for p in outs]
+        check(np.array_equal(got[0], x * 2), f"{what}: x * 2 is\n{got[0]}\nwant\n{x * 2}")
+        ok, why = close(got[1], x.astype(np.float64).sum(axis=-1), "f32")
+        check(ok, f"{what}: sum: {why}")
 
 finish()
