@@ -48,7 +48,7 @@ static const char usage_text[] =
     "  -f FN                       (run) the function to run\n"
     "  --in NAME=FILE.npy[VIEW]    (run) the input for parameter NAME; VIEW as numpy\n"
     "                              writes one, read in place by strides: [::2, 1:-1],\n"
-    "                              [::-1], [3], [None], .T, .broadcast_to(4, 5)\n"
+    "                              [::-1], [3], [None], [..., 1], .T, .broadcast_to(4, 5)\n"
     "  --out FILE.npy              (run) where to write the next result\n"
     "  --dim NAME=SIZE             (bench) the size of a symbolic dim\n"
     "  --reps K                    (bench) timed runs, median reported (default 20)\n"

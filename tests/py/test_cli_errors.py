@@ -38,7 +38,7 @@ strs = os.path.join(d, "strs.npy")
 np.save(strs, np.array(["a", "b"]))
 
 # help, version, usage
-expect(["--help"], 0, "usage: fusec", stream="stdout")
+expect(["--help"], 0, "usage: fusec", "[..., 1]", stream="stdout")
 expect(["--version"], 0, "fusec 0.5.0", stream="stdout")
 expect([], 2, "no input file")
 expect(["--bogus", GELU], 2, "unknown option '--bogus'")
