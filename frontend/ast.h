@@ -27,7 +27,9 @@ typedef struct ast_arg {
     src_loc loc;
     ast_expr *expr;
     int is_axis;
-    int axis_is_tuple; /* axis=(...) rather than axis=N */
+    int axis_is_tuple;  /* axis=(...) rather than axis=N */
+    int axis_too_large; /* a number of it did not fit (reported by the parser): the axes
+                           hold a stand-in, which the checker must not speak of */
     int32_t naxes;
     int64_t *axes;      /* as written, negative allowed */
     src_loc *axes_locs; /* where each axis number starts (its '-' if negative) */
@@ -39,6 +41,7 @@ struct ast_expr {
     union {
         struct {
             int64_t value;
+            int too_large; /* did not fit (reported by the parser): value is a stand-in */
         } ilit;
         struct {
             double value;

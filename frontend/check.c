@@ -534,6 +534,10 @@ static check_val lower_builtin(check_ctx *c, check_frame *fr, const ast_expr *e,
         } else {
             axis = a;
         }
+        if (a->axis_too_large) { /* the parser said so; its stand-in is no axis of the user's */
+            c->errors++;
+            ok = 0;
+        }
     }
     if (npos != arity) {
         check_error(c, e->loc, "'%s' takes %d argument%s, got %d", name, arity,
@@ -602,6 +606,10 @@ static check_val lower_expr_kind(check_ctx *c, check_frame *fr, const ast_expr *
     check_val v = check_err_val();
     switch (e->kind) {
     case AST_INT:
+        if (e->u.ilit.too_large) { /* the parser said so; its stand-in is no number to check */
+            c->errors++;
+            return v;
+        }
         v.kind = CHECK_WEAK;
         v.wk = CHECK_W_INT;
         v.i = e->u.ilit.value;

@@ -9,7 +9,9 @@
  * callers return NULL without reporting anything more, up to the statement, which skips
  * to a point where parsing can resume (see sync_stmt). So one run reports several errors
  * and no error is reported twice. Problems that do not derail parsing (a literal out of
- * range, a negative dim) are reported and parsing carries on with a stand-in value.
+ * range, a negative dim) are reported and parsing carries on with a stand-in value; an
+ * integer literal's or axis number's stand-in is flagged in the AST, so that the checker never
+ * names it in a message of its own (the user never wrote it).
  *
  * What the checker gets after errors: never a NULL expression. A let whose expression
  * failed is left out (one whose ';' alone is missing is kept); a function whose return
@@ -237,8 +239,9 @@ static int32_t max_i32(int32_t a, int32_t b) {
     return a > b ? a : b;
 }
 
-/* axisnum = [ "-" ] int */
-static int axis_number(parser *p, int64_t *value, src_loc *loc) {
+/* axisnum = [ "-" ] int
+ * A number too large is reported, and out flagged so that its stand-in is never shown. */
+static int axis_number(parser *p, ast_arg *out, int64_t *value, src_loc *loc) {
     int negative = 0;
     *loc = p->tok.loc;
     if (p->tok.kind == LEX_MINUS) {
@@ -249,7 +252,10 @@ static int axis_number(parser *p, int64_t *value, src_loc *loc) {
         expected(p, "axis number");
         return 0;
     }
-    if (p->tok.overflow) error_at(p, p->tok.loc, "integer literal too large");
+    if (p->tok.overflow) {
+        error_at(p, p->tok.loc, "integer literal too large");
+        out->axis_too_large = 1;
+    }
     *value = negative ? -p->tok.value.i : p->tok.value.i;
     advance(p);
     return 1;
@@ -274,7 +280,7 @@ static int arg(parser *p, ast_arg *out) {
     int64_t value;
     src_loc loc;
     if (p->tok.kind != LEX_LPAREN) {
-        if (!axis_number(p, &value, &loc)) return 0;
+        if (!axis_number(p, out, &value, &loc)) return 0;
         IR_VEC_PUSH(p->a, out->axes, out->naxes, cap, value);
         IR_VEC_PUSH(p->a, out->axes_locs, nlocs, cap_locs, loc);
         return 1;
@@ -283,7 +289,7 @@ static int arg(parser *p, ast_arg *out) {
     out->axis_is_tuple = 1;
     advance(p);
     for (;;) {
-        if (!axis_number(p, &value, &loc)) return 0;
+        if (!axis_number(p, out, &value, &loc)) return 0;
         IR_VEC_PUSH(p->a, out->axes, out->naxes, cap, value);
         IR_VEC_PUSH(p->a, out->axes_locs, nlocs, cap_locs, loc);
         if (p->tok.kind != LEX_COMMA) break;
@@ -350,6 +356,7 @@ static ast_expr *primary(parser *p) {
         advance(p);
         if (!(e = new_leaf(p, AST_INT, &t))) return NULL;
         e->u.ilit.value = t.value.i;
+        e->u.ilit.too_large = t.overflow;
         return e;
     case LEX_FLOAT:
         if (t.overflow) error_at(p, t.loc, "float literal out of range");

@@ -246,8 +246,9 @@ FUSEC_API fusec_status fusec_function_result_shapes(fusec_function *f, const fus
  * anything runs (FUSEC_ERR_SHAPE / FUSEC_ERR_DTYPE with a message naming the parameter;
  * FUSEC_ERR_SHAPE too for shapes whose size no memory could hold). A result may be the very
  * buffer of an input of the same dtype and shape (in place); any other overlap of a result
- * with another tensor, missing or misaligned data, is FUSEC_ERR_INVALID_ARGUMENT. A refused
- * call writes nothing.
+ * with another tensor, missing or misaligned data, or strides that take an element's address
+ * around the end of the address space (below 0, past the top), is FUSEC_ERR_INVALID_ARGUMENT.
+ * A refused call writes nothing.
  * `stream` is a CUstream on the CUDA target (NULL: the default stream), ignored elsewhere.
  * On CUDA the launch is asynchronous; on the CPU and reference targets it returns when done.
  * A launch on a stream being captured into a CUDA graph (cuStreamBeginCapture,
@@ -264,7 +265,8 @@ FUSEC_API fusec_status fusec_launch(fusec_function *f, const fusec_tensor *input
  * shape, strides (NULL: dense) and dtype: bool, int32, int64, float16, bfloat16, float32 or
  * float64 with one lane (anything else: FUSEC_ERR_DTYPE); the device must be one the target
  * reaches (kDLCPU or kDLCUDAHost on the CPU and reference targets, kDLCUDA or kDLCUDAManaged
- * device 0 on CUDA), else FUSEC_ERR_INVALID_ARGUMENT. Messages name the parameter or result.
+ * device 0 on CUDA), else FUSEC_ERR_INVALID_ARGUMENT, as is a byte_offset whose sum with data
+ * wraps around the address space. Messages name the parameter or result.
  * A DLManagedTensorVersioned's read-only flag is the caller's to honour for results. */
 FUSEC_API fusec_status fusec_launch_dlpack(fusec_function *f, const void *const *tensors,
                                            int ninputs, int nresults, void *stream);

@@ -365,6 +365,13 @@ void ir_shape_concrete(const ir_shape *s, const int64_t *sym_values, int64_t *di
  * (far past any memory: the bytes of such a tensor, up to 16 a element, fit in int64 and
  * size_t, so counts the limit admits can be multiplied by an element size unchecked). */
 int64_t ir_dims_count(const int64_t *dims, int32_t rank);
+/* The bytes a tensor's elements take around its element (0, ..., 0), in integers (no address
+ * is formed): from *lo (0, or below where negative strides reach) to *hi (one past the last);
+ * both 0 for a tensor of no element. strides: in elements, NULL for dense row-major. -1 when
+ * ir_dims_count refuses the dims or an offset overflows int64 (a stride times a dim: no memory
+ * holds that), else 0. */
+int ir_byte_span(const int64_t *dims, const int64_t *strides, int32_t rank, int64_t elem_bytes,
+                 int64_t *lo, int64_t *hi);
 
 /* Runs f in float64 (integers exactly, with the SPEC's semantics) on `inputs` (one per
  * parameter, in the parameter's dtype, shapes already bound) and writes each output into

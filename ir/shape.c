@@ -166,3 +166,21 @@ int64_t ir_dims_count(const int64_t *dims, int32_t rank) {
     }
     return n;
 }
+
+int ir_byte_span(const int64_t *dims, const int64_t *strides, int32_t rank, int64_t elem_bytes,
+                 int64_t *lo, int64_t *hi) {
+    int64_t n = ir_dims_count(dims, rank);
+    *lo = *hi = 0;
+    if (n <= 0) return n == 0 ? 0 : -1;
+    int64_t min = 0, max = strides ? 0 : n - 1; /* elements from (0, ..., 0) */
+    for (int32_t d = 0; strides && d < rank; d++) {
+        int64_t reach;
+        if (__builtin_mul_overflow(strides[d], dims[d] - 1, &reach) ||
+            __builtin_add_overflow(reach < 0 ? min : max, reach, reach < 0 ? &min : &max))
+            return -1;
+    }
+    if (__builtin_mul_overflow(min, elem_bytes, lo) ||
+        __builtin_mul_overflow(max + 1, elem_bytes, hi))
+        return -1;
+    return 0;
+}

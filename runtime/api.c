@@ -709,35 +709,29 @@ static int dense_strides(const int64_t *s, int rank, const int64_t *dims) {
     return 1;
 }
 
-/* The first and one past the last byte that t's elements take, as addresses; 0 when the
- * strides reach past any memory (a stride times a dim overflows). */
+/* The first and one past the last byte that t's elements take, as addresses; 0 when they
+ * lie outside the address space: an offset overflows (a stride times a dim), or data plus one
+ * wraps below address 0 or past the top, which would read anywhere (before the array). Worked
+ * out in integers, so that no such address is ever formed. */
 static int arg_span(const ir_tensor *t, uintptr_t *lo, uintptr_t *hi) {
-    int64_t es = ir_dtypes[t->dtype].bytes, min = 0, max = 0;
-    if (ir_dims_count(t->dims, t->rank) == 0) {
-        *lo = *hi = (uintptr_t)t->data;
-        return 1;
-    }
-    for (int d = 0; d < t->rank; d++) {
-        int64_t reach, s = t->strides ? t->strides[d] : 0;
-        if (!t->strides) break;
-        if (__builtin_mul_overflow(s, t->dims[d] - 1, &reach) ||
-            __builtin_add_overflow(reach < 0 ? min : max, reach, reach < 0 ? &min : &max))
-            return 0;
-    }
-    if (!t->strides) max = ir_dims_count(t->dims, t->rank) - 1;
-    if (__builtin_mul_overflow(min, es, &min) || __builtin_mul_overflow(max + 1, es, &max))
+    int64_t min, max;
+    uintptr_t at = (uintptr_t)t->data;
+    if (ir_byte_span(t->dims, t->strides, t->rank, ir_dtypes[t->dtype].bytes, &min, &max) != 0)
         return 0;
-    *lo = (uintptr_t)t->data + (uintptr_t)min; /* wraps as the caller's memory does */
-    *hi = (uintptr_t)t->data + (uintptr_t)max;
+    uint64_t below = (uint64_t)0 - (uint64_t)min; /* min <= 0 */
+    if (below > at || (uint64_t)max > UINTPTR_MAX - at) return 0;
+    *lo = at - (uintptr_t)below;
+    *hi = at + (uintptr_t)max;
     return 1;
 }
 
-/* Every non-empty tensor has data, aligned to its element size, and no result overlaps
- * another buffer, except that a result may be the very buffer of an input of its dtype and
- * shape (in place, SPEC §3). */
+/* Every non-empty tensor has data, aligned to its element size, with every element inside the
+ * address space, and no result overlaps another buffer, except that a result may be the very
+ * buffer of an input of its dtype and shape (in place, SPEC §3). */
 static fusec_status check_buffers(fusec_function *f, const ir_tensor *args) {
     int np = f->checked->nparams, nargs = np + f->checked->noutputs;
     char a[128], b[128];
+    uintptr_t lo, hi, lo2, hi2;
     for (int i = 0; i < nargs; i++) {
         if (arg_bytes(&args[i]) == 0) continue;
         if (!args[i].data)
@@ -750,16 +744,18 @@ static fusec_status check_buffers(fusec_function *f, const ir_tensor *args) {
             return set_message(f->module, FUSEC_ERR_INVALID_ARGUMENT,
                                "%s: data at %p is not aligned to its %d-byte elements",
                                arg_name(f, i, a, sizeof a), args[i].data, es);
+        if (!arg_span(&args[i], &lo, &hi))
+            return set_message(f->module, FUSEC_ERR_INVALID_ARGUMENT,
+                               "%s: its strides reach past any memory (from data at %p, an "
+                               "element's address would wrap around the address space)",
+                               arg_name(f, i, a, sizeof a), args[i].data);
     }
     for (int i = np; i < nargs; i++) {
-        uintptr_t lo = (uintptr_t)args[i].data, hi = lo + arg_bytes(&args[i]);
+        /* every span is one here (the loop above refused the others); an empty one is none */
+        if (!arg_span(&args[i], &lo, &hi)) continue;
         for (int j = 0; j < nargs && hi > lo; j++) {
-            uintptr_t lo2, hi2;
-            if (!arg_span(&args[j], &lo2, &hi2))
-                return set_message(f->module, FUSEC_ERR_INVALID_ARGUMENT,
-                                   "%s: its strides reach past any memory",
-                                   arg_name(f, j, a, sizeof a));
-            if (j == i || hi2 == lo2 || hi <= lo2 || hi2 <= lo) continue;
+            if (j == i || !arg_span(&args[j], &lo2, &hi2) || hi2 == lo2 || hi <= lo2 || hi2 <= lo)
+                continue;
             /* in place: the very buffer, dense, of the same dtype and shape */
             int in_place =
                 j < np && lo == lo2 && !args[j].strides && args[i].dtype == args[j].dtype &&

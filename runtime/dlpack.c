@@ -3,6 +3,7 @@
 #include "runtime/dlpack.h"
 
 #include <assert.h>
+#include <stdint.h>
 #include <stdio.h>
 
 static_assert(sizeof(rt_dl_tensor) == 48 && offsetof(rt_dl_tensor, ndim) == 16 &&
@@ -36,6 +37,26 @@ static void dtype_name(const rt_dl_tensor *dl, char *buf, size_t len) {
 static int device_ok(int type, int id, int on_host) {
     if (on_host) return type == RT_DL_CPU || type == RT_DL_CUDA_HOST;
     return (type == RT_DL_CUDA || type == RT_DL_CUDA_MANAGED) && id == 0;
+}
+
+/* out->data: the element (0, ..., 0) at data + byte_offset, added as integers: an offset that
+ * wraps around the address space (a byte_offset of 2^64 - 4 is data - 4) would read before
+ * the array, and is refused before any pointer is made of it. fusec_launch checks the rest:
+ * the element there and aligned, and every other one, through the strides, in memory too. */
+static fusec_status element_zero(const rt_dl_tensor *dl, fusec_tensor *out, char *why,
+                                 size_t whylen) {
+    uintptr_t at = (uintptr_t)dl->data;
+    out->data = NULL;
+    if (!dl->data) return FUSEC_OK;
+    if (dl->byte_offset > UINTPTR_MAX - at) {
+        snprintf(why, whylen,
+                 "byte_offset %llu from data at %p wraps around the address space (to "
+                 "before the array: DLPack's offsets are not negative)",
+                 (unsigned long long)dl->byte_offset, dl->data);
+        return FUSEC_ERR_INVALID_ARGUMENT;
+    }
+    out->data = (void *)(at + (uintptr_t)dl->byte_offset);
+    return FUSEC_OK;
 }
 
 fusec_status rt_dlpack_read(const rt_dl_tensor *dl, int on_host, fusec_tensor *out, char *why,
@@ -72,8 +93,6 @@ fusec_status rt_dlpack_read(const rt_dl_tensor *dl, int on_host, fusec_tensor *o
     out->rank = dl->ndim;
     for (int d = 0; d < dl->ndim; d++)
         out->shape[d] = dl->shape[d];
-    /* the element (0, ..., 0); fusec_launch checks it is there and aligned */
-    out->data = dl->data ? (char *)dl->data + dl->byte_offset : NULL;
     out->strides = dl->strides;
-    return FUSEC_OK;
+    return element_zero(dl, out, why, whylen);
 }

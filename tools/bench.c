@@ -78,14 +78,6 @@ static const char *target_name(fusec_target t) {
     }
 }
 
-/* Host buffers start on a cache line, like the copy they are measured against and like
- * PyTorch's tensors; malloc's 16-byte alignment would also measure split vector loads. */
-static void *bench_alloc(size_t bytes) {
-    if (bytes > SIZE_MAX - 63) return NULL; /* rounding up would wrap to a tiny buffer */
-    size_t rounded = bytes ? (bytes + 63) / 64 * 64 : 64;
-    return aligned_alloc(64, rounded);
-}
-
 /* Whether a parameter of f has a symbolic dim called name. */
 static int has_symbolic_dim(fusec_function *f, int np, const char *name) {
     for (int i = 0; i < np; i++) {
@@ -123,19 +115,6 @@ static int param_shape(const cli *c, const fusec_param_info *p, fusec_tensor *t)
             return EXIT_INPUT;
         }
         t->shape[d] = size;
-    }
-    return EXIT_OK;
-}
-
-/* Host memory for t, checked for size first (what names t in messages); EXIT_OK or the
- * exit code of the error reported. *count and *bytes are t's size. */
-static int alloc_tensor(fusec_tensor *t, const char *what, int64_t *count, size_t *bytes) {
-    if (cli_tensor_size(t->dtype, t->rank, t->shape, count, bytes) != 0)
-        return cli_too_large(what, t->dtype, t->rank, t->shape);
-    t->data = bench_alloc(*bytes);
-    if (!t->data) {
-        fprintf(stderr, "fusec: error: out of memory for %s\n", what);
-        return EXIT_INTERNAL;
     }
     return EXIT_OK;
 }
@@ -221,7 +200,7 @@ int cli_bench(cli *c) {
         int64_t n;
         size_t bytes;
         rc = param_shape(c, &p, &ins[i]);
-        if (rc == EXIT_OK) rc = alloc_tensor(&ins[i], what, &n, &bytes);
+        if (rc == EXIT_OK) rc = cli_alloc_tensor(&ins[i], what, &n, &bytes);
         if (rc != EXIT_OK) goto done;
         fill_random(ins[i].data, p.dtype, n, &seed);
         r.bytes += (double)bytes;
@@ -237,7 +216,7 @@ int cli_bench(cli *c) {
         snprintf(what, sizeof what, "result %d", i);
         int64_t n;
         size_t bytes;
-        rc = alloc_tensor(&outs[i], what, &n, &bytes);
+        rc = cli_alloc_tensor(&outs[i], what, &n, &bytes);
         if (rc != EXIT_OK) goto done;
         r.bytes += (double)bytes;
     }

@@ -64,18 +64,22 @@ typedef struct cli_view {
 /* Where the file of an --in value ends (*path_len bytes) and its view begins: right after
  * the last ".npy" when '[' or '.' follows. */
 const char *cli_view_split(const char *arg, size_t *path_len);
-/* The view `expr` of a dense array of this rank and shape into *v; 0, or -1 with a message. */
-int cli_view_parse(const char *expr, int rank, const int64_t *shape, cli_view *v, char *err,
-                   size_t errlen);
+/* The view `expr` of a dense array of this rank and shape, in C order or (fortran set) in
+ * Fortran order, into *v; 0, or -1 with a message. */
+int cli_view_parse(const char *expr, int rank, const int64_t *shape, int fortran, cli_view *v,
+                   char *err, size_t errlen);
 
 /* tools/target.c: the elements and bytes a tensor's dtype and shape take; -1 when either
- * overflows (int64 elements, size_t bytes), which cli_too_large reports (naming `what` and
- * the shape) and returns the exit code of. Sizes come from the user (--dim, .npy headers),
- * so every one is checked before anything is allocated. cli_tensor_bytes is for tensors
- * already checked (SIZE_MAX if not, which no allocation gets). */
+ * overflows (int64 elements, bytes past PTRDIFF_MAX: C's largest object). cli_tensor_bytes is
+ * for tensors already checked (SIZE_MAX if not, which no allocation gets). */
 int cli_tensor_size(fusec_dtype t, int rank, const int64_t *shape, int64_t *count, size_t *bytes);
-int cli_too_large(const char *what, fusec_dtype t, int rank, const int64_t *shape);
 size_t cli_tensor_bytes(const fusec_tensor *t);
+/* Host memory for t (64-byte aligned, for free()), of *count elements and *bytes bytes. Sizes
+ * come from the user (--dim, .npy headers, results broadcast from them), so before anything
+ * is allocated a size that overflows, or that is more than this machine's memory, is an error
+ * in the input ("WHAT is too large", exit 1), never an absurd malloc; EXIT_OK or the exit
+ * code of the error reported. */
+int cli_alloc_tensor(fusec_tensor *t, const char *what, int64_t *count, size_t *bytes);
 
 /* Tensors in the module's target memory: dev[i] gets host[i]'s dtype and shape and its own
  * memory on a GPU (with host[i]'s data when upload is set), host[i]'s memory on the CPU;

@@ -48,7 +48,7 @@ static const char usage_text[] =
     "  -f FN                       (run) the function to run\n"
     "  --in NAME=FILE.npy[VIEW]    (run) the input for parameter NAME; VIEW as numpy\n"
     "                              writes one, read in place by strides: [::2, 1:-1],\n"
-    "                              [::-1], [3], [None], .T, .broadcast_to(4, 5)\n"
+    "                              [::-1], [3], [None], [..., 1], .T, .broadcast_to(4, 5)\n"
     "  --out FILE.npy              (run) where to write the next result\n"
     "  --dim NAME=SIZE             (bench) the size of a symbolic dim\n"
     "  --reps K                    (bench) timed runs, median reported (default 20)\n"
@@ -437,18 +437,12 @@ static void print_values(int index, const fusec_tensor *t) {
  * and may broadcast them into more than fits. EXIT_OK or the exit code of the error. */
 static int alloc_results(fusec_tensor *outs, int n) {
     for (int i = 0; i < n; i++) {
+        char what[32];
+        snprintf(what, sizeof what, "result %d", i);
         int64_t count;
         size_t bytes;
-        if (cli_tensor_size(outs[i].dtype, outs[i].rank, outs[i].shape, &count, &bytes) != 0) {
-            char what[32];
-            snprintf(what, sizeof what, "result %d", i);
-            return cli_too_large(what, outs[i].dtype, outs[i].rank, outs[i].shape);
-        }
-        outs[i].data = malloc(bytes ? bytes : 1);
-        if (!outs[i].data) {
-            fprintf(stderr, "fusec: error: out of memory for result %d\n", i);
-            return EXIT_INTERNAL;
-        }
+        int rc = cli_alloc_tensor(&outs[i], what, &count, &bytes);
+        if (rc != EXIT_OK) return rc;
         memset(outs[i].data, 0xff, bytes); /* poison: a result never written shows as NaN/-1 */
     }
     return EXIT_OK;
@@ -551,16 +545,18 @@ static int cmd_run(cli *c) {
             rc = EXIT_INTERNAL;
             goto done;
         }
-        if (cli_view_parse(view, ins[i].rank, ins[i].shape, &views[i], err, sizeof err) != 0) {
+        if (cli_view_parse(view, ins[i].rank, ins[i].shape, a.fortran, &views[i], err,
+                           sizeof err) != 0) {
             fprintf(stderr, "fusec: error: parameter '%s': %s\n", p.name, err);
             rc = EXIT_INPUT;
             goto done;
         }
-        /* what the call sees: the view (its data pointer once in the target's memory) */
+        /* what the call sees: the view (its data pointer once in the target's memory); a
+         * Fortran-order file is one too, read in place through its strides */
         call_ins[i] = ins[i];
         call_ins[i].rank = views[i].rank;
         memcpy(call_ins[i].shape, views[i].shape, sizeof views[i].shape);
-        call_ins[i].strides = *view ? views[i].strides : NULL;
+        call_ins[i].strides = *view || a.fortran ? views[i].strides : NULL;
     }
     if (c->nouts != 0 && c->nouts != nresults) {
         fprintf(stderr, "fusec: error: '%s' has %d result%s but %d --out file%s given\n",

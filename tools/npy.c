@@ -1,6 +1,6 @@
 /* tools/npy.c: the .npy reader and writer of the fusec command line. The format: a magic
  * string, a version, a header length, a Python dict literal with 'descr', 'fortran_order'
- * and 'shape', then the raw elements. */
+ * and 'shape', then the raw elements (in C order, or in Fortran order: first index fastest). */
 #include "npy.h"
 
 #include <errno.h>
@@ -159,9 +159,10 @@ int npy_read(const char *path, npy_array *a, char *err, size_t errlen) {
         snprintf(what, sizeof what, "unsupported dtype %.*s (numeric dtypes only)",
                  e ? (int)(e - descr + 1) : 8, descr);
         rc = fail(err, errlen, path, what);
-    } else if (strncmp(fo, "False", 5) != 0)
-        rc = fail(err, errlen, path, "Fortran-order arrays are not supported (save in C order)");
-    else {
+    } else if (strncmp(fo, "False", 5) != 0 && strncmp(fo, "True", 4) != 0) {
+        rc = fail(err, errlen, path, "malformed .npy header ('fortran_order' is not a bool)");
+    } else {
+        a->fortran = *fo == 'T';
         int s = parse_shape(shape, a);
         if (s == -2)
             rc = fail(err, errlen, path, "rank above 8");
@@ -211,70 +212,81 @@ static void load_bytes(const unsigned char *p, int n, int swap, unsigned char *o
         out[i] = swap ? p[n - 1 - i] : p[i];
 }
 
-/* Element i as an int64 (exact for integers) and as a double. */
-static void load(const npy_array *a, int64_t i, int64_t *iv, double *fv, int *is_float) {
+/* Element i of a: a float as a double (exact for every float dtype), an integer as its 64-bit
+ * two's complement (sign-extended from a signed dtype), so that every int64 and uint64 is
+ * exact: uint64 values from 2^63 up are not negative. */
+typedef struct npy_value {
+    int is_float, negative;
+    uint64_t bits;
+    double f;
+} npy_value;
+
+/* The n bytes at b (host order) as an unsigned number. */
+static uint64_t load_unsigned(const unsigned char *b, int n) {
+    uint16_t u16;
+    uint32_t u32;
+    uint64_t u64;
+    switch (n) {
+    case 1: return b[0];
+    case 2: memcpy(&u16, b, 2); return u16;
+    case 4: memcpy(&u32, b, 4); return u32;
+    default: memcpy(&u64, b, 8); return u64;
+    }
+}
+
+static npy_value load(const npy_array *a, int64_t i) {
     unsigned char b[8];
     load_bytes((const unsigned char *)a->data + i * a->itemsize, a->itemsize, a->swap, b);
-    *is_float = a->kind == NPY_FLOAT;
-    switch (a->kind) {
-    case NPY_BOOL: *iv = b[0] != 0; break;
-    case NPY_INT:
-        switch (a->itemsize) {
-        case 1: {
-            int8_t v;
-            memcpy(&v, b, 1);
-            *iv = v;
-        } break;
-        case 2: {
-            int16_t v;
-            memcpy(&v, b, 2);
-            *iv = v;
-        } break;
-        case 4: {
-            int32_t v;
-            memcpy(&v, b, 4);
-            *iv = v;
-        } break;
-        default: {
-            int64_t v;
-            memcpy(&v, b, 8);
-            *iv = v;
-        } break;
-        }
-        break;
-    case NPY_UINT:
-        switch (a->itemsize) {
-        case 1: *iv = b[0]; break;
-        case 2: {
-            uint16_t v;
-            memcpy(&v, b, 2);
-            *iv = v;
-        } break;
-        case 4: {
-            uint32_t v;
-            memcpy(&v, b, 4);
-            *iv = v;
-        } break;
-        default: {
-            uint64_t v;
-            memcpy(&v, b, 8);
-            *iv = (int64_t)v;
-        } break;
-        }
-        break;
-    case NPY_FLOAT:
-        if (a->itemsize == 2) {
-            fusec_convert(FUSEC_F16, b, FUSEC_F64, fv, 1);
-        } else if (a->itemsize == 4) {
-            float v;
-            memcpy(&v, b, 4);
-            *fv = v;
-        } else {
-            memcpy(fv, b, 8);
-        }
-        return;
+    npy_value v = {a->kind == NPY_FLOAT, 0, load_unsigned(b, a->itemsize), 0};
+    int sign_bit = 8 * a->itemsize - 1;
+    if (a->kind == NPY_FLOAT && a->itemsize == 2) {
+        fusec_convert(FUSEC_F16, b, FUSEC_F64, &v.f, 1);
+    } else if (a->kind == NPY_FLOAT && a->itemsize == 4) {
+        float f;
+        memcpy(&f, b, 4);
+        v.f = f;
+    } else if (a->kind == NPY_FLOAT) {
+        memcpy(&v.f, b, 8);
+    } else if (a->kind == NPY_BOOL) {
+        v.bits = v.bits != 0;
+    } else if (a->kind == NPY_INT && (v.bits >> sign_bit) & 1) {
+        v.negative = 1;
+        v.bits |= ~UINT64_C(0) << sign_bit;
     }
-    *fv = (double)*iv;
+    return v;
+}
+
+/* An integer as the double from which fusec_convert gives the float dtype t that numpy's
+ * astype gives: for f64 the value rounded once (C's conversion, as numpy's); for the narrower
+ * ones the value rounded to 53 bits *to odd*, which then rounds to f32, f16 or bf16 as the
+ * exact value would (a value rounded to nearest twice can land on a tie it was not on:
+ * 2^62 + 2^38 + 1 gave 2^62 in f32, not 2^62 + 2^39). */
+static double int_as_double(const npy_value *v, fusec_dtype t) {
+    uint64_t m = v->negative ? (uint64_t)0 - v->bits : v->bits;
+    double d;
+    if (t == FUSEC_F64 || m < (UINT64_C(1) << 53)) {
+        d = (double)m;
+    } else {
+        int shift = 11 - __builtin_clzll(m); /* the bits past 53 */
+        uint64_t kept = m >> shift | ((m & ((UINT64_C(1) << shift) - 1)) != 0);
+        d = ldexp((double)kept, shift);
+    }
+    return v->negative ? -d : d;
+}
+
+/* v as dtype t at p: floats from the double; integers to integers wrap as numpy's astype
+ * does (uint64 2^64 - 1 is int64 -1), to floats rounded once from the exact value. */
+static void store(const npy_value *v, fusec_dtype t, unsigned char *p) {
+    if (v->is_float) {
+        fusec_convert(FUSEC_F64, &v->f, t, p, 1);
+    } else if (t == FUSEC_BOOL || t == FUSEC_I32 || t == FUSEC_I64) {
+        int64_t i;
+        memcpy(&i, &v->bits, sizeof i);
+        fusec_convert(FUSEC_I64, &i, t, p, 1);
+    } else {
+        double d = int_as_double(v, t);
+        fusec_convert(FUSEC_F64, &d, t, p, 1);
+    }
 }
 
 int npy_convert(const npy_array *a, fusec_dtype t, void **out, char *err, size_t errlen) {
@@ -292,17 +304,9 @@ int npy_convert(const npy_array *a, fusec_dtype t, void **out, char *err, size_t
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    /* integers convert from int64 (exact), floats from double (exact for every float) */
     for (int64_t i = 0; i < a->count; i++) {
-        int64_t iv = 0;
-        double fv = 0;
-        int is_float;
-        load(a, i, &iv, &fv, &is_float);
-        unsigned char *p = o + (size_t)i * size;
-        if (is_float)
-            fusec_convert(FUSEC_F64, &fv, t, p, 1);
-        else
-            fusec_convert(FUSEC_I64, &iv, t, p, 1);
+        npy_value v = load(a, i);
+        store(&v, t, o + (size_t)i * size);
     }
     *out = o;
     return 0;

@@ -17,18 +17,21 @@ typedef struct npy_array {
     int rank;
     int64_t shape[FUSEC_MAX_RANK];
     int64_t count; /* elements */
+    int fortran;   /* column-major ('fortran_order': True): the first index varies fastest */
     void *data;    /* malloc'd, count * itemsize bytes, as in the file */
 } npy_array;
 
-/* Reads path into *a. 0, or -1 with a message in err (unreadable, not .npy, unsupported
- * dtype, Fortran order, rank above 8, a shape too large to count in bytes, truncated data:
+/* Reads path into *a, in C or Fortran order. 0, or -1 with a message in err (unreadable, not
+ * .npy, unsupported dtype, rank above 8, a shape too large to count in bytes, truncated data:
  * a regular file shorter than its header's shape says is found before the data is
  * allocated). */
 int npy_read(const char *path, npy_array *a, char *err, size_t errlen);
 void npy_free(npy_array *a);
 
-/* Converts a's elements to dtype t into a new malloc'd buffer *out (bf16 rounded to nearest
- * even from the value; floats to ints truncate; NaN to int gives 0). 0, or -1 with err. */
+/* Converts a's elements to dtype t into a new malloc'd buffer *out: integers (uint64 too) as
+ * numpy's astype converts them, wrapping to an integer dtype and rounded once from the exact
+ * value to a float one; bf16 rounded to nearest even from the value; floats to ints truncate;
+ * NaN to int gives 0. 0, or -1 with err. */
 int npy_convert(const npy_array *a, fusec_dtype t, void **out, char *err, size_t errlen);
 
 /* Writes count elements of dtype t (bf16 written as f32) with the given shape. 0, or -1. */

@@ -1,8 +1,12 @@
-/* tools/target.c: tensors in the target's memory (a GPU's, or the host's) for `fusec run`
- * and `fusec bench`, through fusec.h's memory functions like any embedder. */
+/* tools/target.c: tensors in memory for `fusec run` and `fusec bench`: host buffers, their
+ * sizes checked first (they come from the user), and the target's memory (a GPU's, or the
+ * host's) through fusec.h's memory functions like any embedder. */
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -19,8 +23,9 @@ int cli_tensor_size(fusec_dtype t, int rank, const int64_t *shape, int64_t *coun
         else
             n *= shape[d];
     }
+    /* no object is larger than PTRDIFF_MAX bytes in C (nor does malloc make one) */
     size_t size = fusec_dtype_size(t);
-    if (!size || (uint64_t)n > SIZE_MAX / size) return -1;
+    if (!size || (uint64_t)n > (uint64_t)PTRDIFF_MAX / size) return -1;
     *count = zero ? 0 : n;
     *bytes = zero ? 0 : (size_t)n * size;
     return 0;
@@ -33,12 +38,44 @@ size_t cli_tensor_bytes(const fusec_tensor *t) {
     return bytes;
 }
 
-int cli_too_large(const char *what, fusec_dtype t, int rank, const int64_t *shape) {
-    fprintf(stderr, "fusec: error: %s is too large: %s[", what, fusec_dtype_name(t));
-    for (int d = 0; d < rank; d++)
-        fprintf(stderr, "%s%lld", d ? ", " : "", (long long)shape[d]);
-    fprintf(stderr, "] has more elements or bytes than this machine can address\n");
+/* "fusec: error: WHAT is too large: f32[2, 3] WHY", the error of a size from the user. */
+static int too_large(const char *what, const fusec_tensor *t, const char *why) {
+    fprintf(stderr, "fusec: error: %s is too large: %s[", what, fusec_dtype_name(t->dtype));
+    for (int d = 0; d < t->rank; d++)
+        fprintf(stderr, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+    fprintf(stderr, "] %s\n", why);
     return EXIT_INPUT;
+}
+
+/* The bytes of memory this machine has; 0 if unknown. */
+static uint64_t machine_memory(void) {
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+}
+
+/* Host buffers start on a cache line, like the copy bench measures against and like
+ * PyTorch's tensors; malloc's 16-byte alignment would also measure split vector loads. */
+static void *alloc_aligned(size_t bytes) {
+    size_t rounded = bytes ? (bytes + 63) / 64 * 64 : 64; /* bytes <= PTRDIFF_MAX: no wrap */
+    return aligned_alloc(64, rounded);
+}
+
+int cli_alloc_tensor(fusec_tensor *t, const char *what, int64_t *count, size_t *bytes) {
+    if (cli_tensor_size(t->dtype, t->rank, t->shape, count, bytes) != 0)
+        return too_large(what, t, "has more elements or bytes than this machine can address");
+    uint64_t have = machine_memory();
+    if (have && *bytes > have) {
+        char why[128];
+        snprintf(why, sizeof why, "needs %zu bytes, more than this machine's memory (%llu bytes)",
+                 *bytes, (unsigned long long)have);
+        return too_large(what, t, why);
+    }
+    t->data = alloc_aligned(*bytes);
+    if (!t->data) {
+        fprintf(stderr, "fusec: error: out of memory for %s (%zu bytes)\n", what, *bytes);
+        return EXIT_INTERNAL;
+    }
+    return EXIT_OK;
 }
 
 /* The host is the target's memory: the host tensors serve as they are. */

@@ -1,12 +1,13 @@
 /* tools/view.c: views of `fusec run` inputs, written after the file as numpy writes them
  * (`--in x=a.npy[::2, ::-1].T`), so that strided inputs (SPEC §3) can be tried from the command
- * line: the view is described to the library by strides over the file's own data, never
- * copied. The grammar, applied left to right:
+ * line: the view is described to the library by strides over the file's own data (in its
+ * order, C or Fortran), never copied. The grammar, applied left to right:
  *
  *   [item, ...]         one item an axis from the first (the others kept whole): a slice
  *                       start:stop:step (numpy's rules: each part optional, negative counts
  *                       from the end, a negative step walks backwards), an index (the axis
- *                       goes), or None (a new axis of one element)
+ *                       goes), None (a new axis of one element), or, once, '...' (as many
+ *                       whole axes as the other items leave: [..., 1] is the last axis's)
  *   .T                  the axes reversed
  *   .broadcast_to(d, ...)  numpy's broadcast_to: dims aligned on the right, an axis of one
  *                       element repeated with stride 0, new leading axes likewise
@@ -71,31 +72,61 @@ static int integer(parser *p, int64_t *v) {
     return 1;
 }
 
-/* numpy's slice of an axis of n elements: start, length, step (PySlice_AdjustIndices). */
-static int slice(parser *p, int64_t n, int has_start, int64_t start, int64_t *first, int64_t *len,
-                 int64_t *step) {
-    int64_t stop = 0;
-    int has_stop = integer(p, &stop), has_step = 0;
-    if (has_stop < 0) return -1;
-    *step = 1;
-    if (accept(p, ":")) {
-        has_step = integer(p, step);
-        if (has_step < 0) return -1;
+/* One item of [...] as written: a slice start:stop:step (each part optional), an index, None
+ * or '...'. Items are read whole before any is applied: a '...' stands for as many axes as
+ * the items after it leave. */
+typedef enum item_kind { ITEM_SLICE, ITEM_INDEX, ITEM_NEW, ITEM_ELLIPSIS } item_kind;
+
+typedef struct item {
+    item_kind kind;
+    const char *at; /* where it starts, for messages */
+    int has_start, has_stop;
+    int64_t start, stop, step;
+} item;
+
+/* Indices and new axes of at most 8 axes each, and one '...' */
+#define MAX_ITEMS (2 * FUSEC_MAX_RANK + 1)
+
+static int parse_item(parser *p, item *it) {
+    skip_space(p);
+    memset(it, 0, sizeof *it);
+    it->at = p->at;
+    it->step = 1;
+    if (accept(p, "...")) {
+        it->kind = ITEM_ELLIPSIS;
+        return 0;
     }
-    if (*step == 0) return fail(p, "a slice step of 0");
-    if (*step == INT64_MIN) return fail(p, "a slice step out of range");
-    int64_t lo = *step < 0 ? -1 : 0, hi = *step < 0 ? n - 1 : n;
-    if (!has_start) start = *step < 0 ? hi : lo;
-    if (!has_stop) stop = *step < 0 ? lo : hi;
-    if (has_start)
-        start = start < 0 ? (start + n < lo ? lo : start + n) : (start > hi ? hi : start);
-    if (has_stop) stop = stop < 0 ? (stop + n < lo ? lo : stop + n) : (stop > hi ? hi : stop);
-    if (*step > 0)
-        *len = stop > start ? (stop - start - 1) / *step + 1 : 0;
-    else
-        *len = start > stop ? (start - stop - 1) / -*step + 1 : 0;
-    *first = *len ? start : 0;
+    if (accept(p, "None")) {
+        it->kind = ITEM_NEW;
+        return 0;
+    }
+    if ((it->has_start = integer(p, &it->start)) < 0) return -1;
+    if (!accept(p, ":")) {
+        it->kind = ITEM_INDEX;
+        return it->has_start ? 0 : fail(p, "expected an index, a slice, None or '...'");
+    }
+    if ((it->has_stop = integer(p, &it->stop)) < 0) return -1;
+    if (accept(p, ":") && integer(p, &it->step) < 0) return -1;
+    if (it->step == 0) return fail(p, "a slice step of 0");
+    if (it->step == INT64_MIN) return fail(p, "a slice step out of range");
     return 0;
+}
+
+/* numpy's slice of an axis of n elements: its first element and length
+ * (PySlice_AdjustIndices). */
+static void slice(const item *it, int64_t n, int64_t *first, int64_t *len) {
+    int64_t step = it->step, start = it->start, stop = it->stop;
+    int64_t lo = step < 0 ? -1 : 0, hi = step < 0 ? n - 1 : n;
+    if (!it->has_start) start = step < 0 ? hi : lo;
+    if (!it->has_stop) stop = step < 0 ? lo : hi;
+    if (it->has_start)
+        start = start < 0 ? (start + n < lo ? lo : start + n) : (start > hi ? hi : start);
+    if (it->has_stop) stop = stop < 0 ? (stop + n < lo ? lo : stop + n) : (stop > hi ? hi : stop);
+    if (step > 0)
+        *len = stop > start ? (stop - start - 1) / step + 1 : 0;
+    else
+        *len = start > stop ? (start - stop - 1) / -step + 1 : 0;
+    *first = *len ? start : 0;
 }
 
 static int insert_axis(parser *p, cli_view *v, int at) {
@@ -114,36 +145,76 @@ static void remove_axis(cli_view *v, int at) {
     v->rank--;
 }
 
-/* One item of [...] on axis *axis (advanced past the axes it keeps or makes). */
-static int item(parser *p, cli_view *v, int *axis) {
-    if (accept(p, "None")) {
+/* Item it on axis *axis (advanced past the axes it keeps or makes); a '...' passes over
+ * `spanned` axes whole. */
+static int apply_item(parser *p, cli_view *v, const item *it, int *axis, int spanned) {
+    p->at = it->at;
+    if (it->kind == ITEM_ELLIPSIS) {
+        *axis += spanned;
+        return 0;
+    }
+    if (it->kind == ITEM_NEW) {
         if (insert_axis(p, v, *axis) != 0) return -1;
         ++*axis;
         return 0;
     }
-    if (*axis >= v->rank) return fail(p, "more indices than axes");
-    int64_t n = v->shape[*axis], start = 0;
-    int has_start = integer(p, &start);
-    if (has_start < 0) return -1;
-    if (!accept(p, ":")) {
-        if (!has_start) return fail(p, "expected an index, a slice or None");
-        int64_t i = start < 0 ? start + n : start;
-        if (i < 0 || i >= n) {
-            char what[128];
-            snprintf(what, sizeof what, "index %lld is out of bounds for axis %d with size %lld",
-                     (long long)start, *axis, (long long)n);
-            return fail(p, what);
-        }
+    int64_t n = v->shape[*axis], i = it->start < 0 ? it->start + n : it->start;
+    if (it->kind == ITEM_INDEX && (i < 0 || i >= n)) {
+        char what[128];
+        snprintf(what, sizeof what, "index %lld is out of bounds for axis %d with size %lld",
+                 (long long)it->start, *axis, (long long)n);
+        return fail(p, what);
+    }
+    if (it->kind == ITEM_INDEX) {
         v->offset += i * v->strides[*axis];
         remove_axis(v, *axis);
         return 0;
     }
-    int64_t first = 0, len = 0, step = 1;
-    if (slice(p, n, has_start, start, &first, &len, &step) != 0) return -1;
+    int64_t first, len;
+    slice(it, n, &first, &len);
     v->offset += first * v->strides[*axis];
     v->shape[*axis] = len;
-    if (len > 1) v->strides[*axis] *= step; /* then |step| < n: within the array's span */
+    if (len > 1) v->strides[*axis] *= it->step; /* then |step| < n: within the array's span */
     ++*axis;
+    return 0;
+}
+
+/* The items of [...] after its '[' up to its ']' into items[*n]; the count of those that take
+ * an axis (indices and slices) into *indexed. */
+static int parse_items(parser *p, item *items, int *n, int *indexed) {
+    int ellipses = 0;
+    *n = *indexed = 0;
+    if (accept(p, "]")) return 0;
+    do {
+        if (*n == MAX_ITEMS) return fail(p, "more items than 8 axes can take");
+        item *it = &items[(*n)++];
+        if (parse_item(p, it) != 0) return -1;
+        *indexed += it->kind == ITEM_INDEX || it->kind == ITEM_SLICE;
+        if (it->kind == ITEM_ELLIPSIS && ellipses++) {
+            p->at = it->at;
+            return fail(p, "a second '...' (an index takes one at most)");
+        }
+    } while (accept(p, ","));
+    return accept(p, "]") ? 0 : fail(p, "expected ',' or ']'");
+}
+
+/* [item, ...] applied to v, from its first axis; those no item names stay whole. */
+static int bracket(parser *p, cli_view *v) {
+    item items[MAX_ITEMS];
+    int n, indexed;
+    if (parse_items(p, items, &n, &indexed) != 0) return -1;
+    const char *end = p->at;
+    for (int i = 0, seen = 0; i < n && indexed > v->rank; i++) {
+        seen += items[i].kind == ITEM_INDEX || items[i].kind == ITEM_SLICE;
+        if (seen > v->rank) {
+            p->at = items[i].at;
+            return fail(p, "more indices than axes");
+        }
+    }
+    int axis = 0, spanned = v->rank - indexed;
+    for (int i = 0; i < n; i++)
+        if (apply_item(p, v, &items[i], &axis, spanned) != 0) return -1;
+    p->at = end;
     return 0;
 }
 
@@ -172,26 +243,21 @@ static int broadcast_to(parser *p, cli_view *v) {
     return 0;
 }
 
-int cli_view_parse(const char *expr, int rank, const int64_t *shape, cli_view *v, char *err,
-                   size_t errlen) {
+int cli_view_parse(const char *expr, int rank, const int64_t *shape, int fortran, cli_view *v,
+                   char *err, size_t errlen) {
     parser p = {expr, expr, err, errlen};
     memset(v, 0, sizeof *v);
     v->rank = rank;
     int64_t stride = 1;
-    for (int d = rank - 1; d >= 0; d--) {
+    for (int k = 0; k < rank; k++) { /* the axis whose index varies fastest first */
+        int d = fortran ? k : rank - 1 - k;
         v->shape[d] = shape[d];
         v->strides[d] = stride;
         stride *= shape[d];
     }
     for (skip_space(&p); *p.at; skip_space(&p)) {
         if (accept(&p, "[")) {
-            int axis = 0;
-            if (!accept(&p, "]")) {
-                do {
-                    if (item(&p, v, &axis) != 0) return -1;
-                } while (accept(&p, ","));
-                if (!accept(&p, "]")) return fail(&p, "expected ',' or ']'");
-            }
+            if (bracket(&p, v) != 0) return -1;
         } else if (accept(&p, ".T")) {
             for (int d = 0; d < v->rank / 2; d++) {
                 int e = v->rank - 1 - d;

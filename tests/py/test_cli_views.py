@@ -1,8 +1,8 @@
 """tests/py/test_cli_views.py: `fusec run --in x=FILE.npy[VIEW]`, inputs read in place through
 strides (SPEC §3), against numpy applying the same view: transposed, sliced with steps and
-negative bounds, reversed, indexed (an axis dropped), a new axis, broadcast_to (stride 0), and
-chains of them; on the reference interpreter and FUSEC_TEST_TARGET (default cpu; cuda under
-the emulated driver: emu.cli_views), fused and --no-fuse. Then views that make no sense:
+negative bounds, reversed, indexed (an axis dropped), a new axis, '...', broadcast_to (stride
+0), and chains of them; on the reference interpreter and FUSEC_TEST_TARGET (default cpu; cuda
+under the emulated driver: emu.cli_views), fused and --no-fuse. Then views that make no sense:
 exit 1 with the reason."""
 import os
 import sys
@@ -53,6 +53,15 @@ CASES = [
     (pb, b, "[:, 2]", "[::-2][:3]"),
     (pb, b, "[1, ::-2, :].T", "[:4]"),
     (pb, b, "[:, :, 0]", "[:7]"),
+    # '...': as many whole axes as the other items leave, wherever it stands
+    (pa, a, "[...]", "[...][:13]"),
+    (pa, a, "[..., ::2]", "[..., 3:10]"),
+    (pa, a, "[1:, ...]", "[:13]"),
+    (pb, b, "[..., 1]", "[:7]"),
+    (pb, b, "[2, ..., ::-1]", "[..., -3:]"),
+    (pb, b, "[..., None][1, :, 0]", "[:1]"),
+    (pb, b, "[None, ..., 0][0]", "[:7]"),
+    (pb, b, "[1, ..., 2, None].T", "[:7]"),
 ]
 
 
@@ -87,7 +96,10 @@ for view, needle in [("[9]", "index 9 is out of bounds for axis 0 with size 9"),
                      (".broadcast_to(13)", "fewer dims than the array has axes"),
                      ("[None, None, None, None, None, None, None]", "more than 8 axes"),
                      ("[::99999999999999999999]", "out of range"),
-                     ("[0]", "expected rank 2, got rank 1")]:
+                     ("[0]", "expected rank 2, got rank 1"),
+                     ("[..., ...]", "a second '...'"), ("[..., 1, 2, 3]", "more indices than axes"),
+                     ("[1, ..., 2, 3]", "more indices than axes"), ("[.., 1]", "expected an index"),
+                     ("[..., 13]", "index 13 is out of bounds for axis 1 with size 13")]:
     rc, _, err = run(["run", prog, "-f", "f", f"--target={TARGET}", "--in", f"x={pa}{view}",
                       "--in", f"y={pv}[:13]"])
     check(rc == 1 and needle in err and "Sanitizer" not in err,

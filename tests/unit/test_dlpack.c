@@ -5,7 +5,8 @@
  * function's values checked here by hand. Then what a careless caller gets, each refused
  * before anything runs (the results stay poisoned): dtypes fusec has no type for (uint8,
  * complex64, vectors of lanes), a device the target cannot reach, bad ranks, a shape left
- * NULL, NULL tensors, wrong counts, a dtype that is not the parameter's, a strided result.
+ * NULL, NULL tensors, wrong counts, a dtype that is not the parameter's, a strided result,
+ * a byte_offset or strides taking an address around the end of the address space.
  * The DLPack structs are written out below as dlpack.h has them, apart from the library's
  * own copy (runtime/dlpack.h), so a layout mistake there shows here. */
 #include "fusec.h"
@@ -249,6 +250,41 @@ static void refused(fusec_module *m, fusec_function *f, const void *const *dls, 
     CHECK_MSG(poisoned(m, res), "%s: a refused call wrote its result", what);
 }
 
+/* Addresses that wrap around the address space, each refused before anything is read (they
+ * pointed before the array, or anywhere): a byte_offset of 2^64 - 4 (data - 4 once wrapped),
+ * negative strides reaching below address 0, a dense array running past the top. x is left
+ * as it was. */
+static void test_wrapping(fusec_module *m, fusec_function *f, arr *x, const arr *o,
+                          const char *what) {
+    const void *dls[3] = {&x->dl, NULL, &o->dl};
+    arr y;
+    make(&y, m, FUSEC_F32, 1, C, 0, 0);
+    dls[1] = &y.dl;
+    x->dl.byte_offset = UINT64_MAX - 3;
+    refused(m, f, dls, 2, 1, FUSEC_ERR_INVALID_ARGUMENT, "parameter 'x'", "byte_offset", o, what);
+    x->dl.byte_offset = UINT64_MAX;
+    refused(m, f, dls, 2, 1, FUSEC_ERR_INVALID_ARGUMENT, "parameter 'x'", "wraps", o, what);
+    x->dl.byte_offset = 0;
+    /* row R - 1 lies (R - 1) * stride elements from data: a little below address 0 */
+    int64_t below[2] = {-(int64_t)((uintptr_t)x->mem / 4 / (R - 1)) - 1, 1};
+    x->dl.strides = below;
+    refused(m, f, dls, 2, 1, FUSEC_ERR_INVALID_ARGUMENT, "parameter 'x'", "strides", o, what);
+    int64_t huge[2] = {INT64_MAX / 4, 1}; /* an offset past int64 */
+    x->dl.strides = huge;
+    refused(m, f, dls, 2, 1, FUSEC_ERR_INVALID_ARGUMENT, "parameter 'x'", "strides", o, what);
+    x->dl.strides = NULL;
+    x->dl.data = (void *)(UINTPTR_MAX - 63); /* R * C elements from there run past the top */
+    refused(m, f, dls, 2, 1, FUSEC_ERR_INVALID_ARGUMENT, "parameter 'x'", "address space", o, what);
+    /* a wrap that lands on the array itself is refused all the same: an offset is no
+     * negative number in DLPack, so this is not what the caller meant */
+    x->dl.data = (char *)x->mem + 4;
+    x->dl.byte_offset = UINT64_MAX - 3;
+    refused(m, f, dls, 2, 1, FUSEC_ERR_INVALID_ARGUMENT, "parameter 'x'", "byte_offset", o, what);
+    x->dl.data = x->mem;
+    x->dl.byte_offset = 0;
+    fusec_memory_free(m, y.mem);
+}
+
 static void test_refusals(fusec_module *m, const char *what) {
     fusec_function *f = api_fn(m, "pw");
     arr x, y, o;
@@ -301,6 +337,8 @@ static void test_refusals(fusec_module *m, const char *what) {
     o.dl.data = o.mem;
     o.dl.byte_offset = 2; /* misaligned */
     refused(m, f, dls, 2, 1, FUSEC_ERR_INVALID_ARGUMENT, "result 0", NULL, &o, what);
+    o.dl.byte_offset = 0;
+    test_wrapping(m, f, &x, &o, what);
     CHECK(fusec_launch_dlpack(NULL, dls, 2, 1, NULL) == FUSEC_ERR_INVALID_ARGUMENT);
     fusec_memory_free(m, x.mem);
     fusec_memory_free(m, y.mem);
