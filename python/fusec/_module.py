@@ -68,6 +68,16 @@ def _dims_of(src, shapes):
     return tuple(n if type(n) is int else shapes[n[0]][n[1]] for n in src[1])
 
 
+def _first_array(arrays):
+    """The first of arrays that is an array (has __dlpack__), or None: a Python or numpy number
+    given for a rank-0 parameter is no array, so that it neither makes the results nor gives
+    the stream (SPEC §3b: "the framework of the first array argument")."""
+    for a in arrays:
+        if hasattr(a, "__dlpack__"):
+            return a
+    return None
+
+
 def _as_tuple(out):
     """out= as a tuple of arrays (() for None)."""
     if out is None:
@@ -449,9 +459,13 @@ class Function:
         if not self._sources_known:
             return None
         like = arrays[0]
+        kind = _dlpack._KINDS.get(type(like))  # (every array's type is known after _collect)
         results = []
         try:
-            alloc = (_dlpack._KINDS.get(type(like)) or _dlpack.kind_of(like)).alloc
+            if kind is None:  # a number for a rank-0 parameter
+                like = self._like(arrays)
+                kind = _dlpack.kind_of(like)
+            alloc = kind.alloc
             for k, src in enumerate(self._sources):  # (a loop: a comprehension costs more)
                 dims = _dims_of(src, shapes)
                 if dims is None:
@@ -502,7 +516,7 @@ class Function:
         if not arrays:
             raise ArgumentError("'%s' has no array parameter to make its results like: pass "
                                 "out=" % self.name)
-        like = arrays[0]
+        like = self._like(arrays)
         alloc = _dlpack.kind_of(like).alloc
         results = [alloc(like, self._rdtypes[k], self._result_shape(k, src, shapes, at))
                    for k, src in enumerate(self._sources)]
@@ -553,8 +567,8 @@ class Function:
         current stream, so their export needs no synchronization (-1), which saves PyTorch an
         event per tensor. Not yet run on a GPU."""
         own = False
-        if stream is None and arrays:
-            a = arrays[0]
+        a = _first_array(arrays) if stream is None else None
+        if a is not None:
             root = type(a).__module__.split(".")[0]
             if root == "torch" and a.is_cuda:
                 import torch
@@ -568,6 +582,12 @@ class Function:
             stream = getattr(stream, attr, stream)
         h = int(stream or 0)
         return (ctypes.c_void_p(h) if h else None), (-1 if own else h or 1)
+
+    def _like(self, arrays):
+        """The array whose framework makes a call's results: the first array argument, else
+        (every argument a number) the first as the 0-d numpy array it is read as."""
+        a = _first_array(arrays)
+        return self._scalar(arrays[0], 0) if a is None else a
 
     def _learn(self, a, i):
         try:
@@ -648,7 +668,7 @@ class Plan:
         # without stream=, each call runs on the current stream of the first array's framework
         # then (a side stream, a torch.cuda.graph capture), as a call does
         self._follow = fn._cuda and stream is None
-        self._like = arrays[:1] or _as_tuple(out)[:1]
+        self._like = tuple(arrays) + _as_tuple(out)  # (_streams takes the first array)
         at, caps, results = self._bind(arrays, out)
         h = ctypes.c_void_p()
         _check(_capi.plan_create(fn._h, at, fn._np, at + fn._np * _TSIZE, fn._nr, self._stream,

@@ -48,6 +48,8 @@ PROGRAM = "\n".join(
      "}",
      "fn outer(a: f32[R, 1], b: f32[C]) -> f32[R, C] { return a * b; }",  # dims from two
      "fn scale(x: f32[N], s: f32[]) -> f32[N] { return x * s; }",
+     "fn scale_first(s: f32[], x: f32[N]) -> f32[N] { return x * s; }",
+     "fn both(a: f32[], b: i32[]) -> f32[] { return a * b; }",
      "fn total(x: f32[N]) -> f32[] { return sum(x); }",
      "fn gt(x: f32[N], y: f32[N]) -> bool[N] { return x > y; }",
      "fn fixed(x: f32[4, N]) -> f32[4, N] { return x + 1.0; }",
@@ -89,7 +91,7 @@ def gelu_ref(x):
 
 def test_module(m):
     check(m.target == TARGET, "m.target is %r" % m.target)
-    check("gelu" in m.functions and "stats" in m.functions and len(m.functions) == 14,
+    check("gelu" in m.functions and "stats" in m.functions and len(m.functions) == 16,
           "m.functions: %r" % (m.functions,))
     f = m.stats
     check(f is m.stats and f is m["stats"], "a function is looked up once")
@@ -186,6 +188,35 @@ def test_dtypes(m):
     check(m.gelu(e).shape == (0,), "an empty array")
     big = rng.uniform(-3, 3, size=1 << 20).astype(np.float32)
     check(close(m.gelu(big), gelu_ref(big), "f32")[0], "gelu over 2^20 elements")
+
+
+def test_numbers(m):
+    """A Python or numpy number for a rank-0 parameter, first or not: read as a 0-d array of
+    the parameter's dtype; the results made by the framework of the first argument that is an
+    array (numpy when every argument is a number)."""
+    x = rng.uniform(size=9).astype(np.float32)
+    for what, s in (("a Python float", 2.0), ("a Python int", 2), ("a numpy scalar",
+                                                                    np.float32(2))):
+        for f, args in (("scale", (x, s)), ("scale_first", (s, x))):
+            try:
+                got = m[f](*args)
+            except Exception as e:  # noqa: BLE001
+                check(False, "%s as %s's %s argument: %s" % (what, f, "first" if args[0] is s
+                                                               else "last", e))
+                continue
+            check(type(got) is np.ndarray and np.array_equal(got, 2 * x),
+                  "%s for %s's rank-0 parameter: %r" % (what, f, got))
+    y = np.empty_like(x)
+    try:
+        check(m.scale_first(3.0, x, out=y) is y and np.array_equal(y, 3 * x),
+              "a number first, with out=")
+        p = m.scale_first.plan(0.5, x)
+        check(np.array_equal(p(), 0.5 * x), "a plan of a number first")
+        r = m.both(1.5, 4)
+        check(type(r) is np.ndarray and r.shape == () and r == 6.0,
+              "numbers alone: a 0-d numpy result (%r)" % (r,))
+    except Exception as e:  # noqa: BLE001
+        check(False, "a number first: %s: %s" % (type(e).__name__, e))
 
 
 # ---- out=, several results, in place ------------------------------------------------------------
@@ -505,6 +536,9 @@ def test_torch(m):
     check_raises("a tensor that requires grad",
                  lambda: m.gelu(torch.zeros(4, requires_grad=True)), ValueError,
                  "parameter 'x'", "DLPack")
+    got = m.scale_first(2.0, torch.arange(3.0))
+    check(isinstance(got, torch.Tensor) and torch.equal(got, torch.arange(3.0) * 2),
+          "a number first, a tensor after: a tensor result")
     # what PyTorch's own export refuses is refused on the package's fast path for CPU tensors
     check_raises("a sparse tensor", lambda: m.gelu(torch.zeros(4).to_sparse()), ValueError,
                  "parameter 'x'", "layout")
@@ -664,8 +698,8 @@ def main():
     if TARGET == "cuda":
         test_cuda(m)
         finish()
-    for test in (test_module, test_dtypes, test_out, test_plans, test_errors, test_dlpack,
-                 test_strides, test_leak, test_threads, test_torch):
+    for test in (test_module, test_dtypes, test_numbers, test_out, test_plans, test_errors,
+                 test_dlpack, test_strides, test_leak, test_threads, test_torch):
         print(test.__name__)
         if test.__code__.co_argcount:
             test(m)
