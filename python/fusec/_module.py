@@ -644,12 +644,35 @@ class Function:
 
     def _count_error(self, ninputs, nresults):
         """Raises the library's message for a call with these counts (it checks them before it
-        reads any descriptor, so empty ones do)."""
+        reads any descriptor, so empty ones do), naming the parameters missing from a short
+        call: a gradient's cotangents (dy) are the ones a caller forgets."""
         ins = (_capi.Tensor * max(ninputs, 1))()
         outs = (_capi.Tensor * max(nresults, 1))()
         st = _capi.launch(self._h, ctypes.addressof(ins), ninputs, ctypes.addressof(outs),
                           nresults, None)
-        _check(st if st != _capi.OK else _capi.ERR_INVALID_ARGUMENT, self._mh)
+        st = st if st != _capi.OK else _capi.ERR_INVALID_ARGUMENT
+        msg = _capi.module_message(self._mh).decode(errors="replace")
+        if 0 <= ninputs < self._np and msg.endswith("got %d" % ninputs):
+            missing = [p.name for p in self.params[ninputs:]]
+            msg += ": missing %s" % ", ".join("'%s'" % n for n in missing)
+            msg += self._cotangents_told(missing)
+        raise _capi.error_for(st, msg)
+
+    def _cotangents_told(self, missing):
+        """For a gradient (`fn d = grad(f)`) whose cotangents are among the missing
+        parameters: what they are; else ""."""
+        module = getattr(self, "_module", lambda: None)()
+        if self.grad_of is None or module is None or self.grad_of not in module.functions:
+            return ""
+        f = module[self.grad_of]
+        cot = [p.name for p in self.params[len(f.params):]]
+        if not set(cot) & set(missing):
+            return ""
+        what = ("the gradient of the loss with respect to %s's result" if len(cot) == 1 else
+                "the gradients of the loss with respect to %s's results, one a result") % f.name
+        return (" (%s = grad(%s) takes %s's parameters, then %s: %s, of that result's shape "
+                "and dtype, as PyTorch's backward passes it)"
+                % (self.name, f.name, f.name, ", ".join("'%s'" % n for n in cot), what))
 
 
 # ---- plans -----------------------------------------------------------------------------------

@@ -55,7 +55,8 @@ PROGRAM = "\n".join(
      "fn fixed(x: f32[4, N]) -> f32[4, N] { return x + 1.0; }",
      "fn gelu(x: f32[N]) -> f32[N] {",
      "    return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));",
-     "}"])
+     "}",
+     "fn dgelu = grad(gelu);"])
 
 
 def np_dtype(t):
@@ -91,7 +92,7 @@ def gelu_ref(x):
 
 def test_module(m):
     check(m.target == TARGET, "m.target is %r" % m.target)
-    check("gelu" in m.functions and "stats" in m.functions and len(m.functions) == 16,
+    check("gelu" in m.functions and "stats" in m.functions and len(m.functions) == 17,
           "m.functions: %r" % (m.functions,))
     f = m.stats
     check(f is m.stats and f is m["stats"], "a function is looked up once")
@@ -311,6 +312,9 @@ def test_errors(m):
                  "'gelu' takes 1 input, got 2")
     check_raises("too few arrays", lambda: m.f_f32(two), ValueError,
                  "'f_f32' takes 2 inputs, got 1")
+    check_raises("a gradient without its cotangent", lambda: m.dgelu(f32), ValueError,
+                 "'dgelu' takes 2 inputs, got 1: missing 'dy'", "dgelu = grad(gelu)",
+                 "gradient of the loss with respect to gelu's result")
     check_raises("too many results", lambda: m.gelu(f32, out=(f32.copy(), f32.copy())),
                  ValueError, "'gelu' has 1 result, got 2")
     check_raises("out of the wrong shape", lambda: m.gelu(f32, out=np.zeros(9, np.float32)),
