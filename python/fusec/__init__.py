@@ -19,10 +19,10 @@ against a call from C.
 Arrays are read in place through DLPack (_dlpack.py): no copy. Results are made by the
 framework of the first array (numpy in, numpy out; a PyTorch tensor in, a PyTorch tensor out).
 """
-from ._capi import ArgumentError, Error, LIBRARY_PATH, NotFoundError
+from ._capi import ArgumentError, CacheWarning, Error, LIBRARY_PATH, NotFoundError
 from ._capi import version_string as _version_string
 from ._module import Function, Module, Param, Plan, compile, compile_string
 
 __version__ = _version_string().decode()
 __all__ = ["compile", "compile_string", "Module", "Function", "Plan", "Param", "Error",
-           "ArgumentError", "NotFoundError", "LIBRARY_PATH"]
+           "ArgumentError", "NotFoundError", "CacheWarning", "LIBRARY_PATH"]

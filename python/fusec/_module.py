@@ -16,6 +16,7 @@ import ctypes
 import os
 import struct
 import threading
+import warnings
 import weakref
 from collections import namedtuple
 
@@ -109,6 +110,16 @@ def _options(target, arch, cpu, fuse, fast_math, cache, cache_dir, verbose):
     return opt  # the library copies the strings: they need not outlive the compile
 
 
+def _warn_report(handle):
+    """Each "warning: " line of a build's report as a CacheWarning (the only warnings the
+    backends report are the cache's, which the command line prints to stderr): a Python
+    program sees them as warnings, not in a report it never reads. Pointed at the caller of
+    compile() or compile_string()."""
+    for line in _capi.module_report(handle).decode(errors="replace").splitlines():
+        if line.startswith("warning: "):
+            warnings.warn("fusec: " + line[len("warning: "):], _capi.CacheWarning, stacklevel=4)
+
+
 def _finish_compile(status, handle):
     """The Module of a compile call's result, or its error (the diagnostics first)."""
     if handle.value is None:
@@ -116,6 +127,7 @@ def _finish_compile(status, handle):
     h = handle.value
     if status == _capi.OK:
         status = _capi.module_build(h)
+        _warn_report(h)
     if status != _capi.OK:
         diag = _capi.module_diagnostics(h).decode(errors="replace")
         msg = _capi.module_message(h).decode(errors="replace")

@@ -9,7 +9,9 @@ checks instead (emu.python_package: through the emulated driver)."""
 import gc
 import os
 import sys
+import tempfile
 import threading
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "py"))
@@ -696,14 +698,38 @@ def test_cuda_frameworks(m):
         0.7978845608028654 * (xc + 0.044715 * xc ** 3)))).max()) < 1e-5, "cupy: gelu")
 
 
+# ---- the cache, fusec.torch, the README -------------------------------------------------------
+
+def test_cache_warning():
+    """A cache directory that cannot be created (under a file: root cannot either): the compile
+    still works, with one fusec.CacheWarning, the command line's warning, pointed at the
+    caller of compile_string."""
+    with tempfile.TemporaryDirectory(prefix="fusec-test-") as d:
+        blocker = os.path.join(d, "a-file")
+        open(blocker, "w").close()
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            m2 = fusec.compile_string("fn inc(x: f32[N]) -> f32[N] { return x + 1.0; }",
+                                      target=TARGET, cache_dir=os.path.join(blocker, "cache"))
+    ws = [w for w in got if issubclass(w.category, fusec.CacheWarning)]
+    check(len(ws) == 1 and "cannot be created" in str(ws[0].message) and
+          blocker in str(ws[0].message), "an unusable cache directory warns once: %s"
+          % [str(w.message) for w in got])
+    check(not ws or ws[0].filename == os.path.abspath(__file__),
+          "the warning points at the caller (%s)" % (ws[0].filename if ws else None))
+    check(m2.functions == ("inc",), "the module compiles all the same")
+
+
 def main():
     print("libfusec: %s" % fusec.LIBRARY_PATH)
     m = fusec.compile_string(PROGRAM, target=TARGET, name="test_package.fuse")
     if TARGET == "cuda":
         test_cuda(m)
+        test_cache_warning()
         finish()
     for test in (test_module, test_dtypes, test_numbers, test_out, test_plans, test_errors,
-                 test_dlpack, test_strides, test_leak, test_threads, test_torch):
+                 test_dlpack, test_strides, test_leak, test_threads, test_torch,
+                 test_cache_warning):
         print(test.__name__)
         if test.__code__.co_argcount:
             test(m)
