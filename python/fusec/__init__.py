@@ -26,3 +26,22 @@ from ._module import Function, Module, Param, Plan, compile, compile_string
 __version__ = _version_string().decode()
 __all__ = ["compile", "compile_string", "Module", "Function", "Plan", "Param", "Error",
            "ArgumentError", "NotFoundError", "CacheWarning", "LIBRARY_PATH"]
+
+
+def __getattr__(name):
+    """fusec.torch (fusec.torch.op) is imported on first use, so that `import fusec` reaches
+    it as the docs spell it without importing PyTorch, which takes seconds, for every user."""
+    if name == "torch":
+        import importlib
+        try:
+            return importlib.import_module(".torch", __name__)
+        except ModuleNotFoundError as e:
+            if e.name != "torch":
+                raise
+            raise ImportError("fusec.torch needs PyTorch, which is not installed (pip install "
+                              "torch)", name="torch") from None
+    raise AttributeError("module 'fusec' has no attribute %r" % name)
+
+
+def __dir__():
+    return sorted(list(globals()) + ["torch"])

@@ -14,6 +14,9 @@ function (`fn d = grad(f)`, or grad= given), that gradient as the operator's bac
 registered as an operator too (NAME_backward), so a compiled graph's backward calls it.
 Parameters fusec differentiates get their gradient; the others (integers, and floats outside
 the gradient's wrt) get None. Results are made by PyTorch, on the first argument's device.
+
+`import fusec` reaches this module as fusec.torch without importing it (fusec/__init__.py):
+PyTorch is imported on first use.
 """
 import torch
 

@@ -8,6 +8,7 @@ skipped (77) without numpy. On the CPU target; FUSEC_TEST_TARGET=cuda runs the C
 checks instead (emu.python_package: through the emulated driver)."""
 import gc
 import os
+import subprocess
 import sys
 import tempfile
 import threading
@@ -83,6 +84,17 @@ def raises(fn, cls, *fragments):
 def check_raises(what, fn, cls, *fragments):
     ok, why = raises(fn, cls, *fragments)
     check(ok, "%s: %s" % (what, why))
+
+
+def python(code):
+    """(exit status, output) of code run by a fresh interpreter with this test's environment
+    and tests/python on its path: for what must not crash this one (a negative status is the
+    signal that ended it) or must start from a fresh import."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([HERE] + [p for p in (env.get("PYTHONPATH"),) if p])
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=300, cwd=SRC)
+    return r.returncode, r.stdout + r.stderr
 
 
 def gelu_ref(x):
@@ -720,6 +732,29 @@ def test_cache_warning():
     check(m2.functions == ("inc",), "the module compiles all the same")
 
 
+def test_torch_attribute():
+    """fusec.torch after `import fusec` alone, as SPEC §3b spells it (fusec.torch.op), without
+    `import fusec` importing PyTorch; without PyTorch, an ImportError that says so."""
+    rc, said = python("import sys\n"
+                     "sys.modules['torch'] = None  # as if PyTorch were not installed\n"
+                     "import fusec\n"
+                     "try:\n"
+                     "    fusec.torch\n"
+                     "except ImportError as e:\n"
+                     "    print('ImportError:', e)\n")
+    check(rc == 0 and "ImportError: fusec.torch needs PyTorch" in said,
+          "fusec.torch without PyTorch (status %d): %s" % (rc, said[-2000:]))
+    if torch is None:
+        return
+    rc, said = python("import sys, fusec\n"
+                     "print('torch imported:', 'torch' in sys.modules)\n"
+                     "op = fusec.torch.op\n"
+                     "print('op:', op.__module__, 'torch' in sys.modules)\n")
+    check(rc == 0 and "torch imported: False" in said and "op: fusec.torch True" in said,
+          "fusec.torch.op after `import fusec` alone, PyTorch imported then (status %d): %s"
+          % (rc, said[-2000:]))
+
+
 def main():
     print("libfusec: %s" % fusec.LIBRARY_PATH)
     m = fusec.compile_string(PROGRAM, target=TARGET, name="test_package.fuse")
@@ -729,7 +764,7 @@ def main():
         finish()
     for test in (test_module, test_dtypes, test_numbers, test_out, test_plans, test_errors,
                  test_dlpack, test_strides, test_leak, test_threads, test_torch,
-                 test_cache_warning):
+                 test_cache_warning, test_torch_attribute):
         print(test.__name__)
         if test.__code__.co_argcount:
             test(m)
