@@ -18,6 +18,8 @@ the gradient's wrt) get None. Results are made by PyTorch, on the first argument
 `import fusec` reaches this module as fusec.torch without importing it (fusec/__init__.py):
 PyTorch is imported on first use.
 """
+import warnings
+
 import torch
 
 from ._capi import ArgumentError
@@ -78,15 +80,37 @@ def _find_grad(fn):
     return None
 
 
+# name -> (fn, grad, operator): what op() registered under each name in this process
+_registered = {}
+
+
 def op(fn, name, grad=None):
     """Registers fusec function `fn` (m.gelu) as the PyTorch operator `name` ("ns::name"),
     with fusec's gradient of it as its backward: grad= (a function declared
-    `fn d = grad(f)`), else the first such gradient of fn in its module, else none."""
+    `fn d = grad(f)`), else the first such gradient of fn in its module, else none.
+
+    A name is one operator: registering the same function (and gradient) under it again
+    returns the operator made before; registering another one replaces it, with a UserWarning,
+    and every operator object made for that name before then runs the new function, since
+    PyTorch dispatches by name."""
     if grad is None:
         grad = _find_grad(fn)
     elif grad.grad_of != fn.name:
         raise ArgumentError("%s is no gradient of %s" % (grad.name, fn.name))
+    old = _registered.get(name)
+    if old is not None and old[0] is fn and old[1] is grad:
+        return old[2]
+    if old is not None:
+        # Warned, not refused: torch.library.custom_op itself replaces an operator of the same
+        # name (so that a notebook cell can be run again), and a refusal would leave no way to
+        # redefine it without restarting the interpreter. But PyTorch does it silently, and
+        # the earlier operator object then runs the new function: that is said.
+        warnings.warn("fusec.torch.op: %s was registered for %s; it now runs %s, and so does "
+                      "every operator object made for it before (PyTorch calls operators by "
+                      "name): use another name to keep both" % (name, old[0].name, fn.name),
+                      UserWarning, stacklevel=2)
     forward = _register(fn, name)
+    _registered[name] = (fn, grad, forward)
     if grad is None:
         return forward
     backward = _register(grad, name + "_backward")

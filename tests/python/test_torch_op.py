@@ -3,10 +3,11 @@ operators. Against PyTorch's own operators: forward values, and gradients throug
 operator's backward, which runs the module's `fn d = grad(f)` (every float parameter, or the
 wrt subset a gradient declares, the others None); torch.library.opcheck (schema, fake
 implementation, autograd registration, AOT dispatch); torch.compile(fullgraph=True) tracing
-through it, forward and backward; several results, one of them an integer. Run by ctest
-(python.torch_op) on the CPU target; skipped (77) without PyTorch."""
+through it, forward and backward; several results, one of them an integer; a name registered
+twice. Run by ctest (python.torch_op) on the CPU target; skipped (77) without PyTorch."""
 import os
 import sys
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "py"))
@@ -85,6 +86,23 @@ check(count.dtype == torch.int64 and torch.equal(count, (xs > 0).sum(1, keepdim=
 (a.sum() + sq.sum()).backward()
 check(close(xs.grad, s.detach() + 2 * xs.detach()) and close(s.grad, xs.detach().sum()),
       "stats: gradients through several results")
+
+# a name registered twice: the same function again gives the same operator; another function
+# replaces it with a warning (the old operator object runs the new function, as PyTorch does)
+with warnings.catch_warnings(record=True) as got:
+    warnings.simplefilter("always")
+    first = fusec.torch.op(m.gelu, "fusectest::twice")
+    again = fusec.torch.op(m.gelu, "fusectest::twice")
+    check(again is first and not got, "the same function under its name again: the same op, "
+          "no warning (%s)" % [str(w.message) for w in got])
+    other = fusec.torch.op(m.logsumexp, "fusectest::twice")
+ws = [w for w in got if issubclass(w.category, UserWarning)]
+check(len(ws) == 1 and "fusectest::twice was registered for gelu; it now runs logsumexp" in
+      str(ws[0].message) and ws[0].filename == os.path.abspath(__file__),
+      "another function under a used name warns: %s" % [(str(w.message), w.filename)
+                                                        for w in got])
+xt = torch.randn(2, 5)
+check(close(other(xt), torch.logsumexp(xt, 1, keepdim=True)), "the new operator runs logsumexp")
 
 # torch.library's own checks of each operator
 opcheck = torch.library.opcheck
