@@ -159,7 +159,8 @@ def _export_torch(obj, stream):
         _torch_fast = (torch.strided, to_dlpack if hasattr(torch.Tensor, "is_cpu") else None)
     strided, to_dlpack = _torch_fast
     if (to_dlpack is None or not (obj.is_cpu or (stream == -1 and obj.is_cuda)) or
-            obj.requires_grad or obj.layout is not strided or obj.is_conj()):
+            obj.requires_grad or obj.layout is not strided or obj.is_conj() or obj.is_neg()):
+        _refuse_torch_neg(obj)
         return _export_versioned(obj, stream)
     cap = to_dlpack(obj)
     p, name = (read_two_u64(MEMORY, id(cap) + CAPSULE_POINTER_OFFSET)
@@ -170,6 +171,27 @@ def _export_torch(obj, stream):
                 read_two_u64(MEMORY, id(cap) + CAPSULE_POINTER_OFFSET)[0] == p:
             _torch_name = name  # its capsules keep their pointer there: read it in place
     return cap, p + VERSIONED_TENSOR_OFFSET, p + VERSIONED_FLAGS_OFFSET
+
+
+def _refuse_torch_neg(obj):
+    """Refuses a PyTorch tensor with the negative bit (a lazily negated view: c.conj().imag):
+    its memory holds the negation of its values, and DLPack has no flag for that, so that
+    PyTorch's own export hands out the memory as it is (read as the values, silently wrong).
+    Refused rather than resolved into a copy, as Tensor.numpy() refuses it: the package reads
+    arrays in place and writes results into them, and a copy would be silently stale in a
+    plan (which reads its arrays' current values at each replay) and lost as an out=. The
+    conjugate bit needs no check here: only complex tensors have it, which __dlpack__ refuses
+    and fusec has no dtype for."""
+    if obj.is_neg():
+        raise BufferError("the tensor has the negative bit set (a lazily negated view, as "
+                          "c.conj().imag gives), whose memory holds the negated values: pass "
+                          "t.resolve_neg(), as Tensor.numpy() asks")
+
+
+def _export_torch_legacy(obj, stream):
+    """A PyTorch before DLPack 1.x: __dlpack__, after the negative bit's check."""
+    _refuse_torch_neg(obj)
+    return _export_legacy(obj, stream)
 
 
 def _export_numpy(obj, stream):
@@ -317,8 +339,8 @@ def _learn(obj):
         export = _export_numpy if versioned else _export_numpy_legacy
         if versioned and t.__name__ == "ndarray":
             _learn_fast(t)
-    elif root == "torch" and versioned:
-        export = _export_torch
+    elif root == "torch":
+        export = _export_torch if versioned else _export_torch_legacy
     else:
         export = _export_versioned if versioned else _export_legacy
     kind = _Kind(export, alloc, root)

@@ -554,6 +554,18 @@ def test_torch(m):
     check_raises("a tensor that requires grad",
                  lambda: m.gelu(torch.zeros(4, requires_grad=True)), ValueError,
                  "parameter 'x'", "DLPack")
+    # the negative bit: a lazy negation whose memory holds -values (DLPack cannot say so)
+    c = torch.complex(torch.arange(4.0), torch.arange(4.0) + 1)
+    neg = c.conj().imag  # values -1..-4, memory 1..4
+    check(neg.is_neg() and float(neg[0]) == -1.0, "c.conj().imag has the negative bit")
+    check_raises("a tensor with the negative bit", lambda: m.gelu(neg), ValueError,
+                 "parameter 'x'", "negative bit", "resolve_neg()")
+    check_raises("a tensor with the negative bit as out=",
+                 lambda: m.gelu(torch.zeros(4), out=neg), ValueError, "result 0", "negative bit")
+    check_raises("a plan of a tensor with the negative bit", lambda: m.gelu.plan(neg),
+                 ValueError, "negative bit")
+    check(torch.equal(m.gelu(neg.resolve_neg()), m.gelu(-torch.arange(1.0, 5.0))),
+          "resolved, it is read as its values")
     got = m.scale_first(2.0, torch.arange(3.0))
     check(isinstance(got, torch.Tensor) and torch.equal(got, torch.arange(3.0) * 2),
           "a number first, a tensor after: a tensor result")
