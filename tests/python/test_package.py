@@ -400,6 +400,31 @@ def test_dlpack(m):
     for _ in range(3):
         raises(lambda: m.gelu(bad), ValueError)
     check(bad.outstanding == 0, "a refused array's capsule is let go too")
+    # a producer's DLTensor with a rank and no shape pointer: refused, never read (a read of
+    # address 0 would end the interpreter), whichever path reads it; in a child, so that a
+    # crash is reported as one
+    rc, said = python(
+        "import numpy as np, fusec\n"
+        "from dlpack_producer import Producer\n"
+        "m = fusec.compile_string(%r, target='cpu')\n"
+        "x = np.ones(4, np.float32)\n"
+        "for call in (lambda p: m.gelu(p), lambda p: m.gelu(p, out=np.empty_like(x)),\n"
+        "             lambda p: m.gelu(x, out=p), lambda p: m.gelu.plan(p)):\n"
+        "    try:\n"
+        "        call(Producer(x.copy(), null_shape=True))\n"
+        "        print('no error')\n"
+        "    except fusec.ArgumentError as e:\n"
+        "        print('refused:', e)\n" % PROGRAM)
+    check(rc == 0 and said.count("refused:") == 4 and "no shape" in said,
+          "a DLTensor without a shape: refused, no crash (status %d):\n%s" % (rc, said))
+    class NotACapsule:
+        def __dlpack__(self, stream=None, max_version=None, **kw):
+            return 12345
+
+        def __dlpack_device__(self):
+            return (1, 0)
+    check_raises("a __dlpack__ that gives no capsule", lambda: m.gelu(NotACapsule()),
+                 ValueError, "parameter 'x'", "PyCapsule")
     before = sys.getrefcount(x)
     for _ in range(1000):
         m.gelu(x)
@@ -569,6 +594,14 @@ def test_torch(m):
     got = m.scale_first(2.0, torch.arange(3.0))
     check(isinstance(got, torch.Tensor) and torch.equal(got, torch.arange(3.0) * 2),
           "a number first, a tensor after: a tensor result")
+    # where the capsule layout is not known (another interpreter), PyTorch's capsules go
+    # through PyCapsule_GetPointer: read at the right address, not at 0
+    rc, said = python("import torch, fusec\n"
+                     "fusec._dlpack.CAPSULE_POINTER_OFFSET = None\n"
+                     "m = fusec.compile_string(%r, target='cpu')\n"
+                     "print(m.f_f32(torch.ones(2, 3), torch.ones(3)).tolist())" % PROGRAM)
+    check(rc == 0 and "[[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]]" in said,
+          "PyTorch tensors with the capsule layout unknown (status %d): %s" % (rc, said[-2000:]))
     # what PyTorch's own export refuses is refused on the package's fast path for CPU tensors
     check_raises("a sparse tensor", lambda: m.gelu(torch.zeros(4).to_sparse()), ValueError,
                  "parameter 'x'", "layout")
