@@ -175,7 +175,7 @@ def _export_torch(obj, stream):
         _torch_fast = (torch.strided, to_dlpack if hasattr(torch.Tensor, "is_cpu") else None)
     strided, to_dlpack = _torch_fast
     if (to_dlpack is None or not (obj.is_cpu or (stream == -1 and obj.is_cuda)) or
-            obj.requires_grad or obj.layout is not strided or obj.is_conj() or obj.is_neg()):
+            obj.requires_grad or obj.layout is not strided or obj.is_neg()):
         _refuse_torch_neg(obj)
         return _export_versioned(obj, stream)
     cap = to_dlpack(obj)
@@ -196,8 +196,8 @@ def _refuse_torch_neg(obj):
     Refused rather than resolved into a copy, as Tensor.numpy() refuses it: the package reads
     arrays in place and writes results into them, and a copy would be silently stale in a
     plan (which reads its arrays' current values at each replay) and lost as an out=. The
-    conjugate bit needs no check here: only complex tensors have it, which __dlpack__ refuses
-    and fusec has no dtype for."""
+    conjugate bit needs no check (_export_torch's fast path checks this bit in its place, at
+    no cost): only complex tensors have it, a dtype fusec refuses whatever the bit."""
     if obj.is_neg():
         raise BufferError("the tensor has the negative bit set (a lazily negated view, as "
                           "c.conj().imag gives), whose memory holds the negated values: pass "

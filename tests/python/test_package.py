@@ -591,6 +591,8 @@ def test_torch(m):
                  ValueError, "negative bit")
     check(torch.equal(m.gelu(neg.resolve_neg()), m.gelu(-torch.arange(1.0, 5.0))),
           "resolved, it is read as its values")
+    check_raises("a complex tensor with the conjugate bit", lambda: m.gelu(
+        torch.ones(4, dtype=torch.complex64).conj()), ValueError, "parameter 'x'", "complex64")
     got = m.scale_first(2.0, torch.arange(3.0))
     check(isinstance(got, torch.Tensor) and torch.equal(got, torch.arange(3.0) * 2),
           "a number first, a tensor after: a tensor result")
