@@ -802,6 +802,15 @@ def test_torch_attribute():
           % (rc, said[-2000:]))
 
 
+def test_readme():
+    """The README's first Python example runs as written, from the repository's root."""
+    with open(os.path.join(SRC, "README.md")) as f:
+        text = f.read()
+    block = text.split("```python\n", 1)[1].split("```", 1)[0]
+    rc, said = python(block)
+    check(rc == 0, "the README's Python example (status %d): %s" % (rc, said[-2000:]))
+
+
 def main():
     print("libfusec: %s" % fusec.LIBRARY_PATH)
     m = fusec.compile_string(PROGRAM, target=TARGET, name="test_package.fuse")
@@ -811,7 +820,7 @@ def main():
         finish()
     for test in (test_module, test_dtypes, test_numbers, test_out, test_plans, test_errors,
                  test_dlpack, test_strides, test_leak, test_threads, test_torch,
-                 test_cache_warning, test_torch_attribute):
+                 test_cache_warning, test_torch_attribute, test_readme):
         print(test.__name__)
         if test.__code__.co_argcount:
             test(m)
