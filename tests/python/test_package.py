@@ -1,11 +1,14 @@
 """tests/python/test_package.py: the Python package (python/fusec) against numpy references:
 every dtype (bf16 through ml_dtypes and PyTorch where they are installed), out=, several
-results, plans and rebind, each kind of error with its message, DLPack (versioned and legacy
-producers, each capsule's deleter run exactly once, nothing copied), no growth over 10^4
-calls, and calls from several Python threads at once. Run by ctest (python.package) with the
-package imported from the source tree and FUSEC_LIBRARY naming the build tree's libfusec.so;
-skipped (77) without numpy. On the CPU target; FUSEC_TEST_TARGET=cuda runs the CUDA target's
-checks instead (emu.python_package: through the emulated driver)."""
+results, plans and rebind, numbers for rank-0 parameters in any position, each kind of error
+with its message, DLPack (versioned and legacy producers, each capsule's deleter run exactly
+once, nothing copied, a broken producer refused without a crash), no growth over 10^4 calls,
+calls from several Python threads at once, an unusable cache directory as a warning,
+fusec.torch reached from `import fusec`, and the README's Python example as written. Run by
+ctest (python.package) with the package imported from the source tree and FUSEC_LIBRARY naming
+the build tree's libfusec.so; skipped (77) without numpy. On the CPU target;
+FUSEC_TEST_TARGET=cuda runs the CUDA target's checks instead (emu.python_package: through the
+emulated driver)."""
 import gc
 import os
 import subprocess
