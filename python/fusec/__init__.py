@@ -44,4 +44,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(list(globals()) + ["torch"])
+    return sorted(set(globals()) | {"torch"})
