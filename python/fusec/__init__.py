@@ -19,10 +19,29 @@ against a call from C.
 Arrays are read in place through DLPack (_dlpack.py): no copy. Results are made by the
 framework of the first array (numpy in, numpy out; a PyTorch tensor in, a PyTorch tensor out).
 """
-from ._capi import ArgumentError, Error, LIBRARY_PATH, NotFoundError
+from ._capi import ArgumentError, CacheWarning, Error, LIBRARY_PATH, NotFoundError
 from ._capi import version_string as _version_string
 from ._module import Function, Module, Param, Plan, compile, compile_string
 
 __version__ = _version_string().decode()
 __all__ = ["compile", "compile_string", "Module", "Function", "Plan", "Param", "Error",
-           "ArgumentError", "NotFoundError", "LIBRARY_PATH"]
+           "ArgumentError", "NotFoundError", "CacheWarning", "LIBRARY_PATH"]
+
+
+def __getattr__(name):
+    """fusec.torch (fusec.torch.op) is imported on first use, so that `import fusec` reaches
+    it as the docs spell it without importing PyTorch, which takes seconds, for every user."""
+    if name == "torch":
+        import importlib
+        try:
+            return importlib.import_module(".torch", __name__)
+        except ModuleNotFoundError as e:
+            if e.name != "torch":
+                raise
+            raise ImportError("fusec.torch needs PyTorch, which is not installed (pip install "
+                              "torch)", name="torch") from None
+    raise AttributeError("module 'fusec' has no attribute %r" % name)
+
+
+def __dir__():
+    return sorted(set(globals()) | {"torch"})

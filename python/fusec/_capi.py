@@ -40,7 +40,13 @@ class NotFoundError(Error, AttributeError):
     """No function of that name (an AttributeError too, so getattr and hasattr work)."""
 
 
-for _cls in (Error, ArgumentError, NotFoundError):
+class CacheWarning(UserWarning):
+    """The kernel cache could not be used as configured (a directory that cannot be created
+    or written): the module's kernels were compiled and are kept in memory only, so the next
+    process compiles them again. The command line prints the same warning."""
+
+
+for _cls in (Error, ArgumentError, NotFoundError, CacheWarning):
     _cls.__module__ = "fusec"  # tracebacks name them as users spell them
 
 # the statuses that mean the caller passed something wrong: ValueErrors in Python

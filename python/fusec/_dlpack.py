@@ -18,6 +18,14 @@ where a ctypes struct takes one attribute access, and often one object, per fiel
 call can reuse is cached per array type (_KINDS): whether the type speaks DLPack 1.x, and how
 to make results in its framework; and for numpy, the common case, where its capsules keep
 their pointer, so that no foreign call is needed to find it (_module: Function._collect).
+
+Safety: a read of MEMORY at a bad address ends the interpreter (SIGSEGV) where a foreign call
+would have raised, so MEMORY is read only where no address can be bad: inside a capsule whose
+type is CPython's PyCapsule (checked at each read, the layout found inside such an object at
+import, and only on CPython, whose id() is the address), and inside the DLPack structs a
+producer handed over, which the library reads in any case, after the checks the library makes
+before it reads them (a rank with no shape pointer is refused, never read). Anything else goes
+through the public PyCapsule_GetPointer, which raises.
 """
 import ctypes
 import struct
@@ -100,26 +108,34 @@ LEGACY_NAME = b"dltensor"
 _PROBE_NAME = b"fusec-probe"  # lives as long as the module: a capsule keeps the pointer
 
 
-def _capsule_pointer_offset():
-    """Where a PyCapsule object keeps its pointer, with its name's pointer 8 bytes on (right
-    after the object header in CPython; the struct is private, so it is found by making a
-    capsule rather than assumed), or None."""
+def _capsule_layout():
+    """CPython's PyCapsule type, and where such an object keeps its pointer, with its name's
+    pointer 8 bytes on (right after the object header; the struct is private, so it is found
+    by making a capsule rather than assumed); (type, None) where that cannot be known safely.
+    Only CPython's id() is an object's address, and the probe reads only inside the object
+    (its type's __basicsize__), so that it cannot touch memory that is not there."""
     new = ctypes.pythonapi["PyCapsule_New"]
     new.restype = ctypes.py_object
     new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
     marker = 0x5EEDF00DCAFE1230
     cap = new(marker, _PROBE_NAME, None)
+    kind = type(cap)
+    if sys.implementation.name != "cpython" or kind.__itemsize__:
+        return kind, None
     name_at = ctypes.cast(ctypes.c_char_p(_PROBE_NAME), ctypes.c_void_p).value
-    for off in range(8, 64, 8):
+    for off in range(8, kind.__basicsize__ - 15, 8):
         if read_two_u64(MEMORY, id(cap) + off) == (marker, name_at):
-            return off
-    return None
+            return kind, off
+    return kind, None
 
 
-# The fast path for numpy (_module._fill) reads a capsule's pointer and name pointer at this
-# offset, and takes the pointer when the name pointer is the one numpy's versioned capsules
-# carry (fast_name, a constant of numpy's); anything else goes through PyCapsule_GetPointer.
-CAPSULE_POINTER_OFFSET = _capsule_pointer_offset()
+# The fast paths for numpy (_module: Function._collect) and PyTorch (_export_torch) read a
+# capsule's pointer and name pointer at this offset, where the capsule's type is CAPSULE (so
+# the read stays inside a PyCapsule), and take the pointer when the name pointer is the one
+# that framework's versioned capsules carry (fast_name, a constant of numpy's; _torch_name);
+# anything else goes through PyCapsule_GetPointer, which checks the object and the name and
+# raises.
+CAPSULE, CAPSULE_POINTER_OFFSET = _capsule_layout()
 fast_type = None
 fast_name = None
 
@@ -159,17 +175,39 @@ def _export_torch(obj, stream):
         _torch_fast = (torch.strided, to_dlpack if hasattr(torch.Tensor, "is_cpu") else None)
     strided, to_dlpack = _torch_fast
     if (to_dlpack is None or not (obj.is_cpu or (stream == -1 and obj.is_cuda)) or
-            obj.requires_grad or obj.layout is not strided or obj.is_conj()):
+            obj.requires_grad or obj.layout is not strided or obj.is_neg()):
+        _refuse_torch_neg(obj)
         return _export_versioned(obj, stream)
     cap = to_dlpack(obj)
     p, name = (read_two_u64(MEMORY, id(cap) + CAPSULE_POINTER_OFFSET)
-               if CAPSULE_POINTER_OFFSET is not None else (0, None))
-    if name != _torch_name:
+               if type(cap) is CAPSULE and CAPSULE_POINTER_OFFSET is not None else (0, None))
+    if name != _torch_name or name is None:
         p = get_pointer(cap, VERSIONED_NAME)
-        if CAPSULE_POINTER_OFFSET is not None and _torch_name is None and \
+        if name is not None and _torch_name is None and \
                 read_two_u64(MEMORY, id(cap) + CAPSULE_POINTER_OFFSET)[0] == p:
             _torch_name = name  # its capsules keep their pointer there: read it in place
     return cap, p + VERSIONED_TENSOR_OFFSET, p + VERSIONED_FLAGS_OFFSET
+
+
+def _refuse_torch_neg(obj):
+    """Refuses a PyTorch tensor with the negative bit (a lazily negated view: c.conj().imag):
+    its memory holds the negation of its values, and DLPack has no flag for that, so that
+    PyTorch's own export hands out the memory as it is (read as the values, silently wrong).
+    Refused rather than resolved into a copy, as Tensor.numpy() refuses it: the package reads
+    arrays in place and writes results into them, and a copy would be silently stale in a
+    plan (which reads its arrays' current values at each replay) and lost as an out=. The
+    conjugate bit needs no check (_export_torch's fast path checks this bit in its place, at
+    no cost): only complex tensors have it, a dtype fusec refuses whatever the bit."""
+    if obj.is_neg():
+        raise BufferError("the tensor has the negative bit set (a lazily negated view, as "
+                          "c.conj().imag gives), whose memory holds the negated values: pass "
+                          "t.resolve_neg(), as Tensor.numpy() asks")
+
+
+def _export_torch_legacy(obj, stream):
+    """A PyTorch before DLPack 1.x: __dlpack__, after the negative bit's check."""
+    _refuse_torch_neg(obj)
+    return _export_legacy(obj, stream)
 
 
 def _export_numpy(obj, stream):
@@ -317,8 +355,8 @@ def _learn(obj):
         export = _export_numpy if versioned else _export_numpy_legacy
         if versioned and t.__name__ == "ndarray":
             _learn_fast(t)
-    elif root == "torch" and versioned:
-        export = _export_torch
+    elif root == "torch":
+        export = _export_torch if versioned else _export_torch_legacy
     else:
         export = _export_versioned if versioned else _export_legacy
     kind = _Kind(export, alloc, root)
@@ -332,7 +370,7 @@ def _learn_fast(ndarray):
     if CAPSULE_POINTER_OFFSET is None:
         return
     cap = ndarray((1,), "f4").__dlpack__(max_version=MAX_VERSION)
-    if _get_name(cap) != VERSIONED_NAME:
+    if type(cap) is not CAPSULE or _get_name(cap) != VERSIONED_NAME:
         return
     p, name = read_two_u64(MEMORY, id(cap) + CAPSULE_POINTER_OFFSET)
     if p == get_pointer(cap, VERSIONED_NAME):
@@ -348,7 +386,8 @@ def _speaks_versioned(obj):
         return False
     except BufferError:
         return True  # it takes the keyword; this array cannot go (the call will say why)
-    return _get_name(cap) == VERSIONED_NAME
+    # (not a capsule: the export's PyCapsule_GetPointer says so, naming the argument)
+    return type(cap) is CAPSULE and _get_name(cap) == VERSIONED_NAME
 
 
 def kind_of(obj):

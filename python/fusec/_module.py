@@ -16,6 +16,7 @@ import ctypes
 import os
 import struct
 import threading
+import warnings
 import weakref
 from collections import namedtuple
 
@@ -43,6 +44,7 @@ _read_two = _dlpack.read_two_u64
 _read_u64 = _dlpack.read_u64
 _READ_ONLY = _dlpack.FLAG_READ_ONLY
 _CAP_OFF = _dlpack.CAPSULE_POINTER_OFFSET
+_CAPSULE = _dlpack.CAPSULE
 _MAX_VERSION = _dlpack.MAX_VERSION
 _TENSOR_OFFSET = _dlpack.VERSIONED_TENSOR_OFFSET
 _FLAGS_OFFSET = _dlpack.VERSIONED_FLAGS_OFFSET
@@ -66,6 +68,16 @@ def _dims_of(src, shapes):
     if src[0] == "same":
         return shapes[src[1]]
     return tuple(n if type(n) is int else shapes[n[0]][n[1]] for n in src[1])
+
+
+def _first_array(arrays):
+    """The first of arrays that is an array (has __dlpack__), or None: a Python or numpy number
+    given for a rank-0 parameter is no array, so that it neither makes the results nor gives
+    the stream (SPEC §3b: "the framework of the first array argument")."""
+    for a in arrays:
+        if hasattr(a, "__dlpack__"):
+            return a
+    return None
 
 
 def _as_tuple(out):
@@ -99,6 +111,16 @@ def _options(target, arch, cpu, fuse, fast_math, cache, cache_dir, verbose):
     return opt  # the library copies the strings: they need not outlive the compile
 
 
+def _warn_report(handle):
+    """Each "warning: " line of a build's report as a CacheWarning (the only warnings the
+    backends report are the cache's, which the command line prints to stderr): a Python
+    program sees them as warnings, not in a report it never reads. Pointed at the caller of
+    compile() or compile_string()."""
+    for line in _capi.module_report(handle).decode(errors="replace").splitlines():
+        if line.startswith("warning: "):
+            warnings.warn("fusec: " + line[len("warning: "):], _capi.CacheWarning, stacklevel=4)
+
+
 def _finish_compile(status, handle):
     """The Module of a compile call's result, or its error (the diagnostics first)."""
     if handle.value is None:
@@ -106,6 +128,7 @@ def _finish_compile(status, handle):
     h = handle.value
     if status == _capi.OK:
         status = _capi.module_build(h)
+        _warn_report(h)
     if status != _capi.OK:
         diag = _capi.module_diagnostics(h).decode(errors="replace")
         msg = _capi.module_message(h).decode(errors="replace")
@@ -418,7 +441,10 @@ class Function:
         for i, a in enumerate(arrays, first):
             if type(a) is fast and a.dtype.num < 256:
                 cap = a.__dlpack__(max_version=_MAX_VERSION)
-                p, name = _read_two(_MEM, id(cap) + _CAP_OFF)
+                # (numpy's capsule is always a PyCapsule; checked all the same, for 0.02 us,
+                # since a read of anything else could fault: _dlpack, "Safety")
+                p, name = (_read_two(_MEM, id(cap) + _CAP_OFF) if type(cap) is _CAPSULE else
+                           (0, None))
                 if name != _dlpack.fast_name:
                     p = _get_pointer(cap, _VERSIONED)
                 at = p + _TENSOR_OFFSET
@@ -435,7 +461,9 @@ class Function:
             ats.append(at)
             if shapes is not None:
                 nd, shape_at = _read_nd_shape(_MEM, at + _DL_NDIM_OFFSET)
-                shapes.append(_read_dims[nd](_MEM, shape_at) if 0 <= nd <= _MAX_RANK else None)
+                # a rank fusec has not, or no shape to read (the library refuses both): None
+                shapes.append(_read_dims[nd](_MEM, shape_at)
+                              if 0 <= nd <= _MAX_RANK and (shape_at or not nd) else None)
 
     def _make_results(self, arrays, shapes, stream):
         """The results of a call, made by the framework of the first array in the shapes the
@@ -449,9 +477,13 @@ class Function:
         if not self._sources_known:
             return None
         like = arrays[0]
+        kind = _dlpack._KINDS.get(type(like))  # (every array's type is known after _collect)
         results = []
         try:
-            alloc = (_dlpack._KINDS.get(type(like)) or _dlpack.kind_of(like)).alloc
+            if kind is None:  # a number for a rank-0 parameter
+                like = self._like(arrays)
+                kind = _dlpack.kind_of(like)
+            alloc = kind.alloc
             for k, src in enumerate(self._sources):  # (a loop: a comprehension costs more)
                 dims = _dims_of(src, shapes)
                 if dims is None:
@@ -502,7 +534,7 @@ class Function:
         if not arrays:
             raise ArgumentError("'%s' has no array parameter to make its results like: pass "
                                 "out=" % self.name)
-        like = arrays[0]
+        like = self._like(arrays)
         alloc = _dlpack.kind_of(like).alloc
         results = [alloc(like, self._rdtypes[k], self._result_shape(k, src, shapes, at))
                    for k, src in enumerate(self._sources)]
@@ -521,7 +553,8 @@ class Function:
         for i, at in enumerate(ats, first):
             data, device, nd, dtype, shape_at, strides_at, offset = _read_tensor(_MEM, at)
             dt = _FUSEC_DTYPE.get(dtype)
-            if dt is None or not 0 <= nd <= _MAX_RANK or device not in devices:
+            if (dt is None or not 0 <= nd <= _MAX_RANK or device not in devices or
+                    (nd and not shape_at)):
                 raise self._array_error(i, nd, dtype, device, dt)
             shape = _read_dims[nd](_MEM, shape_at)
             # DLPack's strides are fusec's (int64 elements), in the capsule's memory that caps
@@ -553,8 +586,8 @@ class Function:
         current stream, so their export needs no synchronization (-1), which saves PyTorch an
         event per tensor. Not yet run on a GPU."""
         own = False
-        if stream is None and arrays:
-            a = arrays[0]
+        a = _first_array(arrays) if stream is None else None
+        if a is not None:
             root = type(a).__module__.split(".")[0]
             if root == "torch" and a.is_cuda:
                 import torch
@@ -568,6 +601,12 @@ class Function:
             stream = getattr(stream, attr, stream)
         h = int(stream or 0)
         return (ctypes.c_void_p(h) if h else None), (-1 if own else h or 1)
+
+    def _like(self, arrays):
+        """The array whose framework makes a call's results: the first array argument, else
+        (every argument a number) the first as the 0-d numpy array it is read as."""
+        a = _first_array(arrays)
+        return self._scalar(arrays[0], 0) if a is None else a
 
     def _learn(self, a, i):
         try:
@@ -620,16 +659,42 @@ class Function:
             return ArgumentError("%s: the array is on %s, which the module's target (%s) cannot "
                                  "reach: it runs on %s" % (what, _dlpack.device_name(device),
                                                            self._m.target, reach))
-        raise AssertionError("no error in array %d" % i)
+        # the one thing left that _fill refuses: a rank without a shape pointer (a producer's
+        # bug, which the library refuses too; reading it would fault)
+        return ArgumentError("%s: the DLPack tensor has rank %d and no shape (a NULL shape "
+                             "pointer)" % (what, nd))
 
     def _count_error(self, ninputs, nresults):
         """Raises the library's message for a call with these counts (it checks them before it
-        reads any descriptor, so empty ones do)."""
+        reads any descriptor, so empty ones do), naming the parameters missing from a short
+        call: a gradient's cotangents (dy) are the ones a caller forgets."""
         ins = (_capi.Tensor * max(ninputs, 1))()
         outs = (_capi.Tensor * max(nresults, 1))()
         st = _capi.launch(self._h, ctypes.addressof(ins), ninputs, ctypes.addressof(outs),
                           nresults, None)
-        _check(st if st != _capi.OK else _capi.ERR_INVALID_ARGUMENT, self._mh)
+        st = st if st != _capi.OK else _capi.ERR_INVALID_ARGUMENT
+        msg = _capi.module_message(self._mh).decode(errors="replace")
+        if 0 <= ninputs < self._np and msg.endswith("got %d" % ninputs):
+            missing = [p.name for p in self.params[ninputs:]]
+            msg += ": missing %s" % ", ".join("'%s'" % n for n in missing)
+            msg += self._cotangents_told(missing)
+        raise _capi.error_for(st, msg)
+
+    def _cotangents_told(self, missing):
+        """For a gradient (`fn d = grad(f)`) whose cotangents are among the missing
+        parameters: what they are; else ""."""
+        module = getattr(self, "_module", lambda: None)()
+        if self.grad_of is None or module is None or self.grad_of not in module.functions:
+            return ""
+        f = module[self.grad_of]
+        cot = [p.name for p in self.params[len(f.params):]]
+        if not set(cot) & set(missing):
+            return ""
+        what = ("the gradient of the loss with respect to %s's result" if len(cot) == 1 else
+                "the gradients of the loss with respect to %s's results, one a result") % f.name
+        return (" (%s = grad(%s) takes %s's parameters, then %s: %s, of that result's shape "
+                "and dtype, as PyTorch's backward passes it)"
+                % (self.name, f.name, f.name, ", ".join("'%s'" % n for n in cot), what))
 
 
 # ---- plans -----------------------------------------------------------------------------------
@@ -648,7 +713,7 @@ class Plan:
         # without stream=, each call runs on the current stream of the first array's framework
         # then (a side stream, a torch.cuda.graph capture), as a call does
         self._follow = fn._cuda and stream is None
-        self._like = arrays[:1] or _as_tuple(out)[:1]
+        self._like = tuple(arrays) + _as_tuple(out)  # (_streams takes the first array)
         at, caps, results = self._bind(arrays, out)
         h = ctypes.c_void_p()
         _check(_capi.plan_create(fn._h, at, fn._np, at + fn._np * _TSIZE, fn._nr, self._stream,

@@ -47,12 +47,14 @@ NUMPY_CODES = {"b": 6, "i": 0, "u": 1, "f": 2, "c": 5}
 class Producer:
     """A numpy array exported by hand. device: (DLPack device type, id); code/bits: the DLPack
     dtype (default: numpy's); strides: in elements, or None for none given; read_only: the
-    versioned flag. `exported` and `deleted` count capsules made and deleters run."""
+    versioned flag; null_shape: a NULL shape pointer whatever the rank (a broken producer's).
+    `exported` and `deleted` count capsules made and deleters run."""
     versioned = True
 
     def __init__(self, arr, device=(1, 0), code=None, bits=None, strides=None,
-                 read_only=False):
+                 read_only=False, null_shape=False):
         self.arr, self.device, self.read_only = arr, device, read_only
+        self.null_shape = null_shape
         self.code = NUMPY_CODES[arr.dtype.kind] if code is None else code
         self.bits = arr.dtype.itemsize * 8 if bits is None else bits
         self.strides = strides
@@ -76,7 +78,8 @@ class Producer:
         t.data = self.arr.ctypes.data
         t.device_type, t.device_id = self.device
         t.ndim, t.code, t.bits, t.lanes = self.arr.ndim, self.code, self.bits, 1
-        t.shape = shape
+        if not self.null_shape:
+            t.shape = shape
         if strides is not None:
             t.strides = strides
         m.deleter = self._deleter

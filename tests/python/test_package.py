@@ -1,15 +1,21 @@
 """tests/python/test_package.py: the Python package (python/fusec) against numpy references:
 every dtype (bf16 through ml_dtypes and PyTorch where they are installed), out=, several
-results, plans and rebind, each kind of error with its message, DLPack (versioned and legacy
-producers, each capsule's deleter run exactly once, nothing copied), no growth over 10^4
-calls, and calls from several Python threads at once. Run by ctest (python.package) with the
-package imported from the source tree and FUSEC_LIBRARY naming the build tree's libfusec.so;
-skipped (77) without numpy. On the CPU target; FUSEC_TEST_TARGET=cuda runs the CUDA target's
-checks instead (emu.python_package: through the emulated driver)."""
+results, plans and rebind, numbers for rank-0 parameters in any position, each kind of error
+with its message, DLPack (versioned and legacy producers, each capsule's deleter run exactly
+once, nothing copied, a broken producer refused without a crash), no growth over 10^4 calls,
+calls from several Python threads at once, an unusable cache directory as a warning,
+fusec.torch reached from `import fusec`, and the README's Python example as written. Run by
+ctest (python.package) with the package imported from the source tree and FUSEC_LIBRARY naming
+the build tree's libfusec.so; skipped (77) without numpy. On the CPU target;
+FUSEC_TEST_TARGET=cuda runs the CUDA target's checks instead (emu.python_package: through the
+emulated driver)."""
 import gc
 import os
+import subprocess
 import sys
+import tempfile
 import threading
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "py"))
@@ -48,12 +54,15 @@ PROGRAM = "\n".join(
      "}",
      "fn outer(a: f32[R, 1], b: f32[C]) -> f32[R, C] { return a * b; }",  # dims from two
      "fn scale(x: f32[N], s: f32[]) -> f32[N] { return x * s; }",
+     "fn scale_first(s: f32[], x: f32[N]) -> f32[N] { return x * s; }",
+     "fn both(a: f32[], b: i32[]) -> f32[] { return a * b; }",
      "fn total(x: f32[N]) -> f32[] { return sum(x); }",
      "fn gt(x: f32[N], y: f32[N]) -> bool[N] { return x > y; }",
      "fn fixed(x: f32[4, N]) -> f32[4, N] { return x + 1.0; }",
      "fn gelu(x: f32[N]) -> f32[N] {",
      "    return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));",
-     "}"])
+     "}",
+     "fn dgelu = grad(gelu);"])
 
 
 def np_dtype(t):
@@ -80,6 +89,17 @@ def check_raises(what, fn, cls, *fragments):
     check(ok, "%s: %s" % (what, why))
 
 
+def python(code):
+    """(exit status, output) of code run by a fresh interpreter with this test's environment
+    and tests/python on its path: for what must not crash this one (a negative status is the
+    signal that ended it) or must start from a fresh import."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([HERE] + [p for p in (env.get("PYTHONPATH"),) if p])
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                       timeout=300, cwd=SRC)
+    return r.returncode, r.stdout + r.stderr
+
+
 def gelu_ref(x):
     x = np.asarray(x, np.float64)
     return 0.5 * x * (1.0 + np.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
@@ -89,7 +109,7 @@ def gelu_ref(x):
 
 def test_module(m):
     check(m.target == TARGET, "m.target is %r" % m.target)
-    check("gelu" in m.functions and "stats" in m.functions and len(m.functions) == 14,
+    check("gelu" in m.functions and "stats" in m.functions and len(m.functions) == 17,
           "m.functions: %r" % (m.functions,))
     f = m.stats
     check(f is m.stats and f is m["stats"], "a function is looked up once")
@@ -188,6 +208,35 @@ def test_dtypes(m):
     check(close(m.gelu(big), gelu_ref(big), "f32")[0], "gelu over 2^20 elements")
 
 
+def test_numbers(m):
+    """A Python or numpy number for a rank-0 parameter, first or not: read as a 0-d array of
+    the parameter's dtype; the results made by the framework of the first argument that is an
+    array (numpy when every argument is a number)."""
+    x = rng.uniform(size=9).astype(np.float32)
+    for what, s in (("a Python float", 2.0), ("a Python int", 2), ("a numpy scalar",
+                                                                    np.float32(2))):
+        for f, args in (("scale", (x, s)), ("scale_first", (s, x))):
+            try:
+                got = m[f](*args)
+            except Exception as e:  # noqa: BLE001
+                check(False, "%s as %s's %s argument: %s" % (what, f, "first" if args[0] is s
+                                                               else "last", e))
+                continue
+            check(type(got) is np.ndarray and np.array_equal(got, 2 * x),
+                  "%s for %s's rank-0 parameter: %r" % (what, f, got))
+    y = np.empty_like(x)
+    try:
+        check(m.scale_first(3.0, x, out=y) is y and np.array_equal(y, 3 * x),
+              "a number first, with out=")
+        p = m.scale_first.plan(0.5, x)
+        check(np.array_equal(p(), 0.5 * x), "a plan of a number first")
+        r = m.both(1.5, 4)
+        check(type(r) is np.ndarray and r.shape == () and r == 6.0,
+              "numbers alone: a 0-d numpy result (%r)" % (r,))
+    except Exception as e:  # noqa: BLE001
+        check(False, "a number first: %s: %s" % (type(e).__name__, e))
+
+
 # ---- out=, several results, in place ------------------------------------------------------------
 
 def test_out(m):
@@ -280,6 +329,9 @@ def test_errors(m):
                  "'gelu' takes 1 input, got 2")
     check_raises("too few arrays", lambda: m.f_f32(two), ValueError,
                  "'f_f32' takes 2 inputs, got 1")
+    check_raises("a gradient without its cotangent", lambda: m.dgelu(f32), ValueError,
+                 "'dgelu' takes 2 inputs, got 1: missing 'dy'", "dgelu = grad(gelu)",
+                 "gradient of the loss with respect to gelu's result")
     check_raises("too many results", lambda: m.gelu(f32, out=(f32.copy(), f32.copy())),
                  ValueError, "'gelu' has 1 result, got 2")
     check_raises("out of the wrong shape", lambda: m.gelu(f32, out=np.zeros(9, np.float32)),
@@ -351,6 +403,31 @@ def test_dlpack(m):
     for _ in range(3):
         raises(lambda: m.gelu(bad), ValueError)
     check(bad.outstanding == 0, "a refused array's capsule is let go too")
+    # a producer's DLTensor with a rank and no shape pointer: refused, never read (a read of
+    # address 0 would end the interpreter), whichever path reads it; in a child, so that a
+    # crash is reported as one
+    rc, said = python(
+        "import numpy as np, fusec\n"
+        "from dlpack_producer import Producer\n"
+        "m = fusec.compile_string(%r, target='cpu')\n"
+        "x = np.ones(4, np.float32)\n"
+        "for call in (lambda p: m.gelu(p), lambda p: m.gelu(p, out=np.empty_like(x)),\n"
+        "             lambda p: m.gelu(x, out=p), lambda p: m.gelu.plan(p)):\n"
+        "    try:\n"
+        "        call(Producer(x.copy(), null_shape=True))\n"
+        "        print('no error')\n"
+        "    except fusec.ArgumentError as e:\n"
+        "        print('refused:', e)\n" % PROGRAM)
+    check(rc == 0 and said.count("refused:") == 4 and "no shape" in said,
+          "a DLTensor without a shape: refused, no crash (status %d):\n%s" % (rc, said))
+    class NotACapsule:
+        def __dlpack__(self, stream=None, max_version=None, **kw):
+            return 12345
+
+        def __dlpack_device__(self):
+            return (1, 0)
+    check_raises("a __dlpack__ that gives no capsule", lambda: m.gelu(NotACapsule()),
+                 ValueError, "parameter 'x'", "PyCapsule")
     before = sys.getrefcount(x)
     for _ in range(1000):
         m.gelu(x)
@@ -505,6 +582,31 @@ def test_torch(m):
     check_raises("a tensor that requires grad",
                  lambda: m.gelu(torch.zeros(4, requires_grad=True)), ValueError,
                  "parameter 'x'", "DLPack")
+    # the negative bit: a lazy negation whose memory holds -values (DLPack cannot say so)
+    c = torch.complex(torch.arange(4.0), torch.arange(4.0) + 1)
+    neg = c.conj().imag  # values -1..-4, memory 1..4
+    check(neg.is_neg() and float(neg[0]) == -1.0, "c.conj().imag has the negative bit")
+    check_raises("a tensor with the negative bit", lambda: m.gelu(neg), ValueError,
+                 "parameter 'x'", "negative bit", "resolve_neg()")
+    check_raises("a tensor with the negative bit as out=",
+                 lambda: m.gelu(torch.zeros(4), out=neg), ValueError, "result 0", "negative bit")
+    check_raises("a plan of a tensor with the negative bit", lambda: m.gelu.plan(neg),
+                 ValueError, "negative bit")
+    check(torch.equal(m.gelu(neg.resolve_neg()), m.gelu(-torch.arange(1.0, 5.0))),
+          "resolved, it is read as its values")
+    check_raises("a complex tensor with the conjugate bit", lambda: m.gelu(
+        torch.ones(4, dtype=torch.complex64).conj()), ValueError, "parameter 'x'", "complex64")
+    got = m.scale_first(2.0, torch.arange(3.0))
+    check(isinstance(got, torch.Tensor) and torch.equal(got, torch.arange(3.0) * 2),
+          "a number first, a tensor after: a tensor result")
+    # where the capsule layout is not known (another interpreter), PyTorch's capsules go
+    # through PyCapsule_GetPointer: read at the right address, not at 0
+    rc, said = python("import torch, fusec\n"
+                     "fusec._dlpack.CAPSULE_POINTER_OFFSET = None\n"
+                     "m = fusec.compile_string(%r, target='cpu')\n"
+                     "print(m.f_f32(torch.ones(2, 3), torch.ones(3)).tolist())" % PROGRAM)
+    check(rc == 0 and "[[2.0, 2.0, 2.0], [2.0, 2.0, 2.0]]" in said,
+          "PyTorch tensors with the capsule layout unknown (status %d): %s" % (rc, said[-2000:]))
     # what PyTorch's own export refuses is refused on the package's fast path for CPU tensors
     check_raises("a sparse tensor", lambda: m.gelu(torch.zeros(4).to_sparse()), ValueError,
                  "parameter 'x'", "layout")
@@ -658,14 +760,70 @@ def test_cuda_frameworks(m):
         0.7978845608028654 * (xc + 0.044715 * xc ** 3)))).max()) < 1e-5, "cupy: gelu")
 
 
+# ---- the cache, fusec.torch, the README -------------------------------------------------------
+
+def test_cache_warning():
+    """A cache directory that cannot be created (under a file: root cannot either): the compile
+    still works, with one fusec.CacheWarning, the command line's warning, pointed at the
+    caller of compile_string."""
+    with tempfile.TemporaryDirectory(prefix="fusec-test-") as d:
+        blocker = os.path.join(d, "a-file")
+        open(blocker, "w").close()
+        with warnings.catch_warnings(record=True) as got:
+            warnings.simplefilter("always")
+            m2 = fusec.compile_string("fn inc(x: f32[N]) -> f32[N] { return x + 1.0; }",
+                                      target=TARGET, cache_dir=os.path.join(blocker, "cache"))
+    ws = [w for w in got if issubclass(w.category, fusec.CacheWarning)]
+    check(len(ws) == 1 and "cannot be created" in str(ws[0].message) and
+          blocker in str(ws[0].message), "an unusable cache directory warns once: %s"
+          % [str(w.message) for w in got])
+    check(not ws or ws[0].filename == os.path.abspath(__file__),
+          "the warning points at the caller (%s)" % (ws[0].filename if ws else None))
+    check(m2.functions == ("inc",), "the module compiles all the same")
+
+
+def test_torch_attribute():
+    """fusec.torch after `import fusec` alone, as SPEC §3b spells it (fusec.torch.op), without
+    `import fusec` importing PyTorch; without PyTorch, an ImportError that says so."""
+    rc, said = python("import sys\n"
+                     "sys.modules['torch'] = None  # as if PyTorch were not installed\n"
+                     "import fusec\n"
+                     "try:\n"
+                     "    fusec.torch\n"
+                     "except ImportError as e:\n"
+                     "    print('ImportError:', e)\n")
+    check(rc == 0 and "ImportError: fusec.torch needs PyTorch" in said,
+          "fusec.torch without PyTorch (status %d): %s" % (rc, said[-2000:]))
+    if torch is None:
+        return
+    rc, said = python("import sys, fusec\n"
+                     "print('torch imported:', 'torch' in sys.modules)\n"
+                     "op = fusec.torch.op\n"
+                     "print('op:', op.__module__, 'torch' in sys.modules)\n")
+    check(rc == 0 and "torch imported: False" in said and "op: fusec.torch True" in said,
+          "fusec.torch.op after `import fusec` alone, PyTorch imported then (status %d): %s"
+          % (rc, said[-2000:]))
+
+
+def test_readme():
+    """The README's first Python example runs as written, from the repository's root."""
+    with open(os.path.join(SRC, "README.md")) as f:
+        text = f.read()
+    block = text.split("```python\n", 1)[1].split("```", 1)[0]
+    rc, said = python(block)
+    check(rc == 0, "the README's Python example (status %d): %s" % (rc, said[-2000:]))
+
+
 def main():
     print("libfusec: %s" % fusec.LIBRARY_PATH)
     m = fusec.compile_string(PROGRAM, target=TARGET, name="test_package.fuse")
     if TARGET == "cuda":
         test_cuda(m)
+        test_cache_warning()
         finish()
-    for test in (test_module, test_dtypes, test_out, test_plans, test_errors, test_dlpack,
-                 test_strides, test_leak, test_threads, test_torch):
+    for test in (test_module, test_dtypes, test_numbers, test_out, test_plans, test_errors,
+                 test_dlpack, test_strides, test_leak, test_threads, test_torch,
+                 test_cache_warning, test_torch_attribute, test_readme):
         print(test.__name__)
         if test.__code__.co_argcount:
             test(m)

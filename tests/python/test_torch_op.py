@@ -3,10 +3,13 @@ operators. Against PyTorch's own operators: forward values, and gradients throug
 operator's backward, which runs the module's `fn d = grad(f)` (every float parameter, or the
 wrt subset a gradient declares, the others None); torch.library.opcheck (schema, fake
 implementation, autograd registration, AOT dispatch); torch.compile(fullgraph=True) tracing
-through it, forward and backward; several results, one of them an integer. Run by ctest
-(python.torch_op) on the CPU target; skipped (77) without PyTorch."""
+through it, forward and backward; several results, one of them an integer; double backward
+through a declared gradient of the gradient, and the error that names the declaration where
+there is none; a name registered twice. Run by ctest (python.torch_op) on the CPU target;
+skipped (77) without PyTorch."""
 import os
 import sys
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "py"))
@@ -85,6 +88,55 @@ check(count.dtype == torch.int64 and torch.equal(count, (xs > 0).sum(1, keepdim=
 (a.sum() + sq.sum()).backward()
 check(close(xs.grad, s.detach() + 2 * xs.detach()) and close(s.grad, xs.detach().sum()),
       "stats: gradients through several results")
+
+# double backward: the backward operator's own backward is the module's gradient of the
+# gradient (`fn d2gelu = grad(dgelu, wrt=(x))`), against PyTorch's of the same formula
+x = torch.randn(300, dtype=torch.float32, requires_grad=True)
+x2 = x.detach().clone().requires_grad_(True)
+try:
+    (gx,) = torch.autograd.grad(gelu(x).sum(), x, create_graph=True)
+    (gx2,) = torch.autograd.grad(gelu_ref(x2).sum(), x2, create_graph=True)
+    gx.square().sum().backward()
+    gx2.square().sum().backward()
+    check(close(x.grad, x2.grad, 1e-4), "double backward through gelu: d2gelu")
+except RuntimeError as e:
+    check(False, "double backward through gelu: %s" % e)
+# without a declared gradient of the gradient, the error says which declaration gives one
+sm = fusec.torch.op(m.softmax, "fusectest::softmax")
+xs = torch.randn(3, 8, requires_grad=True)
+(gx,) = torch.autograd.grad(sm(xs)[:, 0].sum(), xs, create_graph=True)
+try:
+    gx.sum().backward()
+    check(False, "double backward through softmax, of no d2softmax: no error")
+except RuntimeError as e:
+    check("fn d2softmax = grad(dsoftmax);" in str(e) and "fusectest::softmax_backward" in str(e),
+          "double backward through softmax, of no d2softmax: %s" % e)
+# nor has an operator of a function with no gradient any backward: it says what to declare
+mg = fusec.compile_string("fn sq(x: f32[N]) -> f32[N] { return x * x; }", target="cpu")
+sq = fusec.torch.op(mg.sq, "fusectest::sq")
+xq = torch.randn(5, requires_grad=True)
+try:
+    sq(xq).sum().backward()
+    check(False, "backward through an operator of no gradient: no error")
+except RuntimeError as e:
+    check("fn dsq = grad(sq);" in str(e), "backward through an operator of no gradient: %s" % e)
+
+# a name registered twice: the same function again gives the same operator; another function
+# replaces it with a warning (the old operator object runs the new function, as PyTorch does)
+with warnings.catch_warnings(record=True) as got:
+    warnings.simplefilter("always")
+    first = fusec.torch.op(m.gelu, "fusectest::twice")
+    again = fusec.torch.op(m.gelu, "fusectest::twice")
+    check(again is first and not got, "the same function under its name again: the same op, "
+          "no warning (%s)" % [str(w.message) for w in got])
+    other = fusec.torch.op(m.logsumexp, "fusectest::twice")
+ws = [w for w in got if issubclass(w.category, UserWarning)]
+check(len(ws) == 1 and "fusectest::twice was registered for gelu; it now runs logsumexp" in
+      str(ws[0].message) and ws[0].filename == os.path.abspath(__file__),
+      "another function under a used name warns: %s" % [(str(w.message), w.filename)
+                                                        for w in got])
+xt = torch.randn(2, 5)
+check(close(other(xt), torch.logsumexp(xt, 1, keepdim=True)), "the new operator runs logsumexp")
 
 # torch.library's own checks of each operator
 opcheck = torch.library.opcheck
