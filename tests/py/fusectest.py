@@ -81,6 +81,25 @@ def target_or_skip():
     return target
 
 
+def shard():
+    """(i, n) from FUSEC_TEST_SHARD="i/n": ctest runs a long test as n tests, the i-th taking
+    every n-th case from the i-th (so that none runs past a minute alone, under the sanitizers
+    too); (0, 1) when unset."""
+    v = os.environ.get("FUSEC_TEST_SHARD", "")
+    if not v:
+        return 0, 1
+    i, n = (int(x) for x in v.split("/"))
+    if not 0 <= i < n:
+        raise SystemExit(f"FUSEC_TEST_SHARD={v}: want i/n with 0 <= i < n")
+    return i, n
+
+
+def in_shard(k):
+    """Whether case number k belongs to this run's shard."""
+    i, n = shard()
+    return k % n == i
+
+
 def check(cond, what):
     global failures, checks
     checks += 1

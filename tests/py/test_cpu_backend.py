@@ -13,7 +13,8 @@ relative. Under --no-fuse, f16/bf16 intermediates are rounded when stored
 (SPEC §1) while the reference does not round them, so those results get a looser bound.
 Integer and bool results must be equal.
 
-Set FUSEC_CPU_TEST_QUICK=1 to run the small sizes only. FUSEC_TEST_TARGET=cuda runs the same
+Set FUSEC_CPU_TEST_QUICK=1 to run the small sizes only, FUSEC_TEST_SHARD=i/n to run every n-th
+function from the i-th (ctest splits the test so). FUSEC_TEST_TARGET=cuda runs the same
 cases on the GPU (tests/gpu: skipped without one), results poisoned on the device first."""
 import os
 import re
@@ -21,8 +22,8 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fusectest import (SRC, check, close, finish, fusec_run, np, rand, run,  # noqa: E402
-                       target_or_skip, tmpdir)
+from fusectest import (SRC, check, close, finish, fusec_run, in_shard, np, rand,  # noqa: E402
+                       run, target_or_skip, tmpdir)
 
 TARGET = target_or_skip()
 
@@ -269,21 +270,23 @@ def run_case_in(case_dir, path, fn, profile, nofuse_too, special, repeat):
 
 
 
-for path in FILES:
+# (FUSEC_TEST_SHARD: each shard takes every n-th function of the list, and its tall case)
+ALL = [(path, fn) for path in FILES for fn in functions(path)]
+MINE = [pf for k, pf in enumerate(ALL) if in_shard(k)]
+
+for path, fn in MINE:
     example = os.path.dirname(path).endswith("examples")
-    for fn in functions(path):
-        for profile in ("ones", "odd", "mid") + (() if QUICK else ("rows", "cols")):
-            # the big sizes unfused for the examples only, to keep the test near 2 minutes
-            big = profile in BIG
-            run_case(path, fn, profile, nofuse_too=not big or example,
-                     special=profile == "mid", repeat=profile == "rows")
-        if example and not QUICK and os.path.basename(path) in LONG_ROWS:
-            run_case(path, fn, "long_rows", nofuse_too=False, repeat=True)
+    for profile in ("ones", "odd", "mid") + (() if QUICK else ("rows", "cols")):
+        # the big sizes unfused for the examples only, to keep the test near 2 minutes
+        big = profile in BIG
+        run_case(path, fn, profile, nofuse_too=not big or example,
+                 special=profile == "mid", repeat=profile == "rows")
+    if example and not QUICK and os.path.basename(path) in LONG_ROWS:
+        run_case(path, fn, "long_rows", nofuse_too=False, repeat=True)
 
 # tall columns, after all the rest: their inputs come last from the one random stream, so the
 # other cases keep theirs
-for path in FILES:
-    for fn in functions(path):
-        run_case(path, fn, "tall", repeat=True)
+for path, fn in MINE:
+    run_case(path, fn, "tall", repeat=True)
 
 finish()

@@ -47,13 +47,14 @@ FUSEC_RANDOM_PROGRAMS sets the number of programs (default 48; 12 with FUSEC_CPU
 as under the sanitizers), FUSEC_RANDOM_SEED the seed (default: fixed, so that a failure
 reproduces; the failing program is printed), FUSEC_RANDOM_KEEP a directory that keeps every
 program and its inputs (p<case>.fuse, c<case>_<param>.npy), FUSEC_RANDOM_ONLY one case's
-number to run that case alone."""
+number to run that case alone, FUSEC_TEST_SHARD=i/n every n-th case from the i-th (the
+programs are those of the whole run: each is drawn, and only its shard's are run)."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fusectest import (SRC, check, close, finish, fusec_run, np, run,  # noqa: E402
-                       target_or_skip, tmpdir, tolerance)
+from fusectest import (SRC, check, close, finish, fusec_run, in_shard, np,  # noqa: E402
+                       run, target_or_skip, tmpdir, tolerance)
 
 np.seterr(all="ignore")
 
@@ -639,7 +640,7 @@ def main():
         src, decls = gen.program("prog")
         size = sizes[rank][(case // 3) % len(sizes[rank])]
         arrays = inputs(gen, rng, size)
-        if only is not None and case != int(only):
+        if only is not None and case != int(only) or only is None and not in_shard(case):
             continue
         for c in [Case(case, gen, src, decls, arrays, size)] + grad_cases(case, gen, src, decls,
                                                                           arrays, size):
