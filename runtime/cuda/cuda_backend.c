@@ -28,10 +28,6 @@
 /* The architecture emitted without --arch and without a GPU. */
 #define RT_CUDA_DEFAULT_ARCH "sm_90"
 
-#define RT_CUDA_NO_DEVICE                                                                          \
-    "no CUDA driver or device was found (libcuda.so.1 could not be loaded); pass --arch=sm_XX "    \
-    "to build without one"
-
 /* What compile hands to launch: the generated module and its cubin. */
 typedef struct rt_cuda_program {
     cuda_module *module; /* in the module's arena */
@@ -107,7 +103,7 @@ static fusec_status pick_arch(const rt_backend_request *req, int want_ptx, int a
         return FUSEC_OK;
     }
     rt_cuda_device d;
-    char why[512];
+    char why[1024];
     if (rt_cuda_probe(&d, why, sizeof why)) {
         int use_ptx = 0;
         rt_nvrtc_status s = rt_nvrtc_pick_arch(d.major, d.minor, arch, len, &use_ptx);
@@ -137,10 +133,7 @@ static fusec_status pick_arch(const rt_backend_request *req, int want_ptx, int a
         return FUSEC_OK;
     }
     if (!allow_default) {
-        if (strstr(why, "libcuda.so.1 could not be loaded"))
-            snprintf(err, errlen, "%s", RT_CUDA_NO_DEVICE);
-        else
-            snprintf(err, errlen, "%s; pass --arch=sm_XX to build without one", why);
+        snprintf(err, errlen, "%s; pass --arch=sm_XX to build without one", why);
         return FUSEC_ERR_NO_DEVICE;
     }
     snprintf(arch, len, "%s", RT_CUDA_DEFAULT_ARCH);
@@ -350,12 +343,9 @@ static fusec_status rt_cuda_compile(const rt_backend_request *req, void **progra
 
 /* Why nothing can run: no device, or the device could not load the kernels. */
 static fusec_status no_launch(const rt_cuda_program *p, char *err, size_t errlen) {
-    char why[512];
+    char why[1024];
     if (!rt_cuda_probe(NULL, why, sizeof why)) {
-        if (strstr(why, "libcuda.so.1 could not be loaded"))
-            snprintf(err, errlen, "%s", RT_CUDA_NO_DEVICE);
-        else
-            snprintf(err, errlen, "%s", why);
+        snprintf(err, errlen, "%s", why);
         return FUSEC_ERR_NO_DEVICE;
     }
     snprintf(err, errlen, "%s", p && p->load_err[0] ? p->load_err : "the kernels are not loaded");

@@ -13,7 +13,7 @@ static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static rt_cuda_device device;
 static rt_cu_api api;
 static int present;
-static char reason[512];
+static char reason[1024];
 
 /* dlsym's object pointer into a function pointer, through memcpy (POSIX guarantees it). */
 static int sym(void *lib, const char *name, const char *fallback, void *fp, size_t fpsize) {
@@ -28,13 +28,26 @@ static void probe(void) {
     /* FUSEC_CUDA_DRIVER names another library with the driver API (the tests' stand-in):
      * only fusec loads it, while NVRTC, which looks for libcuda.so.1 itself, never sees it */
     const char *path = getenv("FUSEC_CUDA_DRIVER");
-    void *lib = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    int named = path && *path;
+    if (!named) path = "libcuda.so.1";
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
-        snprintf(reason, sizeof reason,
-                 "no CUDA driver or device was found (libcuda.so.1 could not be loaded)");
-        /* read and let go of glibc's message: the second call frees it (else it stays until
-         * the next dl call, and LeakSanitizer reports it when there is none) */
-        (void)dlerror();
+        /* dlerror's text says why (no such file, a missing dependency, a wrong ELF class);
+         * the second call frees glibc's message (else it stays until the next dl call, and
+         * LeakSanitizer reports it when there is none) */
+        const char *e = dlerror();
+        if (named)
+            /* not "no CUDA driver": a stand-in that fails to load must fail a test, never
+             * make it skip as a machine without a GPU does */
+            snprintf(reason, sizeof reason,
+                     "the CUDA driver named by FUSEC_CUDA_DRIVER (%.300s) could not be loaded: "
+                     "%.400s",
+                     path, e ? e : "unknown error");
+        else
+            snprintf(reason, sizeof reason,
+                     "no CUDA driver or device was found (libcuda.so.1 could not be loaded: "
+                     "%.400s)",
+                     e ? e : "unknown error");
         (void)dlerror();
         return;
     }
@@ -42,9 +55,9 @@ static void probe(void) {
 #define RT_CU_LOAD(member, symbol, fallback, params)                                               \
     if (!sym(lib, symbol, fallback, &a.member, sizeof a.member)) {                                 \
         snprintf(reason, sizeof reason,                                                            \
-                 "the CUDA driver (libcuda.so.1) is too old: it lacks %s (CUDA 12.3 or newer is "  \
+                 "the CUDA driver (%.300s) is too old: it lacks %s (CUDA 12.3 or newer is "        \
                  "needed)",                                                                        \
-                 symbol);                                                                          \
+                 path, symbol);                                                                    \
         return;                                                                                    \
     }
     RT_CU_FUNCTIONS(RT_CU_LOAD)
