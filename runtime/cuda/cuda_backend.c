@@ -129,7 +129,16 @@ static fusec_status pick_arch(const rt_backend_request *req, int want_ptx, int a
             snprintf(num, sizeof num, "%s", arch + strlen("compute_"));
             snprintf(arch, len, "sm_%s", num);
         }
-        if (opt->verbose) ir_buf_printf(req->report, "cuda: building for %s (the GPU's)\n", arch);
+        if (opt->verbose) {
+            /* what starting CUDA cost this process (paid once; later modules say it again) */
+            rt_cuda_startup t;
+            rt_cuda_startup_times(&t);
+            ir_buf_printf(req->report,
+                          "cuda: building for %s (the GPU's)\n"
+                          "time: cuda start (once a process): dlopen %s %.3f ms, cuInit %.3f ms, "
+                          "device 0 %.3f ms\n",
+                          arch, t.library, t.dlopen_ms, t.init_ms, t.describe_ms);
+        }
         return FUSEC_OK;
     }
     if (!allow_default) {
@@ -323,11 +332,16 @@ static fusec_status rt_cuda_compile(const rt_backend_request *req, void **progra
     }
     if (rt_cuda_probe(NULL, NULL, 0)) {
         double t0 = rt_now_ms();
-        p->load_status =
-            rt_cuda_gpu_load(mod, p->cubin, p->cubin_len, &p->gpu, p->load_err, sizeof p->load_err);
+        rt_cuda_load_times t = {0};
+        p->load_status = rt_cuda_gpu_load(mod, p->cubin, p->cubin_len, &p->gpu, &t, p->load_err,
+                                          sizeof p->load_err);
         if (req->opt->verbose)
-            ir_buf_printf(req->report, "cuda: loading the kernels %.3f ms%s%s\n", rt_now_ms() - t0,
-                          p->load_status == FUSEC_OK ? "" : ": ", p->load_err);
+            ir_buf_printf(
+                req->report,
+                "cuda: loading the kernels %.3f ms (context %.3f ms, memory pool %.3f ms, "
+                "cuModuleLoadData %.3f ms, functions %.3f ms)%s%s\n",
+                rt_now_ms() - t0, t.context_ms, t.pool_ms, t.module_ms, t.functions_ms,
+                p->load_status == FUSEC_OK ? "" : ": ", p->load_err);
         /* built for the GPU's own architecture, the kernels must load; built for an --arch
          * of the caller's, the failure waits for a launch (emitting needs no device) */
         if (p->load_status != FUSEC_OK && !(req->opt->arch && *req->opt->arch)) {

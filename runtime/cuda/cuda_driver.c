@@ -3,6 +3,8 @@
  * is written once under pthread_once and only read afterwards. */
 #include "runtime/cuda/cuda_driver.h"
 
+#include "runtime/clock.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -14,6 +16,7 @@ static rt_cuda_device device;
 static rt_cu_api api;
 static int present;
 static char reason[1024];
+static rt_cuda_startup startup; /* how long the probe's steps took */
 
 /* dlsym's object pointer into a function pointer, through memcpy (POSIX guarantees it). */
 static int sym(void *lib, const char *name, const char *fallback, void *fp, size_t fpsize) {
@@ -30,7 +33,10 @@ static void probe(void) {
     const char *path = getenv("FUSEC_CUDA_DRIVER");
     int named = path && *path;
     if (!named) path = "libcuda.so.1";
+    snprintf(startup.library, sizeof startup.library, "%s", path);
+    double t0 = rt_now_ms();
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    startup.dlopen_ms = rt_now_ms() - t0;
     if (!lib) {
         /* dlerror's text says why (no such file, a missing dependency, a wrong ELF class);
          * the second call frees glibc's message (else it stays until the next dl call, and
@@ -63,7 +69,9 @@ static void probe(void) {
     RT_CU_FUNCTIONS(RT_CU_LOAD)
 #undef RT_CU_LOAD
     /* the library stays loaded from here on: unloading a driver buys nothing */
+    t0 = rt_now_ms();
     rt_cu_result r = a.Init(0);
+    startup.init_ms = rt_now_ms() - t0;
     if (r != RT_CU_SUCCESS) {
         const char *s = NULL;
         a.GetErrorString(r, &s);
@@ -71,6 +79,7 @@ static void probe(void) {
                  s ? s : "unknown error", r);
         return;
     }
+    t0 = rt_now_ms();
     int n = 0;
     rt_cu_device d0 = 0;
     if (a.DeviceGetCount(&n) != RT_CU_SUCCESS || n < 1 || a.DeviceGet(&d0, 0) != RT_CU_SUCCESS) {
@@ -92,6 +101,7 @@ static void probe(void) {
         snprintf(reason, sizeof reason, "the CUDA driver cannot describe device 0");
         return;
     }
+    startup.describe_ms = rt_now_ms() - t0;
     api = a;
     present = 1;
 }
@@ -106,6 +116,11 @@ int rt_cuda_probe(rt_cuda_device *d, char *why, size_t whylen) {
     if (d) memset(d, 0, sizeof *d);
     if (why && whylen) snprintf(why, whylen, "%s", reason);
     return 0;
+}
+
+void rt_cuda_startup_times(rt_cuda_startup *t) {
+    pthread_once(&probe_once, probe);
+    *t = startup;
 }
 
 const rt_cu_api *rt_cuda_api(void) {

@@ -32,6 +32,15 @@ typedef struct rt_cuda_device {
  * text when it did not load. */
 int rt_cuda_probe(rt_cuda_device *d, char *why, size_t whylen);
 
+/* How long the probe's steps took, in milliseconds (0 for a step it did not reach): loading
+ * the library, cuInit, and finding and describing device 0. A process pays them once;
+ * fusec -v reports them (the start of a process that runs a cached program). */
+typedef struct rt_cuda_startup {
+    char library[256]; /* what was loaded: libcuda.so.1 or $FUSEC_CUDA_DRIVER */
+    double dlopen_ms, init_ms, describe_ms;
+} rt_cuda_startup;
+void rt_cuda_startup_times(rt_cuda_startup *t);
+
 /* The driver's entry points; NULL unless rt_cuda_probe succeeds. */
 const rt_cu_api *rt_cuda_api(void);
 
