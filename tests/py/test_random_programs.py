@@ -316,9 +316,12 @@ class Gen:
     def squeezed(self, e, dt, s):
         """Half the time, a later float result reduced over some axes and declared without
         them (SPEC §1: `-> f32[R]` for a sum over axis 1, the per-row loss a gradient most
-        often starts from); (expression, dtype, declared dims)."""
+        often starts from); (expression, dtype, declared dims). Only a result of every axis:
+        one of fewer (a constant, a [C] parameter) has fewer in the language than in the
+        shape kept here (numpy's, padded with ones), so an axis named here would be out of
+        range there or another axis."""
         r = self.squeeze
-        if r is None or dt not in FLOATS or r.random() < 0.5:
+        if r is None or dt not in FLOATS or s != self.full or r.random() < 0.5:
             return e, dt, s
         axes = [i for i in range(self.rank) if r.random() < 0.5] or [self.rank - 1]
         red = REDUCE[int(r.integers(len(REDUCE)))]
