@@ -4,7 +4,10 @@ ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build test test-fast test-asan test-gpu test-racecheck demo bench clean format
+GPU_BUILD ?= build-gpu
+
+.PHONY: all deps build test test-fast test-asan test-gpu test-racecheck demo bench clean format \
+	gpu-bundle
 
 all: build
 
@@ -34,6 +37,16 @@ test-asan: deps
 test-gpu: build
 	cd $(BUILD) && ctest --output-on-failure -L gpu
 
+# What the one-call GPU check runs, in gpu-bundle/ (git-ignored, a few MB): a build without LLVM
+# and with xxHash linked in (a GPU machine has neither), checked to need nothing but glibc. On
+# the GPU machine, from the checkout's root: bash scripts/gpu-check.sh gpu-bundle "$$OUT"
+# (DEVELOPERS.md: the device tool's call).
+gpu-bundle: deps
+	cmake -S . -B $(GPU_BUILD) -DCMAKE_BUILD_TYPE=Release -DFUSEC_LLVM=OFF -DFUSEC_STATIC_XXHASH=ON $(CMAKE_FLAGS)
+	cmake --build $(GPU_BUILD) -j $(JOBS) --target fusec fusec_shared embed test_api \
+		test_gpu_runtime test_inplace test_strides test_dlpack test_grad_reductions test_nvrtc
+	bash scripts/gpu-bundle.sh $(GPU_BUILD) gpu-bundle --check
+
 # The CUDA kernels emulated under ThreadSanitizer, which reports races between a block's
 # threads (tests/emu; minutes, so not part of `make test`).
 test-racecheck: build
@@ -49,7 +62,7 @@ bench: build
 	python3 bench/run.py --fusec $(BUILD)/fusec $(BENCH_FLAGS)
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) $(GPU_BUILD) gpu-bundle
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

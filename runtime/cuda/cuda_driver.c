@@ -3,6 +3,8 @@
  * is written once under pthread_once and only read afterwards. */
 #include "runtime/cuda/cuda_driver.h"
 
+#include "runtime/clock.h"
+
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -13,7 +15,8 @@ static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static rt_cuda_device device;
 static rt_cu_api api;
 static int present;
-static char reason[512];
+static char reason[1024];
+static rt_cuda_startup startup; /* how long the probe's steps took */
 
 /* dlsym's object pointer into a function pointer, through memcpy (POSIX guarantees it). */
 static int sym(void *lib, const char *name, const char *fallback, void *fp, size_t fpsize) {
@@ -28,13 +31,29 @@ static void probe(void) {
     /* FUSEC_CUDA_DRIVER names another library with the driver API (the tests' stand-in):
      * only fusec loads it, while NVRTC, which looks for libcuda.so.1 itself, never sees it */
     const char *path = getenv("FUSEC_CUDA_DRIVER");
-    void *lib = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    int named = path && *path;
+    if (!named) path = "libcuda.so.1";
+    snprintf(startup.library, sizeof startup.library, "%s", path);
+    double t0 = rt_now_ms();
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    startup.dlopen_ms = rt_now_ms() - t0;
     if (!lib) {
-        snprintf(reason, sizeof reason,
-                 "no CUDA driver or device was found (libcuda.so.1 could not be loaded)");
-        /* read and let go of glibc's message: the second call frees it (else it stays until
-         * the next dl call, and LeakSanitizer reports it when there is none) */
-        (void)dlerror();
+        /* dlerror's text says why (no such file, a missing dependency, a wrong ELF class);
+         * the second call frees glibc's message (else it stays until the next dl call, and
+         * LeakSanitizer reports it when there is none) */
+        const char *e = dlerror();
+        if (named)
+            /* not "no CUDA driver": a stand-in that fails to load must fail a test, never
+             * make it skip as a machine without a GPU does */
+            snprintf(reason, sizeof reason,
+                     "the CUDA driver named by FUSEC_CUDA_DRIVER (%.300s) could not be loaded: "
+                     "%.400s",
+                     path, e ? e : "unknown error");
+        else
+            snprintf(reason, sizeof reason,
+                     "no CUDA driver or device was found (libcuda.so.1 could not be loaded: "
+                     "%.400s)",
+                     e ? e : "unknown error");
         (void)dlerror();
         return;
     }
@@ -42,15 +61,17 @@ static void probe(void) {
 #define RT_CU_LOAD(member, symbol, fallback, params)                                               \
     if (!sym(lib, symbol, fallback, &a.member, sizeof a.member)) {                                 \
         snprintf(reason, sizeof reason,                                                            \
-                 "the CUDA driver (libcuda.so.1) is too old: it lacks %s (CUDA 12.3 or newer is "  \
+                 "the CUDA driver (%.300s) is too old: it lacks %s (CUDA 12.3 or newer is "        \
                  "needed)",                                                                        \
-                 symbol);                                                                          \
+                 path, symbol);                                                                    \
         return;                                                                                    \
     }
     RT_CU_FUNCTIONS(RT_CU_LOAD)
 #undef RT_CU_LOAD
     /* the library stays loaded from here on: unloading a driver buys nothing */
+    t0 = rt_now_ms();
     rt_cu_result r = a.Init(0);
+    startup.init_ms = rt_now_ms() - t0;
     if (r != RT_CU_SUCCESS) {
         const char *s = NULL;
         a.GetErrorString(r, &s);
@@ -58,6 +79,7 @@ static void probe(void) {
                  s ? s : "unknown error", r);
         return;
     }
+    t0 = rt_now_ms();
     int n = 0;
     rt_cu_device d0 = 0;
     if (a.DeviceGetCount(&n) != RT_CU_SUCCESS || n < 1 || a.DeviceGet(&d0, 0) != RT_CU_SUCCESS) {
@@ -79,6 +101,7 @@ static void probe(void) {
         snprintf(reason, sizeof reason, "the CUDA driver cannot describe device 0");
         return;
     }
+    startup.describe_ms = rt_now_ms() - t0;
     api = a;
     present = 1;
 }
@@ -93,6 +116,11 @@ int rt_cuda_probe(rt_cuda_device *d, char *why, size_t whylen) {
     if (d) memset(d, 0, sizeof *d);
     if (why && whylen) snprintf(why, whylen, "%s", reason);
     return 0;
+}
+
+void rt_cuda_startup_times(rt_cuda_startup *t) {
+    pthread_once(&probe_once, probe);
+    *t = startup;
 }
 
 const rt_cu_api *rt_cuda_api(void) {

@@ -2,7 +2,9 @@
  * fusec runs where there is none: whether a device is present, what it is, and the table of
  * driver entry points (runtime/cuda/cuda_api.h) the launcher calls.
  *
- * $FUSEC_CUDA_DRIVER, when set, is the path of the library loaded instead of libcuda.so.1.
+ * $FUSEC_CUDA_DRIVER, when set, is the path of the library loaded instead of libcuda.so.1; a
+ * failure to load it is an error that names it, never "no CUDA driver" (which tests read as
+ * "no GPU here: skip").
  * fusec runs on device 0 of those the driver shows (CUDA_VISIBLE_DEVICES chooses), in its
  * primary context: the one the CUDA runtime and most libraries share.
  *
@@ -26,8 +28,18 @@ typedef struct rt_cuda_device {
 } rt_cuda_device;
 
 /* 1 and *d filled (may be NULL) when libcuda.so.1 loads, initializes and reports at least
- * one device; else 0 with the reason in why (may be NULL). */
+ * one device; else 0 with the reason in why (may be NULL): the library tried and dlerror's
+ * text when it did not load. */
 int rt_cuda_probe(rt_cuda_device *d, char *why, size_t whylen);
+
+/* How long the probe's steps took, in milliseconds (0 for a step it did not reach): loading
+ * the library, cuInit, and finding and describing device 0. A process pays them once;
+ * fusec -v reports them (the start of a process that runs a cached program). */
+typedef struct rt_cuda_startup {
+    char library[256]; /* what was loaded: libcuda.so.1 or $FUSEC_CUDA_DRIVER */
+    double dlopen_ms, init_ms, describe_ms;
+} rt_cuda_startup;
+void rt_cuda_startup_times(rt_cuda_startup *t);
 
 /* The driver's entry points; NULL unless rt_cuda_probe succeeds. */
 const rt_cu_api *rt_cuda_api(void);

@@ -181,8 +181,10 @@ void rt_cuda_gpu_free(rt_cuda_gpu *g) {
 }
 
 fusec_status rt_cuda_gpu_load(const cuda_module *mod, const void *cubin, size_t len,
-                              rt_cuda_gpu **out, char *err, size_t errlen) {
+                              rt_cuda_gpu **out, rt_cuda_load_times *times, char *err,
+                              size_t errlen) {
     *out = NULL;
+    rt_cuda_load_times t = {0};
     rt_cuda_gpu *g = calloc(1, sizeof *g);
     if (!g) return no_memory(err, errlen);
     if (!rt_cuda_probe(&g->dev, err, errlen)) {
@@ -190,16 +192,21 @@ fusec_status rt_cuda_gpu_load(const cuda_module *mod, const void *cubin, size_t 
         return FUSEC_ERR_NO_DEVICE;
     }
     int pushed = 0;
+    double t0 = rt_now_ms();
     if (rt_cuda_enter(&pushed, err, errlen) != 0) {
         free(g);
         return FUSEC_ERR_DRIVER;
     }
+    double t1 = rt_now_ms();
+    t.context_ms = t1 - t0;
     const rt_cu_api *cu = rt_cuda_api();
     fusec_status st = FUSEC_OK;
     /* the memory pool now, not at the first launch that needs scratch, which may be inside a
      * caller's stream capture (a device without pools says so at that launch) */
     char pool_err[256];
     (void)rt_cuda_pool(pool_err, sizeof pool_err);
+    t0 = rt_now_ms();
+    t.pool_ms = t0 - t1;
     if (cubin && len) {
         rt_cu_result r = cu->ModuleLoadData(&g->module, cubin);
         if (r != RT_CU_SUCCESS) {
@@ -212,6 +219,8 @@ fusec_status rt_cuda_gpu_load(const cuda_module *mod, const void *cubin, size_t 
             st = FUSEC_ERR_DRIVER;
         }
     }
+    t1 = rt_now_ms();
+    t.module_ms = t1 - t0;
     if (st == FUSEC_OK) {
         g->fns = calloc((size_t)(mod->nfuncs ? mod->nfuncs : 1), sizeof *g->fns);
         if (!g->fns) st = no_memory(err, errlen);
@@ -220,7 +229,9 @@ fusec_status rt_cuda_gpu_load(const cuda_module *mod, const void *cubin, size_t 
         g->nfuncs = i + 1;
         st = fn_load(g, &mod->funcs[i], &g->fns[i], err, errlen);
     }
+    t.functions_ms = rt_now_ms() - t1;
     rt_cuda_leave(pushed);
+    if (times) *times = t;
     if (st != FUSEC_OK) {
         rt_cuda_gpu_free(g);
         return st;

@@ -19,10 +19,18 @@
 typedef struct rt_cuda_gpu rt_cuda_gpu;
 typedef struct rt_cuda_plan rt_cuda_plan;
 
+/* Where a load's time went, in milliseconds: making the primary context current (retaining
+ * it, the first time in a process), the memory pool (made the first time), cuModuleLoadData,
+ * and looking up the functions. */
+typedef struct rt_cuda_load_times {
+    double context_ms, pool_ms, module_ms, functions_ms;
+} rt_cuda_load_times;
+
 /* Loads `cubin` (built from `mod`) into device 0's primary context and looks up every
- * function of every variant of every launch. */
+ * function of every variant of every launch; *times (may be NULL) says how long each took. */
 fusec_status rt_cuda_gpu_load(const cuda_module *mod, const void *cubin, size_t len,
-                              rt_cuda_gpu **out, char *err, size_t errlen);
+                              rt_cuda_gpu **out, rt_cuda_load_times *times, char *err,
+                              size_t errlen);
 void rt_cuda_gpu_free(rt_cuda_gpu *g); /* NULL accepted */
 
 /* Runs function `func`: args are its parameters then its results (device pointers), syms

@@ -1,11 +1,19 @@
 """tests/py/fusectest.py: helpers shared by the Python tests: running fusec, numpy
-references for bf16/f16 rounding, and the SPEC's tolerances (§5)."""
+references for bf16/f16 rounding, and the SPEC's tolerances (§5).
+
+Two knobs for the tests that run many fusec processes, which the one-call GPU check
+(scripts/gpu-check.sh) sets: FUSEC_TEST_JOBS=N runs the cases handed to later() on N threads
+(each mostly waits for its fusec processes; on a GPU a process's start is mostly the driver's,
+which N processes pay side by side), and FUSEC_TEST_VERBOSE=1 prints a line as each case
+starts, so that the log of a run cut off by a time limit says how far it got."""
 import atexit
+import concurrent.futures
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 
 try:
     import numpy as np
@@ -18,6 +26,11 @@ SRC = os.environ.get("FUSEC_SRC", ".")
 
 failures = 0
 checks = 0
+JOBS = max(1, int(os.environ.get("FUSEC_TEST_JOBS", "1") or 1))
+VERBOSE = os.environ.get("FUSEC_TEST_VERBOSE") == "1"
+_lock = threading.Lock()  # the counts and the output, shared by later()'s threads
+_pool = None
+_pending = []
 
 
 def fusec_env(env=None):
@@ -102,13 +115,48 @@ def in_shard(k):
 
 def check(cond, what):
     global failures, checks
-    checks += 1
-    if not cond:
-        failures += 1
-        print("FAIL:", what)
+    with _lock:
+        checks += 1
+        if not cond:
+            failures += 1
+            print("FAIL:", what, flush=True)
+
+
+def progress(what):
+    """With FUSEC_TEST_VERBOSE=1, a line saying what starts (a case, a program)."""
+    if VERBOSE:
+        with _lock:
+            print(f"[{checks} checks] {what}", flush=True)
+
+
+def later(fn, *args):
+    """fn(*args) now, or with FUSEC_TEST_JOBS > 1 on a worker thread; finish() waits for all
+    of them, and an exception in one fails the test there. fn must use files of its own and
+    draw nothing from a random generator that the caller draws from after it (its values
+    would then depend on the threads' order): draw first, then hand the work over. At most
+    twice JOBS cases wait, so that inputs written ahead do not pile up."""
+    global _pool
+    if JOBS == 1:
+        fn(*args)
+        return
+    if _pool is None:
+        _pool = concurrent.futures.ThreadPoolExecutor(JOBS)
+    while sum(not f.done() for f in _pending) >= 2 * JOBS:
+        concurrent.futures.wait(_pending, return_when=concurrent.futures.FIRST_COMPLETED)
+    _pending.append(_pool.submit(fn, *args))
+    for f in [f for f in _pending if f.done()]:
+        _pending.remove(f)
+        f.result()  # raises the worker's exception here
+
+
+def wait_all():
+    """Waits for every case handed to later()."""
+    while _pending:
+        _pending.pop(0).result()
 
 
 def finish():
+    wait_all()
     print(f"{checks - failures} passed, {failures} failed")
     sys.exit(1 if failures else 0)
 

@@ -13,17 +13,19 @@ relative. Under --no-fuse, f16/bf16 intermediates are rounded when stored
 (SPEC §1) while the reference does not round them, so those results get a looser bound.
 Integer and bool results must be equal.
 
-Set FUSEC_CPU_TEST_QUICK=1 to run the small sizes only, FUSEC_TEST_SHARD=i/n to run every n-th
-function from the i-th (ctest splits the test so). FUSEC_TEST_TARGET=cuda runs the same
-cases on the GPU (tests/gpu: skipped without one), results poisoned on the device first."""
+Set FUSEC_CPU_TEST_QUICK=1 to run the small sizes only. FUSEC_TEST_TARGET=cuda runs the same
+cases on the GPU (tests/gpu: skipped without one), results poisoned on the device first.
+FUSEC_TEST_FILES=a.fuse,b.fuse runs those files only (by name); FUSEC_TEST_JOBS=N runs N
+cases at once, FUSEC_TEST_SHARD=i/n every n-th function from the i-th (ctest splits the test
+so; tests/py/fusectest.py)."""
 import os
 import re
 import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fusectest import (SRC, check, close, finish, fusec_run, in_shard, np, rand,  # noqa: E402
-                       run, target_or_skip, tmpdir)
+from fusectest import (SRC, check, close, finish, fusec_run, in_shard, later, np,  # noqa: E402
+                       progress, rand, run, target_or_skip, tmpdir)
 
 TARGET = target_or_skip()
 
@@ -35,6 +37,9 @@ FILES = [os.path.join(SRC, "examples", f) for f in sorted(os.listdir(os.path.joi
          if f.endswith(".fuse")]
 FILES += [os.path.join(SRC, "tests", "programs", f)
           for f in sorted(os.listdir(os.path.join(SRC, "tests", "programs"))) if f.endswith(".fuse")]
+if os.environ.get("FUSEC_TEST_FILES"):
+    ONLY = set(os.environ["FUSEC_TEST_FILES"].split(","))
+    FILES = [f for f in FILES if os.path.basename(f) in ONLY]
 
 NP = {"bool": np.bool_, "i32": np.int32, "i64": np.int64, "f16": np.float16, "bf16": np.float32,
       "f32": np.float32, "f64": np.float64}
@@ -186,20 +191,28 @@ def same_but_nan_signs(a, b):
 
 
 def run_case(path, fn, profile, nofuse_too=True, special=False, repeat=False):
-    # each case in its own directory, removed after it, so the disk holds one case at a time
-    case_dir = os.path.join(OUT, f"{fn}_{profile}")
+    """Draws the case's inputs here, in order from the one random stream, then hands the
+    rest to later(): each case in its own directory, removed after it, so that the disk
+    holds a few cases at a time."""
+    global case_number
+    case_number += 1
+    case_dir = os.path.join(OUT, f"{case_number}_{fn}_{profile}")
     os.makedirs(case_dir, exist_ok=True)
-    try:
-        run_case_in(case_dir, path, fn, profile, nofuse_too, special, repeat)
-    finally:
+    inputs = make_inputs(case_dir, path, fn, profile, special)
+    env = STREAM_ALL if case_number % 2 else None
+    if inputs is None:
         shutil.rmtree(case_dir, ignore_errors=True)
+        return
+    later(run_case_in, case_dir, path, fn, profile, inputs, env, nofuse_too, repeat)
 
 
-def run_case_in(case_dir, path, fn, profile, nofuse_too, special, repeat):
+def make_inputs(case_dir, path, fn, profile, special):
+    """The case's inputs as .npy files (and their absolute values for the allowance of a
+    reduction): (signature, reductions, files, files of absolute values, any float)."""
     sig, red = signature(path, fn)
     if sig is None:
         check(False, f"{path}:{fn}: --emit=ir failed")
-        return
+        return None
     sizes = PROFILES[profile]
     base = os.path.join(case_dir, "t")
     files, absfiles, has_float = [], [], False
@@ -220,6 +233,21 @@ def run_case_in(case_dir, path, fn, profile, nofuse_too, special, repeat):
             absfiles.append((name, p2))
         else:
             absfiles.append((name, p))
+    return sig, red, files, absfiles, has_float
+
+
+def run_case_in(case_dir, path, fn, profile, inputs, env, nofuse_too, repeat):
+    try:
+        progress(f"{os.path.basename(path)}:{fn}/{profile}")
+        run_case_files(case_dir, path, fn, profile, inputs, env, nofuse_too, repeat)
+    finally:
+        shutil.rmtree(case_dir, ignore_errors=True)
+
+
+def run_case_files(case_dir, path, fn, profile, inputs, env, nofuse_too, repeat):
+    sig, red, files, absfiles, has_float = inputs
+    sizes = PROFILES[profile]
+    base = os.path.join(case_dir, "t")
     # the results' dtypes, from the function's header line
     header = re.search(rf"^func {fn}\(.*\) -> (.*)$", _ir(path), re.M).group(1)
     rdt = re.findall(r"(bool|i32|i64|f16|bf16|f32|f64)\[", header)
@@ -241,9 +269,6 @@ def run_case_in(case_dir, path, fn, profile, nofuse_too, special, repeat):
     if "prod" in red and sig:
         prod_n = max(int(np.prod([sizes.get(d, 3) for d in dims])) for _, _, dims in sig)
     modes = [("fused", ())] + ([("nofuse", ("--no-fuse",))] if nofuse_too else [])
-    global case_number
-    case_number += 1
-    env = STREAM_ALL if case_number % 2 else None
     for mode, extra in modes:
         outs = [f"{base}_{mode}{i}.npy" for i in range(nres)]
         rc, err = fusec_run(path, fn, files, outs, TARGET, extra, env=env)

@@ -16,13 +16,16 @@
    PyTorch is installed: the reference to 1e-6 of torch in f64 (what its stored f32 values
    round); the target within SPEC §5's bound plus four times what torch's own f32 backward is off by (a backward in f32 cancels
    where f64 does not: layernorm's dx, a second derivative), fused and --no-fuse.
+FUSEC_TEST_JOBS=N checks N cases at once (tests/py/fusectest.py): each case's random values are
+drawn first, in order, so they stay the seed's.
 """
 import os
 import re
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fusectest import SRC, check, close, finish, fusec_run, np, target_or_skip, tmpdir  # noqa: E402
+from fusectest import (SRC, check, close, finish, fusec_run, later, np, progress,  # noqa: E402
+                       target_or_skip, tmpdir)
 
 TARGET = target_or_skip()
 OUT = tmpdir()
@@ -118,9 +121,11 @@ def save(name, a):
     return p
 
 
-def run(path, fn, ins, nout, target, extra=()):
-    outs = [os.path.join(OUT, "out%d.npy" % i) for i in range(nout)]
-    rc, err = fusec_run(path, fn, [(n, save("in_" + n, a)) for n, a in ins], outs, target, extra)
+def run(path, fn, ins, nout, target, extra=(), tag=""):
+    """fn's results on target; its files named by tag (a case's own: cases run at once)."""
+    outs = [os.path.join(OUT, "%s_out%d.npy" % (tag, i)) for i in range(nout)]
+    rc, err = fusec_run(path, fn, [(n, save("%s_in_%s" % (tag, n), a)) for n, a in ins], outs,
+                        target, extra)
     if rc != 0:
         return None, err
     return [np.load(o).astype(np.float64) for o in outs], ""
@@ -146,23 +151,31 @@ def inputs(tag, params):
 
 
 def check_op(tag, params, rdims, body):
-    """Finite differences on the reference (f64), then the target against the reference."""
-    path = write(tag + ".fuse", program(tag, params, rdims, body, "f64"))
+    """Draws the inputs, the cotangent and the directions (in this order), then hands the
+    runs to later()."""
     ins = inputs(tag, params)
     dy = rng.uniform(-1, 1, size=shape_of(rdims))
-    grads, err = run(path, "d", ins + [("dy", dy)], len(params), "ref")
+    dirs = [[rng.uniform(-1, 1, size=x.shape) for k in range(2)] for _, x in ins]
+    later(check_op_runs, tag, params, rdims, body, ins, dy, dirs)
+
+
+def check_op_runs(tag, params, rdims, body, ins, dy, dirs):
+    """Finite differences on the reference (f64), then the target against the reference."""
+    progress(tag)
+    path = write(tag + ".fuse", program(tag, params, rdims, body, "f64"))
+    grads, err = run(path, "d", ins + [("dy", dy)], len(params), "ref", tag=tag)
     if grads is None:
         check(False, "%s: the gradient on the reference failed: %s" % (tag, err))
         return
 
     def loss(xs):
-        y, err = run(path, "f", xs, 1, "ref")
+        y, err = run(path, "f", xs, 1, "ref", tag=tag)
         return float(np.sum(dy * y[0])) if y else np.nan
 
     h = 1e-6
     for i, (n, x) in enumerate(ins):
         for k in range(2):
-            v = rng.uniform(-1, 1, size=x.shape)
+            v = dirs[i][k]
             plus = [(m, a + h * v if j == i else a) for j, (m, a) in enumerate(ins)]
             minus = [(m, a - h * v if j == i else a) for j, (m, a) in enumerate(ins)]
             fd = (loss(plus) - loss(minus)) / (2 * h)
@@ -174,9 +187,9 @@ def check_op(tag, params, rdims, body):
     # the same in f32 on the target, fused and --no-fuse, against the f32 reference
     path32 = write(tag + "32.fuse", program(tag, params, rdims, body, "f32"))
     ins32 = [(n, a.astype(np.float32)) for n, a in ins] + [("dy", dy.astype(np.float32))]
-    want, err = run(path32, "d", ins32, len(params), "ref")
+    want, err = run(path32, "d", ins32, len(params), "ref", tag=tag)
     for extra in ((), ("--no-fuse",)):
-        got, err = run(path32, "d", ins32, len(params), TARGET, extra)
+        got, err = run(path32, "d", ins32, len(params), TARGET, extra, tag=tag)
         if got is None or want is None:
             check(False, "%s on %s %s: %s" % (tag, TARGET, " ".join(extra), err))
             continue
@@ -218,19 +231,24 @@ KINKS = [
      [[0, 0, 0]]),
 ]
 
-for k, (sig, body, ins, dy, want) in enumerate(KINKS):
+def check_kink(k, sig, body, ins, dy, want):
+    progress("kink %d: %s" % (k, body))
     rdims = "R, 1" if "axis=1" in body else "N"
     path = write("kink%d.fuse" % k, "fn f(%s) -> f32[%s] {\n    return %s;\n}\nfn d = grad(f);\n"
                  % (sig, rdims, body))
     arrs = [(n, np.array(a, np.float32)) for n, a in ins] + [("dy", np.array(dy, np.float32))]
     for target in ("ref", TARGET):
-        got, err = run(path, "d", arrs, len(ins), target)
+        got, err = run(path, "d", arrs, len(ins), target, tag="kink%d" % k)
         if got is None:
             check(False, "%s on %s: %s" % (body, target, err))
             continue
         for i, w in enumerate(want):
             check(np.array_equal(got[i], np.array(w, np.float64)),
                   "%s on %s: d/d%s is %s, want %s" % (body, target, ins[i][0], got[i].tolist(), w))
+
+
+for k, kink in enumerate(KINKS):
+    later(check_kink, k, *kink)
 
 # ---- the examples against torch.autograd ----------------------------------------------------------
 
@@ -303,6 +321,28 @@ def torch_grad(fns, fname, wrt, vals, dys, dtype):
             for g, n in zip(gs, wrt)]
 
 
+def check_against_torch(dname, wrt, ins, want64, want32, f16):
+    """The gradient dname of grad.fuse on the reference and the target against torch's."""
+    progress(dname)
+    for target, extras in (("ref", ((),)), (TARGET, ((), ("--no-fuse",)))):
+        for extra in extras:
+            got, err = run(GRAD_FUSE, dname, ins, len(wrt), target, extra, tag=dname)
+            what = "%s on %s %s" % (dname, target, " ".join(extra))
+            if got is None:
+                check(False, "%s: %s" % (what, err))
+                continue
+            for i, n in enumerate(wrt):
+                w = want64[i].reshape(got[i].shape)
+                if f16:  # in f16: a unit of f16 either side
+                    ok, why = close(got[i], w, "f16")
+                elif target == "ref":  # f64 inside; stored values rounded to f32
+                    ok, why = close(got[i], w, "f32", rel=1e-6, abs_=1e-8)
+                else:
+                    err32 = np.abs(want32[i].reshape(w.shape) - w)
+                    ok, why = close(got[i], w, "f32", extra=4 * err32 + 1e-6)
+                check(ok, "%s: d/d%s against torch.autograd: %s" % (what, n, why))
+
+
 if torch is not None:
     fns = torch_fns()
     for dname, (fname, wrt) in GRADS.items():
@@ -329,22 +369,6 @@ if torch is not None:
         ins = [(n, vals[n].astype(dt)) for n in names] + [
             (n, d.astype(np.int64 if fname == "stats" and i == 1 else dt))
             for i, (n, d) in enumerate(zip(dynames, dys))]
-        for target, extras in (("ref", ((),)), (TARGET, ((), ("--no-fuse",)))):
-            for extra in extras:
-                got, err = run(GRAD_FUSE, dname, ins, len(wrt), target, extra)
-                what = "%s on %s %s" % (dname, target, " ".join(extra))
-                if got is None:
-                    check(False, "%s: %s" % (what, err))
-                    continue
-                for i, n in enumerate(wrt):
-                    w = want64[i].reshape(got[i].shape)
-                    if f16:  # in f16: a unit of f16 either side
-                        ok, why = close(got[i], w, "f16")
-                    elif target == "ref":  # f64 inside; stored values rounded to f32
-                        ok, why = close(got[i], w, "f32", rel=1e-6, abs_=1e-8)
-                    else:
-                        err32 = np.abs(want32[i].reshape(w.shape) - w)
-                        ok, why = close(got[i], w, "f32", extra=4 * err32 + 1e-6)
-                    check(ok, "%s: d/d%s against torch.autograd: %s" % (what, n, why))
+        later(check_against_torch, dname, wrt, ins, want64, want32, f16)
 
 finish()

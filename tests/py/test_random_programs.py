@@ -47,14 +47,16 @@ FUSEC_RANDOM_PROGRAMS sets the number of programs (default 48; 12 with FUSEC_CPU
 as under the sanitizers), FUSEC_RANDOM_SEED the seed (default: fixed, so that a failure
 reproduces; the failing program is printed), FUSEC_RANDOM_KEEP a directory that keeps every
 program and its inputs (p<case>.fuse, c<case>_<param>.npy), FUSEC_RANDOM_ONLY one case's
-number to run that case alone, FUSEC_TEST_SHARD=i/n every n-th case from the i-th (the
-programs are those of the whole run: each is drawn, and only its shard's are run)."""
+number to run that case alone. FUSEC_TEST_JOBS=N runs N programs at once (tests/py/fusectest.py:
+each program's inputs are drawn first, in order, so the programs and values stay the seed's),
+FUSEC_TEST_SHARD=i/n every n-th case from the i-th (each program is drawn, only its shard's run)."""
 import os
 import sys
+import threading
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fusectest import (SRC, check, close, finish, fusec_run, in_shard, np,  # noqa: E402
-                       run, target_or_skip, tmpdir, tolerance)
+from fusectest import (SRC, check, close, finish, fusec_run, in_shard, later, np,  # noqa: E402
+                       progress, run, target_or_skip, tmpdir, tolerance, wait_all)
 
 np.seterr(all="ignore")
 
@@ -317,9 +319,12 @@ class Gen:
     def squeezed(self, e, dt, s):
         """Half the time, a later float result reduced over some axes and declared without
         them (SPEC §1: `-> f32[R]` for a sum over axis 1, the per-row loss a gradient most
-        often starts from); (expression, dtype, declared dims)."""
+        often starts from); (expression, dtype, declared dims). Only a result of every axis:
+        one of fewer (a constant, a [C] parameter) has fewer in the language than in the
+        shape kept here (numpy's, padded with ones), so an axis named here would be out of
+        range there or another axis."""
         r = self.squeeze
-        if r is None or dt not in FLOATS or r.random() < 0.5:
+        if r is None or dt not in FLOATS or s != self.full or r.random() < 0.5:
             return e, dt, s
         axes = [i for i in range(self.rank) if r.random() < 0.5] or [self.rank - 1]
         red = REDUCE[int(r.integers(len(REDUCE)))]
@@ -624,7 +629,16 @@ def main():
              3: [dict(A=1, B=1, C=1), dict(A=2, B=3, C=5), dict(A=3, B=1, C=129),
                  dict(A=5, B=33, C=7), dict(A=2, B=7, C=1001), dict(A=7, B=5, C=3),
                  dict(A=700, B=3, C=2)]}
-    compared = skipped = 0
+    counts = [0, 0]  # elements compared, skipped (added to by later()'s threads)
+    lock = threading.Lock()
+
+    def run_and_count(c, case):
+        progress(f"random program {case}{'' if c.fn == 'prog' else ' ' + c.fn}")
+        n, k = run_case(c, case, nvrtc)
+        with lock:
+            counts[0] += n
+            counts[1] += k
+
     only = os.environ.get("FUSEC_RANDOM_ONLY")  # a case number: run that case only
     nvrtc = nvrtc_probe()
     for case in range(COUNT):
@@ -644,10 +658,9 @@ def main():
             continue
         for c in [Case(case, gen, src, decls, arrays, size)] + grad_cases(case, gen, src, decls,
                                                                           arrays, size):
-            n, k = run_case(c, case, nvrtc)
-            compared += n
-            skipped += k
-    print(f"{COUNT} programs: {compared} elements compared, {skipped} skipped as unstable")
+            later(run_and_count, c, case)
+    wait_all()
+    print(f"{COUNT} programs: {counts[0]} elements compared, {counts[1]} skipped as unstable")
     finish()
 
 
