@@ -301,7 +301,8 @@ FUSEC_API void fusec_plan_free(fusec_plan *p);
 
 /* Memory for tensors on the module's target, so one program serves every target: on CUDA,
  * device memory (cuMemAlloc: plain, not managed) and synchronous copies, which wait for the
- * legacy default stream's work but not for other streams' (synchronize those first); on the
+ * legacy default stream's work but not for other streams' (synchronize those first); an
+ * upload has landed when it returns, so a launch on any stream reads it; on the
  * CPU and reference targets, 64-byte aligned host memory and memcpy. A program with CUDA
  * buffers of its own passes them to fusec_launch directly. */
 FUSEC_API fusec_status fusec_memory_alloc(fusec_module *m, size_t bytes, void **ptr);

@@ -989,11 +989,19 @@ fusec_status rt_cuda_mem_copy(void *dst, const void *src, size_t bytes, int to_d
     int pushed = 0;
     if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_NO_DEVICE;
     const rt_cu_api *cu = rt_cuda_api();
+    const char *what = to_device ? "cuMemcpyHtoD" : "cuMemcpyDtoH";
     rt_cu_result r = to_device ? cu->MemcpyHtoD((rt_cu_deviceptr)(uintptr_t)dst, src, bytes)
                                : cu->MemcpyDtoH(dst, (rt_cu_deviceptr)(uintptr_t)src, bytes);
+    /* from pageable memory, which a caller's is, cuMemcpyHtoD returns once the bytes are
+     * staged, before they land ("API synchronization behavior"): the legacy stream's next work
+     * comes after the copy, a non-blocking stream's (a framework's side stream,
+     * fusec_bench_run's) does not, so the upload is waited for here */
+    if (to_device && r == RT_CU_SUCCESS) {
+        what = "cuStreamSynchronize";
+        r = cu->StreamSynchronize(NULL);
+    }
     rt_cuda_leave(pushed);
-    if (r != RT_CU_SUCCESS)
-        return driver_failed(r, to_device ? "cuMemcpyHtoD" : "cuMemcpyDtoH", err, errlen);
+    if (r != RT_CU_SUCCESS) return driver_failed(r, what, err, errlen);
     return FUSEC_OK;
 }
 

@@ -52,7 +52,8 @@ fusec_status rt_cuda_time_launches(rt_cuda_gpu *g, rt_cuda_plan *plan, int func,
 /* The median device time of copying bytes / 2 bytes device to device (cuMemcpyDtoDAsync). */
 fusec_status rt_cuda_copy_time(size_t bytes, int reps, double *median_ms, char *err, size_t errlen);
 
-/* Device memory with cuMemAlloc (not managed), and synchronous copies. */
+/* Device memory with cuMemAlloc (not managed), and synchronous copies: an upload has landed
+ * when it returns, whatever stream reads it next. */
 fusec_status rt_cuda_mem_alloc(size_t bytes, void **ptr, char *err, size_t errlen);
 fusec_status rt_cuda_mem_free(void *ptr, char *err, size_t errlen);
 fusec_status rt_cuda_mem_copy(void *dst, const void *src, size_t bytes, int to_device, char *err,

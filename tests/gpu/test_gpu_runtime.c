@@ -1,4 +1,5 @@
-/* tests/gpu/test_gpu_runtime.c: the CUDA runtime on a GPU, through fusec.h: launches from two
+/* tests/gpu/test_gpu_runtime.c: the CUDA runtime on a GPU, through fusec.h: an upload read at
+ * once on a non-blocking stream; launches from two
  * threads on two streams of their own, bit-identical to one thread's; a plan replayed 1000
  * times, re-bound to other buffers and to misaligned ones (another kernel variant), always
  * equal to stream launches; a --no-fuse chain as a plan; a plan with a result in place on two
@@ -122,6 +123,32 @@ static void single(void) {
     void *all[] = {dx, dy, ds, dz};
     for (int i = 0; i < 4; i++)
         fusec_memory_free(gpu, all[i]);
+}
+
+/* An upload read at once by a launch on a non-blocking stream (a framework's side stream,
+ * fusec_bench_run's): from pageable memory cuMemcpyHtoD returns before the copy lands, and
+ * nothing orders such a stream after it, so fusec_memory_upload must wait for it (the stand-in
+ * driver lands such a copy late). */
+static void upload_then_side_stream(void) {
+    void *dy = dev_poisoned(N), *dx = dev_copy(hx, N); /* the input's copy last */
+    int pushed = 0;
+    char err[256];
+    CHECK(rt_cuda_enter(&pushed, err, sizeof err) == 0);
+    const rt_cu_api *cu = rt_cuda_api();
+    rt_cu_stream s = NULL;
+    CHECK(cu->StreamCreate(&s, RT_CU_STREAM_NON_BLOCKING) == RT_CU_SUCCESS);
+    fusec_tensor x = t1(dx, N), y = t1(dy, N);
+    CHECK_MSG(fusec_launch(fn(gpu, "gelu"), &x, 1, &y, 1, s) == FUSEC_OK, "%s",
+              fusec_module_message(gpu));
+    CHECK(cu->StreamSynchronize(s) == RT_CU_SUCCESS);
+    CHECK(cu->StreamDestroy(s) == RT_CU_SUCCESS);
+    rt_cuda_leave(pushed);
+    float *got = host_copy(dy, N);
+    CHECK_MSG(memcmp(got, gelu_bits, N * sizeof(float)) == 0,
+              "a launch on a non-blocking stream right after an upload read another input");
+    free(got);
+    fusec_memory_free(gpu, dx);
+    fusec_memory_free(gpu, dy);
 }
 
 typedef struct worker {
@@ -271,6 +298,7 @@ int main(void) {
     ref = compile(FUSEC_TARGET_REF, 0);
     reference();
     single();
+    upload_then_side_stream();
     two_streams();
     plans(gpu, "fused");
     fusec_module *nofuse = compile(FUSEC_TARGET_CUDA, 1);
