@@ -149,7 +149,10 @@ FUSEC_API fusec_status fusec_module_compile_string(const char *name, const char 
  * FUSEC_ERR_NO_DEVICE). Later calls return the first call's status. */
 FUSEC_API fusec_status fusec_module_build(fusec_module *m);
 
-/* Frees the module, its functions and everything it allocated. NULL is accepted. */
+/* Frees the module, its functions and everything it allocated. NULL is accepted. On CUDA,
+ * when its kernels were launched, it first waits for the device to finish the work queued in
+ * the context (its kernels may be among it, on any stream), so it must not be called while a
+ * stream is being captured, as cudaFree must not. */
 FUSEC_API void fusec_module_free(fusec_module *m);
 
 /* Warnings and errors of the compilation, in the form FILE:LINE:COL: error: MESSAGE with

@@ -87,6 +87,7 @@ typedef struct rt_cu_mempool_props {
     X(CtxGetCurrent, "cuCtxGetCurrent", NULL, (rt_cu_context * ctx))                               \
     X(CtxPushCurrent, "cuCtxPushCurrent_v2", NULL, (rt_cu_context ctx))                            \
     X(CtxPopCurrent, "cuCtxPopCurrent_v2", NULL, (rt_cu_context * ctx))                            \
+    X(CtxSynchronize, "cuCtxSynchronize", NULL, (void))                                            \
     X(ModuleLoadData, "cuModuleLoadData", NULL, (rt_cu_module * module, const void *image))        \
     X(ModuleUnload, "cuModuleUnload", NULL, (rt_cu_module module))                                 \
     X(ModuleGetFunction, "cuModuleGetFunction", NULL,                                              \

@@ -48,6 +48,7 @@ struct rt_cuda_gpu {
     rt_cu_module module;
     int nfuncs;
     rt_cuda_fn *fns;
+    int launched; /* a kernel of the module was launched (atomic): its free waits */
 };
 
 /* Results in place over a parameter the function reads after writing them (SPEC §3: as if
@@ -173,6 +174,10 @@ void rt_cuda_gpu_free(rt_cuda_gpu *g) {
         int pushed = 0;
         char err[256];
         if (rt_cuda_enter(&pushed, err, sizeof err) == 0) {
+            /* cuModuleUnload does not wait for the module's kernels still queued, on whatever
+             * streams they were launched (a free right after an asynchronous call: Python's
+             * `del m`), and those streams may be gone: the whole context is waited for */
+            if (__atomic_load_n(&g->launched, __ATOMIC_RELAXED)) rt_cuda_api()->CtxSynchronize();
             rt_cuda_api()->ModuleUnload(g->module);
             rt_cuda_leave(pushed);
         }
@@ -570,9 +575,17 @@ static fusec_status launch_all(const rt_cuda_fn *fn, const resolution *res, cons
     return st;
 }
 
+/* Notes that kernels of g were launched (the first time only: a store per launch would make
+ * every launching thread write one cache line). */
+static void mark_launched(rt_cuda_gpu *g) {
+    if (!__atomic_load_n(&g->launched, __ATOMIC_RELAXED))
+        __atomic_store_n(&g->launched, 1, __ATOMIC_RELAXED);
+}
+
 fusec_status rt_cuda_gpu_launch(rt_cuda_gpu *g, int func, const ir_tensor *args,
                                 const int64_t *syms, void *stream, char *err, size_t errlen) {
     rt_cuda_fn *fn = &g->fns[func];
+    mark_launched(g);
     call c;
     if (call_init(fn, &c) != 0) return no_memory(err, errlen);
     int pushed = 0;
@@ -794,6 +807,7 @@ fusec_status rt_cuda_plan_launch(rt_cuda_plan *p, void *stream, char *err, size_
     rt_cu_stream s = (rt_cu_stream)stream;
     fusec_status st = FUSEC_OK;
     rt_cu_result r = RT_CU_SUCCESS;
+    mark_launched(p->g);
     pthread_mutex_lock(&p->lock);
     /* on another stream than the last launch's: after that launch's copies into place, which
      * read the scratch this one's graph writes (a handle is compared: one that a destroyed

@@ -23,7 +23,9 @@ typedef struct rt_cuda_plan rt_cuda_plan;
  * function of every variant of every launch. */
 fusec_status rt_cuda_gpu_load(const cuda_module *mod, const void *cubin, size_t len,
                               rt_cuda_gpu **out, char *err, size_t errlen);
-void rt_cuda_gpu_free(rt_cuda_gpu *g); /* NULL accepted */
+/* NULL accepted. When kernels of g were launched, the context's work is waited for first
+ * (cuCtxSynchronize, which a stream capture in progress forbids). */
+void rt_cuda_gpu_free(rt_cuda_gpu *g);
 
 /* Runs function `func`: args are its parameters then its results (device pointers), syms
  * the values of its symbolic dims. Asynchronous on `stream` (a CUstream; NULL: the legacy

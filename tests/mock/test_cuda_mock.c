@@ -2,7 +2,8 @@
  * (tests/mock/cuda_mock.c, which $FUSEC_CUDA_DRIVER makes fusec load): the kernels and
  * grids it launches, graphs with one node per launch, re-binding by node updates, scratch
  * from the pool returned, contexts popped, events and streams destroyed, device memory
- * balanced; and refusals before anything reaches the driver. Nothing runs on a device, so
+ * balanced; a module freed after a launch waiting for it; and refusals before anything reaches
+ * the driver. Nothing runs on a device, so
  * no result is checked here: tests/gpu does that on a GPU. */
 #include "fusec.h"
 
@@ -156,6 +157,34 @@ static void test_plans(void) {
     fusec_module_free(u);
 }
 
+/* A module freed right after an asynchronous launch on a stream of the caller's (Python's
+ * `del m`): cuModuleUnload does not wait for its queued kernels, so the free must. The
+ * function's name is its own: the stand-in driver keys queued work by the module that first
+ * looked a kernel's name up. */
+static void test_unload_queued(void) {
+    fusec_module *keep = compile(0);
+    fusec_module *m = api_compile("fn unload_me(x: f32[N]) -> f32[N] { return x * 2.0; }\n",
+                                  FUSEC_TARGET_CUDA, 0, NULL, 1);
+    void *x = dev(keep, 4096), *y = dev(keep, 4096);
+    fusec_tensor tx = {x, FUSEC_F32, 1, {1024}, NULL}, ty = {y, FUSEC_F32, 1, {1024}, NULL};
+    int pushed = 0;
+    char err[256];
+    CHECK(rt_cuda_enter(&pushed, err, sizeof err) == 0);
+    const rt_cu_api *cu = rt_cuda_api();
+    rt_cu_stream s = NULL;
+    CHECK(cu->StreamCreate(&s, RT_CU_STREAM_NON_BLOCKING) == RT_CU_SUCCESS);
+    int before = stats->unloads_queued;
+    CHECK(fusec_launch(fn(m, "unload_me"), &tx, 1, &ty, 1, s) == FUSEC_OK);
+    fusec_module_free(m);
+    CHECK_MSG(stats->unloads_queued == before, "the module was unloaded with its kernel queued");
+    CHECK(cu->StreamSynchronize(s) == RT_CU_SUCCESS && cu->StreamDestroy(s) == RT_CU_SUCCESS);
+    rt_cuda_leave(pushed);
+    fusec_memory_free(keep, x);
+    fusec_memory_free(keep, y);
+    fusec_module_free(keep);
+    balanced("unload");
+}
+
 static void test_memory(void) {
     fusec_module *m = compile(0);
     int allocs = stats->allocs, frees = stats->frees;
@@ -187,5 +216,6 @@ int main(void) {
     test_memory();
     test_launches();
     test_plans();
+    test_unload_queued();
     return check_exit("test_cuda_mock");
 }
