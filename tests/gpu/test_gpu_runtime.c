@@ -132,17 +132,11 @@ static void single(void) {
 static void upload_then_side_stream(void) {
     void *dy = dev_poisoned(N), *dx = dev_copy(hx, N); /* the input's copy last */
     int pushed = 0;
-    char err[256];
-    CHECK(rt_cuda_enter(&pushed, err, sizeof err) == 0);
-    const rt_cu_api *cu = rt_cuda_api();
-    rt_cu_stream s = NULL;
-    CHECK(cu->StreamCreate(&s, RT_CU_STREAM_NON_BLOCKING) == RT_CU_SUCCESS);
+    rt_cu_stream s = api_stream(&pushed);
     fusec_tensor x = t1(dx, N), y = t1(dy, N);
     CHECK_MSG(fusec_launch(fn(gpu, "gelu"), &x, 1, &y, 1, s) == FUSEC_OK, "%s",
               fusec_module_message(gpu));
-    CHECK(cu->StreamSynchronize(s) == RT_CU_SUCCESS);
-    CHECK(cu->StreamDestroy(s) == RT_CU_SUCCESS);
-    rt_cuda_leave(pushed);
+    api_stream_done(s, pushed);
     float *got = host_copy(dy, N);
     CHECK_MSG(memcmp(got, gelu_bits, N * sizeof(float)) == 0,
               "a launch on a non-blocking stream right after an upload read another input");
