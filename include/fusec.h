@@ -285,19 +285,25 @@ FUSEC_API fusec_status fusec_launch_dlpack(fusec_function *f, const void *const 
 typedef struct fusec_plan fusec_plan;
 
 /* Makes a plan of f for these tensors (checked as fusec_launch checks them). On CUDA, its
- * scratch memory is taken on `stream` and ready when this returns. */
+ * scratch memory is taken on a stream of the library's own and ready when this returns;
+ * nothing goes on `stream`, so a plan may be made while `stream` is being captured into a CUDA
+ * graph (torch.cuda.graph). */
 FUSEC_API fusec_status fusec_plan_create(fusec_function *f, const fusec_tensor *inputs, int ninputs,
                                          const fusec_tensor *results, int nresults, void *stream,
                                          fusec_plan **out);
 /* Runs the plan on `stream` (CUDA: asynchronous, one graph launch; NULL: the default
- * stream). */
+ * stream). On a stream being captured, the run is recorded by the capture: the plan must then
+ * outlive the captured graph's replays, whose order against the plan's other runs is the
+ * caller's. */
 FUSEC_API fusec_status fusec_plan_launch(fusec_plan *p, void *stream);
 /* Points the plan at other tensors of the same shapes and dtypes (FUSEC_ERR_SHAPE when the
  * shapes differ: make a new plan for new shapes). Launches already made are not affected. */
 FUSEC_API fusec_status fusec_plan_rebind(fusec_plan *p, const fusec_tensor *inputs, int ninputs,
                                          const fusec_tensor *results, int nresults);
-/* Frees the plan. On CUDA its scratch memory returns to the pool ordered after the last
- * launch's stream; a launch still running completes. NULL is accepted. */
+/* Frees the plan. On CUDA its scratch memory returns to the pool ordered after the last run
+ * outside a capture, on a stream of the library's own; a launch still running completes.
+ * Nothing is waited for, so it may be called while a stream is being captured (a garbage
+ * collector's free). NULL is accepted. */
 FUSEC_API void fusec_plan_free(fusec_plan *p);
 
 /* ---- memory --------------------------------------------------------------------------- */

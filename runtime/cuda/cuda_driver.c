@@ -115,6 +115,7 @@ const char *rt_cuda_error(rt_cu_result r, const char *call, char *buf, size_t le
 static pthread_mutex_t state_mu = PTHREAD_MUTEX_INITIALIZER;
 static rt_cu_context primary;
 static rt_cu_mempool pool;
+static rt_cu_stream own_stream;
 
 int rt_cuda_enter(int *pushed, char *err, size_t errlen) {
     *pushed = 0;
@@ -185,4 +186,25 @@ rt_cu_mempool rt_cuda_pool(char *err, size_t errlen) {
     rt_cu_mempool p = pool;
     pthread_mutex_unlock(&state_mu);
     return p;
+}
+
+rt_cu_stream rt_cuda_own_stream(char *err, size_t errlen) {
+    pthread_mutex_lock(&state_mu);
+    rt_cu_result r = RT_CU_SUCCESS;
+    if (!own_stream) r = api.StreamCreate(&own_stream, RT_CU_STREAM_NON_BLOCKING);
+    rt_cu_stream s = own_stream;
+    pthread_mutex_unlock(&state_mu);
+    if (r != RT_CU_SUCCESS) rt_cuda_error(r, "cuStreamCreate", err, errlen);
+    return s;
+}
+
+int rt_cuda_mode_relaxed(void) {
+    int mode = RT_CU_STREAM_CAPTURE_MODE_RELAXED;
+    if (api.ThreadExchangeStreamCaptureMode(&mode) != RT_CU_SUCCESS)
+        mode = RT_CU_STREAM_CAPTURE_MODE_RELAXED; /* nothing changed: nothing to restore */
+    return mode;
+}
+
+void rt_cuda_mode_restore(int mode) {
+    if (mode != RT_CU_STREAM_CAPTURE_MODE_RELAXED) api.ThreadExchangeStreamCaptureMode(&mode);
 }

@@ -34,15 +34,19 @@ fusec_status rt_cuda_gpu_launch(rt_cuda_gpu *g, int func, const ir_tensor *args,
                                 const int64_t *syms, void *stream, char *err, size_t errlen);
 
 /* A graph of function `func`'s kernels for these dims and pointers; its scratch memory is
- * taken from the pool on `stream` (and ready when this returns). */
+ * taken from the pool on fusec's own stream and ready when this returns (never on `stream`,
+ * which may be capturing: nothing here is recorded by a capture or forbidden in one). */
 fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args,
                                  const int64_t *syms, void *stream, rt_cuda_plan **out, char *err,
                                  size_t errlen);
+/* One replay on `stream`. On a capturing stream the replay is recorded by the capture (the
+ * plan's graph as a child graph), unordered against the plan's launches outside it. */
 fusec_status rt_cuda_plan_launch(rt_cuda_plan *p, void *stream, char *err, size_t errlen);
 /* New pointers for the same dims: the instantiated graph's kernel nodes are updated. */
 fusec_status rt_cuda_plan_rebind(rt_cuda_plan *p, const ir_tensor *args, char *err, size_t errlen);
-/* Frees the plan; its scratch returns to the pool ordered after its last launch's stream.
- * NULL accepted. */
+/* Frees the plan; its scratch returns to the pool on fusec's own stream, after its last launch
+ * outside a capture. Nothing is waited for and the legacy stream is not used, so a stream
+ * capture may be in progress. NULL accepted. */
 void rt_cuda_plan_free(rt_cuda_plan *p);
 
 /* Device time of `reps` launches of func (plan: replays of it; else stream launches), each

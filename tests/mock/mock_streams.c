@@ -294,6 +294,12 @@ rt_cu_result mock_capture_free(mock_stream *s, void *p, int *captured) {
     } else if (s == &legacy) {
         r = legacy_conflict();
     }
+    /* a capture's memory freed outside it is the caller's to free now, no longer the graph's */
+    for (int i = 0; r == RT_CU_SUCCESS && !*captured && i < ncaptures; i++) {
+        mock_gmem *m = captures[i].active ? captures[i].graph->mem : NULL;
+        for (int k = 0; m && k < m->n; k++)
+            if (m->ptrs[k] == p) m->ptrs[k--] = m->ptrs[--m->n];
+    }
     pthread_mutex_unlock(&mu);
     return r;
 }
