@@ -24,11 +24,15 @@ static int sym(void *lib, const char *name, const char *fallback, void *fp, size
     return 1;
 }
 
-static void probe(void) {
-    /* FUSEC_CUDA_DRIVER names another library with the driver API (the tests' stand-in):
-     * only fusec loads it, while NVRTC, which looks for libcuda.so.1 itself, never sees it */
+/* FUSEC_CUDA_DRIVER names another library with the driver API (the tests' stand-in): only
+ * fusec loads it, while NVRTC, which looks for libcuda.so.1 itself, never sees it. */
+static const char *driver_path(void) {
     const char *path = getenv("FUSEC_CUDA_DRIVER");
-    void *lib = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    return path && *path ? path : "libcuda.so.1";
+}
+
+static void probe(void) {
+    void *lib = dlopen(driver_path(), RTLD_NOW | RTLD_LOCAL);
     if (!lib) {
         snprintf(reason, sizeof reason,
                  "no CUDA driver or device was found (libcuda.so.1 could not be loaded)");
@@ -93,6 +97,28 @@ int rt_cuda_probe(rt_cuda_device *d, char *why, size_t whylen) {
     if (d) memset(d, 0, sizeof *d);
     if (why && whylen) snprintf(why, whylen, "%s", reason);
     return 0;
+}
+
+static pthread_once_t version_once = PTHREAD_ONCE_INIT;
+static int version_only;
+
+static void read_version(void) {
+    void *lib = dlopen(driver_path(), RTLD_NOW | RTLD_LOCAL);
+    rt_cu_result (*get)(int *) = NULL;
+    if (!lib) {
+        (void)dlerror(); /* read and let go of the message, as probe does */
+        (void)dlerror();
+        return;
+    }
+    /* the library stays loaded: probe loads the same one */
+    if (!sym(lib, "cuDriverGetVersion", NULL, &get, sizeof get) ||
+        get(&version_only) != RT_CU_SUCCESS)
+        version_only = 0;
+}
+
+int rt_cuda_driver_version(void) {
+    pthread_once(&version_once, read_version);
+    return version_only;
 }
 
 const rt_cu_api *rt_cuda_api(void) {

@@ -29,6 +29,10 @@ typedef struct rt_cuda_device {
  * one device; else 0 with the reason in why (may be NULL). */
 int rt_cuda_probe(rt_cuda_device *d, char *why, size_t whylen);
 
+/* The CUDA version of the driver fusec loads (cuDriverGetVersion: 12080 for 12.8), without
+ * initializing it (no cuInit: cheap where only a compiler is wanted); 0 when there is none. */
+int rt_cuda_driver_version(void);
+
 /* The driver's entry points; NULL unless rt_cuda_probe succeeds. */
 const rt_cu_api *rt_cuda_api(void);
 

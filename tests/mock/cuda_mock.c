@@ -47,7 +47,9 @@ MOCK_API rt_cu_result cuInit(unsigned f) {
     OK;
 }
 MOCK_API rt_cu_result cuDriverGetVersion(int *v) {
-    *v = 13000;
+    /* CUDA 13.0, or the version FUSEC_MOCK_DRIVER_VERSION gives (12080: an older driver) */
+    const char *e = getenv("FUSEC_MOCK_DRIVER_VERSION");
+    *v = e && atoi(e) > 0 ? atoi(e) : 13000;
     OK;
 }
 MOCK_API rt_cu_result cuGetErrorString(rt_cu_result e, const char **s) {
