@@ -10,7 +10,9 @@
  * A module whose image is a host shared object (what the stand-in NVRTC of tests/emu builds
  * from the generated CUDA C++) is run for real: its kernels execute on the CPU
  * (tests/emu/emu_run.c) when launched directly or as graph nodes, synchronously, so that
- * results computed through the whole CUDA path can be checked without a GPU. */
+ * results computed through the whole CUDA path can be checked without a GPU. PTX is
+ * "JIT-compiled" (the stand-in NVRTC's, through that NVRTC; NVRTC's own is only named), and
+ * refused when its target is newer than the device (FUSEC_MOCK_CC: the compute capability). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -91,11 +93,17 @@ MOCK_API rt_cu_result cuDeviceGet(rt_cu_device *d, int i) {
     *d = i;
     OK;
 }
+/* The device's compute capability as XY: an H100's 9.0, or FUSEC_MOCK_CC's ("100": a GPU
+ * newer than the toolkit, which NVRTC does not know). */
+static int device_cc(void) {
+    const char *e = getenv("FUSEC_MOCK_CC");
+    return e && atoi(e) >= 10 ? atoi(e) : 90;
+}
 MOCK_API rt_cu_result cuDeviceGetAttribute(int *v, int attr, rt_cu_device d) {
     (void)d;
     switch (attr) {
-    case RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
-    case RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+    case RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = device_cc() / 10; break;
+    case RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = device_cc() % 10; break;
     case RT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: {
         /* an H100's 132, or fewer (FUSEC_MOCK_SMS), so that small grids loop over their work */
         const char *e = getenv("FUSEC_MOCK_SMS");
@@ -166,16 +174,82 @@ static void *load_host_object(const unsigned char *e) {
     return dl;
 }
 
+/* The stand-in NVRTC's PTX (tests/emu/nvrtc_emu.c): this line, ".target sm_XY", the source. */
+#define EMU_PTX_MARK "// fusec emulated PTX\n"
+
+/* The stand-in NVRTC's library, for its compiler ("JIT-compiling" its PTX); NULL without one. */
+static void *emu_nvrtc(void) {
+    static void *lib;
+    const char *path = getenv("FUSEC_NVRTC_PATH");
+    if (!lib && path && *path) lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    return lib;
+}
+
+/* The host object the stand-in NVRTC builds from src (malloc'd); NULL when it cannot. */
+static void *emu_build(const char *src) {
+    typedef int (*create_fn)(void **, const char *, const char *, int, const char *const *,
+                             const char *const *);
+    typedef int (*compile_fn)(void *, int, const char *const *);
+    typedef int (*size_fn)(void *, size_t *);
+    typedef int (*get_fn)(void *, char *);
+    typedef int (*destroy_fn)(void **);
+    void *lib = emu_nvrtc(), *syms[5] = {NULL};
+    static const char *const names[5] = {"nvrtcCreateProgram", "nvrtcCompileProgram",
+                                         "nvrtcGetCUBINSize", "nvrtcGetCUBIN",
+                                         "nvrtcDestroyProgram"};
+    for (int i = 0; i < 5; i++)
+        if (!lib || !(syms[i] = dlsym(lib, names[i]))) return NULL;
+    create_fn create;
+    compile_fn compile;
+    size_fn size;
+    get_fn get;
+    destroy_fn destroy;
+    memcpy(&create, &syms[0], sizeof create);
+    memcpy(&compile, &syms[1], sizeof compile);
+    memcpy(&size, &syms[2], sizeof size);
+    memcpy(&get, &syms[3], sizeof get);
+    memcpy(&destroy, &syms[4], sizeof destroy);
+    void *prog = NULL;
+    char *image = NULL;
+    size_t n = 0;
+    if (create(&prog, src, "jit.cu", 0, NULL, NULL) == 0 && compile(prog, 0, NULL) == 0 &&
+        size(prog, &n) == 0 && (image = malloc(n)) && get(prog, image) != 0) {
+        free(image);
+        image = NULL;
+    }
+    if (prog) destroy(&prog);
+    return image;
+}
+
+/* The driver's JIT of a PTX text: its target must be one the device runs (not newer); the
+ * stand-in NVRTC's is built for the host and loaded, NVRTC's own only named (nothing runs). */
+static rt_cu_result load_ptx(mock_module *mm, const char *ptx) {
+    const char *t = strstr(ptx, ".target sm_");
+    if (!t || atoi(t + strlen(".target sm_")) > device_cc()) return MOCK_NO_BINARY_FOR_GPU;
+    COUNT(mock_st.jit_loads, 1);
+    if (strncmp(ptx, EMU_PTX_MARK, strlen(EMU_PTX_MARK)) != 0) OK;
+    const char *src = strchr(t, '\n');
+    void *image = src ? emu_build(src + 1) : NULL;
+    mm->dl = image ? load_host_object(image) : NULL;
+    free(image);
+    return mm->dl ? RT_CU_SUCCESS : MOCK_INVALID_IMAGE;
+}
+
 MOCK_API rt_cu_result cuModuleLoadData(rt_cu_module *m, const void *image) {
     if (!image) return MOCK_INVALID_VALUE;
     rt_cu_result r = mock_unsafe("cuModuleLoadData");
     if (r != RT_CU_SUCCESS) return r;
     mock_module *mm = calloc(1, sizeof *mm);
     if (!mm) return MOCK_OUT_OF_MEMORY;
+    /* PTX is NUL-terminated text, which a cubin's ELF header never starts like */
+    const char *text = image;
+    if (!strncmp(text, "//", 2) || !strncmp(text, ".version", 8)) r = load_ptx(mm, text);
     /* a host object that does not load fails here, rather than running nothing later */
-    if (is_host_object(image) && !(mm->dl = load_host_object(image))) {
+    else if (is_host_object(image) && !(mm->dl = load_host_object(image)))
+        r = MOCK_INVALID_IMAGE;
+    if (r != RT_CU_SUCCESS) {
         free(mm);
-        return MOCK_INVALID_IMAGE;
+        return r;
     }
     *m = (rt_cu_module)mm;
     OK;
