@@ -1,7 +1,8 @@
 /* codegen/plan_verify.c: checks a kernel plan against the IR it was made from, so that a
  * planning bug is a message naming the kernel, not a wrong index in generated code. Each
  * check re-derives a fact from the IR by the plain definition (not by the planner's code):
- * buffers and homes, the collapsed axes, each access's presence, the layout, the levels.
+ * buffers and homes, the collapsed axes, each access's presence, the layout, the levels, and
+ * that no launch reads memory it writes (what the backends' loads rely on), in place too.
  */
 #include "codegen/plan.h"
 
@@ -219,6 +220,88 @@ static int check_checks(vctx *v) {
     return 0;
 }
 
+/* ---- memory a launch reads: never what it writes --------------------------------------------
+ *
+ * The backends may load as if nothing a launch reads changed during it: CUDA's vector loads
+ * are ld.global.nc (the non-coherent path, which does not see the launch's own stores) in
+ * inline PTX that tells the compiler of no memory, so it may move them past a store. That is
+ * correct while no launch reads memory it, or a launch running beside it, writes; these two
+ * checks hold every plan to it. Launches of one call run in turn (a stream), so only a kernel's
+ * own parts run beside it. */
+
+/* Whether part q of a kernel loads (store 0) or stores (store 1) buffer b. */
+static int touches(const plan_kernel *q, int32_t b, int store) {
+    for (int32_t i = 0; i < q->nacc; i++)
+        if (q->acc[i].store == store && q->acc[i].buf == b) return 1;
+    return 0;
+}
+
+/* No kernel (any of its parts: they run at once) loads a buffer that it stores. */
+static int check_read_only(vctx *v, int32_t k) {
+    const plan_kernel_set *ks = &v->pf->kernels[k];
+    for (int32_t pi = 0; pi < ks->nparts; pi++)
+        for (int32_t i = 0; i < ks->parts[pi].nacc; i++) {
+            const plan_access *x = &ks->parts[pi].acc[i];
+            for (int32_t qi = 0; qi < ks->nparts && !x->store && x->buf != PLAN_NO_BUF; qi++)
+                if (touches(&ks->parts[qi], x->buf, 1))
+                    return fail(v,
+                                "kernel %d loads and stores buffer %d, which its loads "
+                                "(non-coherent, unordered with its stores) do not allow",
+                                (int)k, (int)x->buf);
+        }
+    return 0;
+}
+
+/* Whether part q reads the value loaded from buffer b in a sweep after `sweep`: a node reads
+ * its operands in the sweep of its stage, a reduction in the one before (it accumulates there,
+ * its value ready after). */
+static int read_after(const plan_kernel *q, int32_t b, int32_t sweep) {
+    const ir_func *f = q->f;
+    const ir_kernel *k = &f->partition->kernels[q->kernel];
+    for (int32_t i = q->from; i < q->to && q->nreds; i++) {
+        const ir_node *n = &f->nodes[k->body[i]];
+        int32_t at = q->stage[k->body[i]] - (ir_ops[n->op].cls == IR_CLASS_REDUCE);
+        for (int j = 0; j < ir_ops[n->op].arity; j++) {
+            int32_t a = q->load_acc[n->args[j]];
+            if (a >= 0 && q->acc[a].buf == b && at > sweep) return 1;
+        }
+    }
+    return 0;
+}
+
+/* A result written into a parameter's own memory (SPEC §3: the caller may pass one buffer for
+ * both, of one dtype and shape) without a temporary (inplace_hazard 0) is written where
+ * nothing reads the parameter after it: no later kernel, no other part of its own (they run at
+ * once), no later sweep of its own part. Otherwise a launch would read what it, or one before
+ * it, wrote there. */
+static int check_inplace(vctx *v) {
+    const plan_func *pf = v->pf;
+    const ir_func *f = pf->func;
+    for (int32_t o = 0; o < f->noutputs; o++) {
+        ir_ref r = f->nodes[f->outputs[o].node].args[0];
+        int32_t kw = f->nodes[r].kernel;
+        if (kw < 0 || kw >= pf->nkernels) continue;
+        for (int32_t p = 0; p < f->nparams; p++) {
+            if (pf->inplace_hazard[o * f->nparams + p] ||
+                f->nodes[f->params[p].node].dtype != f->outputs[o].dtype)
+                continue;
+            int32_t b = plan_home_buf(pf, f->params[p].node);
+            for (int32_t k = kw; k < pf->nkernels; k++)
+                for (int32_t qi = 0; qi < pf->kernels[k].nparts; qi++) {
+                    const plan_kernel *q = &pf->kernels[k].parts[qi];
+                    int writes = touches(q, plan_home_buf(pf, r), 1);
+                    int32_t sweep = q->nreds ? q->stage[r] : 0;
+                    if (touches(q, b, 0) && (!writes || read_after(q, b, sweep)))
+                        return fail(v,
+                                    "result %d may be written over parameter %d before its "
+                                    "last read (kernel %d), without a temporary",
+                                    (int)o, (int)p, (int)k);
+                }
+        }
+    }
+    return 0;
+}
+
 int plan_verify(const plan_module *m, char *err, size_t errlen) {
     for (int32_t i = 0; i < m->nfuncs; i++) {
         vctx v = {&m->funcs[i], NULL, err, errlen};
@@ -229,6 +312,11 @@ int plan_verify(const plan_module *m, char *err, size_t errlen) {
                 if (check_axes(&v) || check_accesses(&v) || check_layout(&v) || check_levels(&v))
                     return -1;
             }
+        /* on accesses and levels checked */
+        v.p = NULL;
+        for (int32_t k = 0; k < v.pf->nkernels; k++)
+            if (check_read_only(&v, k)) return -1;
+        if (check_inplace(&v)) return -1;
     }
     return 0;
 }

@@ -149,7 +149,10 @@ FUSEC_API fusec_status fusec_module_compile_string(const char *name, const char 
  * FUSEC_ERR_NO_DEVICE). Later calls return the first call's status. */
 FUSEC_API fusec_status fusec_module_build(fusec_module *m);
 
-/* Frees the module, its functions and everything it allocated. NULL is accepted. */
+/* Frees the module, its functions and everything it allocated. NULL is accepted. On CUDA,
+ * when its kernels were launched, it first waits for the device to finish the work queued in
+ * the context (its kernels may be among it, on any stream), so it must not be called while a
+ * stream is being captured, as cudaFree must not. */
 FUSEC_API void fusec_module_free(fusec_module *m);
 
 /* Warnings and errors of the compilation, in the form FILE:LINE:COL: error: MESSAGE with
@@ -282,26 +285,33 @@ FUSEC_API fusec_status fusec_launch_dlpack(fusec_function *f, const void *const 
 typedef struct fusec_plan fusec_plan;
 
 /* Makes a plan of f for these tensors (checked as fusec_launch checks them). On CUDA, its
- * scratch memory is taken on `stream` and ready when this returns. */
+ * scratch memory is taken on a stream of the library's own and ready when this returns;
+ * nothing goes on `stream`, so a plan may be made while `stream` is being captured into a CUDA
+ * graph (torch.cuda.graph). */
 FUSEC_API fusec_status fusec_plan_create(fusec_function *f, const fusec_tensor *inputs, int ninputs,
                                          const fusec_tensor *results, int nresults, void *stream,
                                          fusec_plan **out);
 /* Runs the plan on `stream` (CUDA: asynchronous, one graph launch; NULL: the default
- * stream). */
+ * stream). On a stream being captured, the run is recorded by the capture: the plan must then
+ * outlive the captured graph's replays, whose order against the plan's other runs is the
+ * caller's. */
 FUSEC_API fusec_status fusec_plan_launch(fusec_plan *p, void *stream);
 /* Points the plan at other tensors of the same shapes and dtypes (FUSEC_ERR_SHAPE when the
  * shapes differ: make a new plan for new shapes). Launches already made are not affected. */
 FUSEC_API fusec_status fusec_plan_rebind(fusec_plan *p, const fusec_tensor *inputs, int ninputs,
                                          const fusec_tensor *results, int nresults);
-/* Frees the plan. On CUDA its scratch memory returns to the pool ordered after the last
- * launch's stream; a launch still running completes. NULL is accepted. */
+/* Frees the plan. On CUDA its scratch memory returns to the pool ordered after the last run
+ * outside a capture, on a stream of the library's own; a launch still running completes.
+ * Nothing is waited for, so it may be called while a stream is being captured (a garbage
+ * collector's free). NULL is accepted. */
 FUSEC_API void fusec_plan_free(fusec_plan *p);
 
 /* ---- memory --------------------------------------------------------------------------- */
 
 /* Memory for tensors on the module's target, so one program serves every target: on CUDA,
  * device memory (cuMemAlloc: plain, not managed) and synchronous copies, which wait for the
- * legacy default stream's work but not for other streams' (synchronize those first); on the
+ * legacy default stream's work but not for other streams' (synchronize those first); an
+ * upload has landed when it returns, so a launch on any stream reads it; on the
  * CPU and reference targets, 64-byte aligned host memory and memcpy. A program with CUDA
  * buffers of its own passes them to fusec_launch directly. */
 FUSEC_API fusec_status fusec_memory_alloc(fusec_module *m, size_t bytes, void **ptr);

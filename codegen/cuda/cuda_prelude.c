@@ -26,7 +26,11 @@ static const helper helpers[CG_H_COUNT] = {
     [CG_H_TYPES] =
         {0,
          "/* N elements of T moved by one access of 2, 4, 8 or 16 bytes. The accesses are inline\n"
-         "   PTX: the compiler may split an aggregate copy into scalar ones, PTX it may not. */\n"
+         "   PTX: the compiler may split an aggregate copy into scalar ones, PTX it may not. "
+         "Loads\n"
+         "   are ld.global.nc and name no memory to the compiler (it may move them past a store):\n"
+         "   correct because no launch reads memory that it, or a launch beside it, writes, which\n"
+         "   the kernel plan's verifier checks (codegen/plan_verify.c). */\n"
          "template <typename T, int N> struct alignas(sizeof(T) * N) fx_vec {\n"
          "    T v[N];\n"
          "};\n"

@@ -197,7 +197,8 @@ class _Owner:
 class Module:
     """A compiled .fuse source. Its functions are attributes (m.gelu) and items (m["gelu"],
     for a name that is also a method's). Free it with close() or a `with` block, or leave it to
-    the garbage collector; its plans are closed with it."""
+    the garbage collector; its plans are closed with it. On CUDA, freeing a module whose kernels
+    ran waits for the device's queued work, so not during a stream capture."""
 
     def __init__(self, handle):
         self._owner = _Owner(handle)
@@ -767,8 +768,9 @@ class Plan:
         return self
 
     def close(self):
-        """Frees the plan and lets its arrays go. On CUDA not during a stream capture (the
-        plan's scratch is freed on the legacy stream, which a capture forbids)."""
+        """Frees the plan and lets its arrays go; on CUDA also during a stream capture (as the
+        garbage collector may), nothing being waited for. A plan called inside a capture must
+        outlive the captured graph's replays."""
         h, self._h = self._h, None
         # after its module, fusec_plan_free would touch freed memory: such a plan is left
         # (only a garbage cycle finalized in the wrong order frees the module first, since the

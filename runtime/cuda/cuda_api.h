@@ -40,6 +40,8 @@ enum {
     RT_CU_MEM_HANDLE_TYPE_NONE = 0,
     RT_CU_MEM_LOCATION_TYPE_DEVICE = 1,
     RT_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+    RT_CU_STREAM_CAPTURE_STATUS_NONE = 0,
+    RT_CU_STREAM_CAPTURE_MODE_RELAXED = 2,
 };
 
 /* CUDA_KERNEL_NODE_PARAMS (the _v2 layout, which cuGraphAddKernelNode_v2 takes). */
@@ -87,6 +89,7 @@ typedef struct rt_cu_mempool_props {
     X(CtxGetCurrent, "cuCtxGetCurrent", NULL, (rt_cu_context * ctx))                               \
     X(CtxPushCurrent, "cuCtxPushCurrent_v2", NULL, (rt_cu_context ctx))                            \
     X(CtxPopCurrent, "cuCtxPopCurrent_v2", NULL, (rt_cu_context * ctx))                            \
+    X(CtxSynchronize, "cuCtxSynchronize", NULL, (void))                                            \
     X(ModuleLoadData, "cuModuleLoadData", NULL, (rt_cu_module * module, const void *image))        \
     X(ModuleUnload, "cuModuleUnload", NULL, (rt_cu_module module))                                 \
     X(ModuleGetFunction, "cuModuleGetFunction", NULL,                                              \
@@ -112,6 +115,8 @@ typedef struct rt_cu_mempool_props {
     X(StreamCreate, "cuStreamCreate", NULL, (rt_cu_stream * stream, unsigned flags))               \
     X(StreamDestroy, "cuStreamDestroy_v2", NULL, (rt_cu_stream stream))                            \
     X(StreamSynchronize, "cuStreamSynchronize", NULL, (rt_cu_stream stream))                       \
+    X(StreamIsCapturing, "cuStreamIsCapturing", NULL, (rt_cu_stream stream, int *status))          \
+    X(ThreadExchangeStreamCaptureMode, "cuThreadExchangeStreamCaptureMode", NULL, (int *mode))     \
     X(StreamWaitEvent, "cuStreamWaitEvent", NULL,                                                  \
       (rt_cu_stream stream, rt_cu_event event, unsigned flags))                                    \
     X(EventCreate, "cuEventCreate", NULL, (rt_cu_event * event, unsigned flags))                   \

@@ -5,8 +5,10 @@
  * All kernels of a module are one translation unit, so one NVRTC run (one cache entry) builds
  * them all. The architecture is --arch, else the GPU's own; without either, emitting PTX or a
  * cubin uses RT_CUDA_DEFAULT_ARCH (said with -v) while building for a run fails: there is
- * nothing to run on. With a GPU, compile also loads the cubin (runtime/cuda/cuda_launch.c), so a
- * built module is ready to launch.
+ * nothing to run on. A GPU that NVRTC does not know (newer than the toolkit) gets PTX for the
+ * newest virtual architecture NVRTC has, which the driver JIT-compiles when it loads it. With a
+ * GPU, compile also loads the image (runtime/cuda/cuda_launch.c), so a built module is ready to
+ * launch.
  *
  * The only state shared between modules is the cache handles: one per cache configuration,
  * opened on first use, kept for the process, behind a mutex.
@@ -28,12 +30,12 @@
 /* The architecture emitted without --arch and without a GPU. */
 #define RT_CUDA_DEFAULT_ARCH "sm_90"
 
-/* What compile hands to launch: the generated module and its cubin. */
+/* What compile hands to launch: the generated module and its image, a cubin or PTX text. */
 typedef struct rt_cuda_program {
-    cuda_module *module; /* in the module's arena */
-    void *cubin;         /* malloc'd; NULL when the module has no kernel */
-    size_t cubin_len;
-    char arch[32];
+    cuda_module *module;      /* in the module's arena */
+    void *cubin;              /* malloc'd; NULL when the module has no kernel */
+    size_t cubin_len;         /* PTX: its length, the NUL after it not counted */
+    char arch[32];            /* sm_XY, or compute_XY for PTX */
     rt_cuda_gpu *gpu;         /* loaded on the device; NULL without one */
     fusec_status load_status; /* why gpu is NULL when a device is present */
     char load_err[512];
@@ -94,10 +96,13 @@ static rt_cache *cache_for(const fusec_options *opt, int *owned) {
  */
 
 /* The architecture to build for: --arch, else the GPU's own; else, when `allow_default`, the
- * default (noted in the report), else FUSEC_ERR_NO_DEVICE. */
-static fusec_status pick_arch(const rt_backend_request *req, int want_ptx, int allow_default,
-                              char *arch, size_t len, char *err, size_t errlen) {
+ * default (noted in the report), else FUSEC_ERR_NO_DEVICE. When NVRTC does not know the GPU's
+ * architecture (a GPU newer than the toolkit), the newest virtual one NVRTC has: arch
+ * "compute_XY" and *ptx_only set, PTX that the driver JIT-compiles for the GPU at load. */
+static fusec_status pick_arch(const rt_backend_request *req, int allow_default, char *arch,
+                              size_t len, int *ptx_only, char *err, size_t errlen) {
     const fusec_options *opt = req->opt;
+    *ptx_only = 0;
     if (opt->arch && *opt->arch) {
         snprintf(arch, len, "%s", opt->arch);
         return FUSEC_OK;
@@ -105,8 +110,7 @@ static fusec_status pick_arch(const rt_backend_request *req, int want_ptx, int a
     rt_cuda_device d;
     char why[1024];
     if (rt_cuda_probe(&d, why, sizeof why)) {
-        int use_ptx = 0;
-        rt_nvrtc_status s = rt_nvrtc_pick_arch(d.major, d.minor, arch, len, &use_ptx);
+        rt_nvrtc_status s = rt_nvrtc_pick_arch(d.major, d.minor, arch, len, ptx_only);
         if (s == RT_NVRTC_ERR_LOAD) {
             rt_nvrtc_load(err, errlen);
             return FUSEC_ERR_COMPILER;
@@ -116,28 +120,21 @@ static fusec_status pick_arch(const rt_backend_request *req, int want_ptx, int a
                      d.major, d.minor);
             return FUSEC_ERR_COMPILER;
         }
-        if (use_ptx && !want_ptx) {
-            /* NVRTC is older than the GPU: the driver JIT-compiles PTX (the launcher's case) */
-            snprintf(err, errlen,
-                     "NVRTC cannot make a cubin for the GPU (compute capability %d.%d); the "
-                     "newest it can is %s",
-                     d.major, d.minor, arch);
-            return FUSEC_ERR_COMPILER;
-        }
-        if (use_ptx) {
-            char num[16];
-            snprintf(num, sizeof num, "%s", arch + strlen("compute_"));
-            snprintf(arch, len, "sm_%s", num);
-        }
+        if (opt->verbose && *ptx_only)
+            ir_buf_printf(req->report,
+                          "cuda: NVRTC does not know the GPU (sm_%d%d): building PTX for %s, "
+                          "which the driver JIT-compiles\n",
+                          d.major, d.minor, arch);
+        else if (opt->verbose)
+            ir_buf_printf(req->report, "cuda: building for %s (the GPU's)\n", arch);
         if (opt->verbose) {
             /* what starting CUDA cost this process (paid once; later modules say it again) */
             rt_cuda_startup t;
             rt_cuda_startup_times(&t);
             ir_buf_printf(req->report,
-                          "cuda: building for %s (the GPU's)\n"
                           "time: cuda start (once a process): dlopen %s %.3f ms, cuInit %.3f ms, "
                           "device 0 %.3f ms\n",
-                          arch, t.library, t.dlopen_ms, t.init_ms, t.describe_ms);
+                          t.library, t.dlopen_ms, t.init_ms, t.describe_ms);
         }
         return FUSEC_OK;
     }
@@ -291,10 +288,17 @@ static fusec_status rt_cuda_emit(const rt_backend_request *req, fusec_emit kind,
         snprintf(err, errlen, "the cuda backend emits cuda, ptx or cubin");
         return FUSEC_ERR_INVALID_ARGUMENT;
     }
-    int want_ptx = kind == FUSEC_EMIT_PTX;
+    int want_ptx = kind == FUSEC_EMIT_PTX, ptx_only = 0;
     char arch[32];
-    st = pick_arch(req, want_ptx, 1, arch, sizeof arch, err, errlen);
+    st = pick_arch(req, 1, arch, sizeof arch, &ptx_only, err, errlen);
     if (st != FUSEC_OK) return st;
+    if (ptx_only && !want_ptx) {
+        snprintf(err, errlen,
+                 "NVRTC cannot make a cubin for the GPU; the newest architecture it has is %s "
+                 "(PTX, which the driver JIT-compiles: --emit=ptx)",
+                 arch);
+        return FUSEC_ERR_COMPILER;
+    }
     void *image = NULL;
     size_t len = 0;
     st = build_cached(req, mod, arch, want_ptx, &image, &len, err, errlen);
@@ -306,11 +310,24 @@ static fusec_status rt_cuda_emit(const rt_backend_request *req, fusec_emit kind,
 
 static void rt_cuda_destroy(void *program);
 
+/* PTX as cuModuleLoadData takes it: text with its NUL (the cache gives back the bytes only). */
+static fusec_status nul_terminate(void **image, size_t len, char *err, size_t errlen) {
+    char *t = realloc(*image, len + 1);
+    if (!t) {
+        snprintf(err, errlen, "out of memory");
+        return FUSEC_ERR_OUT_OF_MEMORY;
+    }
+    t[len] = '\0';
+    *image = t;
+    return FUSEC_OK;
+}
+
 static fusec_status rt_cuda_compile(const rt_backend_request *req, void **program, char *err,
                                     size_t errlen) {
     *program = NULL;
     char arch[32];
-    fusec_status st = pick_arch(req, 0, 0, arch, sizeof arch, err, errlen);
+    int ptx = 0;
+    fusec_status st = pick_arch(req, 0, arch, sizeof arch, &ptx, err, errlen);
     if (st != FUSEC_OK) return st;
     cuda_module *mod = NULL;
     st = generate(req, &mod, err, errlen);
@@ -323,7 +340,8 @@ static fusec_status rt_cuda_compile(const rt_backend_request *req, void **progra
     p->module = mod;
     snprintf(p->arch, sizeof p->arch, "%s", arch);
     if (mod->nnames > 0) {
-        st = build_cached(req, mod, arch, 0, &p->cubin, &p->cubin_len, err, errlen);
+        st = build_cached(req, mod, arch, ptx, &p->cubin, &p->cubin_len, err, errlen);
+        if (st == FUSEC_OK && ptx) st = nul_terminate(&p->cubin, p->cubin_len, err, errlen);
         if (st != FUSEC_OK) {
             free(p->cubin);
             free(p);

@@ -27,12 +27,17 @@ static int sym(void *lib, const char *name, const char *fallback, void *fp, size
     return 1;
 }
 
-static void probe(void) {
-    /* FUSEC_CUDA_DRIVER names another library with the driver API (the tests' stand-in):
-     * only fusec loads it, while NVRTC, which looks for libcuda.so.1 itself, never sees it */
+/* FUSEC_CUDA_DRIVER names another library with the driver API (the tests' stand-in): only
+ * fusec loads it, while NVRTC, which looks for libcuda.so.1 itself, never sees it. */
+static const char *driver_path(void) {
     const char *path = getenv("FUSEC_CUDA_DRIVER");
-    int named = path && *path;
-    if (!named) path = "libcuda.so.1";
+    return path && *path ? path : "libcuda.so.1";
+}
+
+static void probe(void) {
+    const char *path = driver_path();
+    const char *env = getenv("FUSEC_CUDA_DRIVER");
+    int named = env && *env;
     snprintf(startup.library, sizeof startup.library, "%s", path);
     double t0 = rt_now_ms();
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
@@ -123,6 +128,28 @@ void rt_cuda_startup_times(rt_cuda_startup *t) {
     *t = startup;
 }
 
+static pthread_once_t version_once = PTHREAD_ONCE_INIT;
+static int version_only;
+
+static void read_version(void) {
+    void *lib = dlopen(driver_path(), RTLD_NOW | RTLD_LOCAL);
+    rt_cu_result (*get)(int *) = NULL;
+    if (!lib) {
+        (void)dlerror(); /* read and let go of the message, as probe does */
+        (void)dlerror();
+        return;
+    }
+    /* the library stays loaded: probe loads the same one */
+    if (!sym(lib, "cuDriverGetVersion", NULL, &get, sizeof get) ||
+        get(&version_only) != RT_CU_SUCCESS)
+        version_only = 0;
+}
+
+int rt_cuda_driver_version(void) {
+    pthread_once(&version_once, read_version);
+    return version_only;
+}
+
 const rt_cu_api *rt_cuda_api(void) {
     pthread_once(&probe_once, probe);
     return present ? &api : NULL;
@@ -143,6 +170,7 @@ const char *rt_cuda_error(rt_cu_result r, const char *call, char *buf, size_t le
 static pthread_mutex_t state_mu = PTHREAD_MUTEX_INITIALIZER;
 static rt_cu_context primary;
 static rt_cu_mempool pool;
+static rt_cu_stream own_stream;
 
 int rt_cuda_enter(int *pushed, char *err, size_t errlen) {
     *pushed = 0;
@@ -213,4 +241,25 @@ rt_cu_mempool rt_cuda_pool(char *err, size_t errlen) {
     rt_cu_mempool p = pool;
     pthread_mutex_unlock(&state_mu);
     return p;
+}
+
+rt_cu_stream rt_cuda_own_stream(char *err, size_t errlen) {
+    pthread_mutex_lock(&state_mu);
+    rt_cu_result r = RT_CU_SUCCESS;
+    if (!own_stream) r = api.StreamCreate(&own_stream, RT_CU_STREAM_NON_BLOCKING);
+    rt_cu_stream s = own_stream;
+    pthread_mutex_unlock(&state_mu);
+    if (r != RT_CU_SUCCESS) rt_cuda_error(r, "cuStreamCreate", err, errlen);
+    return s;
+}
+
+int rt_cuda_mode_relaxed(void) {
+    int mode = RT_CU_STREAM_CAPTURE_MODE_RELAXED;
+    if (api.ThreadExchangeStreamCaptureMode(&mode) != RT_CU_SUCCESS)
+        mode = RT_CU_STREAM_CAPTURE_MODE_RELAXED; /* nothing changed: nothing to restore */
+    return mode;
+}
+
+void rt_cuda_mode_restore(int mode) {
+    if (mode != RT_CU_STREAM_CAPTURE_MODE_RELAXED) api.ThreadExchangeStreamCaptureMode(&mode);
 }

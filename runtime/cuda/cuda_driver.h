@@ -41,6 +41,10 @@ typedef struct rt_cuda_startup {
 } rt_cuda_startup;
 void rt_cuda_startup_times(rt_cuda_startup *t);
 
+/* The CUDA version of the driver fusec loads (cuDriverGetVersion: 12080 for 12.8), without
+ * initializing it (no cuInit: cheap where only a compiler is wanted); 0 when there is none. */
+int rt_cuda_driver_version(void);
+
 /* The driver's entry points; NULL unless rt_cuda_probe succeeds. */
 const rt_cu_api *rt_cuda_api(void);
 
@@ -55,6 +59,19 @@ void rt_cuda_leave(int pushed);
  * (release threshold: all), so allocations after the first are sub-allocations. NULL with a
  * message when the device has no memory pools. */
 rt_cu_mempool rt_cuda_pool(char *err, size_t errlen);
+
+/* fusec's own stream on device 0 (non-blocking), made once (between rt_cuda_enter and
+ * rt_cuda_leave; first at a module's load, outside any capture): for work that must go on no
+ * stream of a caller's, which may be capturing or gone: a plan's scratch, taken and given
+ * back. NULL with the driver's message when it cannot be made. */
+rt_cu_stream rt_cuda_own_stream(char *err, size_t errlen);
+
+/* Sets the calling thread's stream-capture mode to relaxed and returns the mode it had, for
+ * rt_cuda_mode_restore: around calls fusec makes outside any capture on purpose (its own
+ * stream, its own graphs) that a capture in global mode would otherwise forbid, as a garbage
+ * collector's plan free during torch.cuda.graph makes them. */
+int rt_cuda_mode_relaxed(void);
+void rt_cuda_mode_restore(int mode);
 
 /* "cuLaunchKernel: CUDA_ERROR_INVALID_VALUE (invalid argument)" into buf; returns buf. */
 const char *rt_cuda_error(rt_cu_result r, const char *call, char *buf, size_t len);

@@ -48,6 +48,7 @@ struct rt_cuda_gpu {
     rt_cu_module module;
     int nfuncs;
     rt_cuda_fn *fns;
+    int launched; /* a kernel of the module was launched (atomic): its free waits */
 };
 
 /* Results in place over a parameter the function reads after writing them (SPEC §3: as if
@@ -74,10 +75,10 @@ struct rt_cuda_plan {
     gathers gat;     /* the strided inputs' (a plan keeps its layouts: fusec_plan_rebind) */
     ir_tensor *args; /* as bound: the copies into place after a replay */
     rt_cu_deviceptr scratch;
-    rt_cu_stream last_stream; /* of the last launch; of the creation before any */
-    /* with scratch: recorded after each launch, so that a launch on another stream, and the
-     * scratch's free, come after the last one whatever stream it ran on (the driver orders a
-     * graph's launches, not the copies into place that follow each) */
+    rt_cu_stream last_stream; /* of the last launch outside a capture */
+    /* with scratch: recorded after each launch outside a capture, so that a launch on another
+     * stream, and the scratch's free, come after the last one whatever stream it ran on (the
+     * driver orders a graph's launches, not the copies into place that follow each) */
     rt_cu_event done;
     int launched;
     pthread_mutex_t lock; /* launches may come from several threads (fusec.h) */
@@ -173,6 +174,10 @@ void rt_cuda_gpu_free(rt_cuda_gpu *g) {
         int pushed = 0;
         char err[256];
         if (rt_cuda_enter(&pushed, err, sizeof err) == 0) {
+            /* cuModuleUnload does not wait for the module's kernels still queued, on whatever
+             * streams they were launched (a free right after an asynchronous call: Python's
+             * `del m`), and those streams may be gone: the whole context is waited for */
+            if (__atomic_load_n(&g->launched, __ATOMIC_RELAXED)) rt_cuda_api()->CtxSynchronize();
             rt_cuda_api()->ModuleUnload(g->module);
             rt_cuda_leave(pushed);
         }
@@ -201,10 +206,12 @@ fusec_status rt_cuda_gpu_load(const cuda_module *mod, const void *cubin, size_t 
     t.context_ms = t1 - t0;
     const rt_cu_api *cu = rt_cuda_api();
     fusec_status st = FUSEC_OK;
-    /* the memory pool now, not at the first launch that needs scratch, which may be inside a
-     * caller's stream capture (a device without pools says so at that launch) */
+    /* the memory pool and fusec's own stream now, not at the first launch or plan that needs
+     * them, which may be inside a caller's stream capture (a device without pools says so at
+     * that launch; a stream that cannot be made, at the first plan with scratch) */
     char pool_err[256];
     (void)rt_cuda_pool(pool_err, sizeof pool_err);
+    (void)rt_cuda_own_stream(pool_err, sizeof pool_err);
     t0 = rt_now_ms();
     t.pool_ms = t0 - t1;
     if (cubin && len) {
@@ -581,9 +588,17 @@ static fusec_status launch_all(const rt_cuda_fn *fn, const resolution *res, cons
     return st;
 }
 
+/* Notes that kernels of g were launched (the first time only: a store per launch would make
+ * every launching thread write one cache line). */
+static void mark_launched(rt_cuda_gpu *g) {
+    if (!__atomic_load_n(&g->launched, __ATOMIC_RELAXED))
+        __atomic_store_n(&g->launched, 1, __ATOMIC_RELAXED);
+}
+
 fusec_status rt_cuda_gpu_launch(rt_cuda_gpu *g, int func, const ir_tensor *args,
                                 const int64_t *syms, void *stream, char *err, size_t errlen) {
     rt_cuda_fn *fn = &g->fns[func];
+    mark_launched(g);
     call c;
     if (call_init(fn, &c) != 0) return no_memory(err, errlen);
     int pushed = 0;
@@ -685,20 +700,27 @@ static int plan_gathers(const rt_cuda_plan *p, int32_t param) {
     return ir_dims_count(p->args[param].dims, p->args[param].rank) > 0;
 }
 
+/* A plan may be freed during a stream capture (Python's garbage collector, inside
+ * torch.cuda.graph): nothing here goes on the legacy stream, which a capture on a blocking
+ * stream forbids, and the calls a capture in global mode forbids are made in relaxed mode,
+ * being outside it on purpose. */
 void rt_cuda_plan_free(rt_cuda_plan *p) {
     if (!p) return;
     int pushed = 0;
     char err[256];
     if (rt_cuda_enter(&pushed, err, sizeof err) == 0) {
         const rt_cu_api *cu = rt_cuda_api();
+        int mode = rt_cuda_mode_relaxed();
         /* an executable graph still running is freed when it completes (the driver's rule) */
         if (p->exec) cu->GraphExecDestroy(p->exec);
         if (p->graph) cu->GraphDestroy(p->graph);
-        /* after the last launch, on the legacy stream: the launch's own may be gone by now
-         * (a caller's, or fusec_bench_run's) */
-        if (p->scratch && p->launched) cu->StreamWaitEvent(NULL, p->done, 0);
-        if (p->scratch) cu->MemFreeAsync(p->scratch, NULL);
+        /* after the last launch outside a capture (`done` is never recorded in one), on
+         * fusec's own stream: the launch's may be gone by now (a caller's, fusec_bench_run's) */
+        rt_cu_stream own = p->scratch ? rt_cuda_own_stream(err, sizeof err) : NULL;
+        if (own && p->launched) cu->StreamWaitEvent(own, p->done, 0);
+        if (own) cu->MemFreeAsync(p->scratch, own);
         if (p->done) cu->EventDestroy(p->done);
+        rt_cuda_mode_restore(mode);
         rt_cuda_leave(pushed);
     }
     pthread_mutex_destroy(&p->lock);
@@ -708,6 +730,26 @@ void rt_cuda_plan_free(rt_cuda_plan *p) {
     free(p->nodes);
     free(p->node_launch);
     free(p);
+}
+
+/* The plan's scratch (and its `done` event), taken on fusec's own stream and waited for there,
+ * so that replays on any stream find it. Never on the caller's stream: a plan may be made
+ * inside a stream capture (torch.cuda.graph around a call that makes one), where that stream
+ * may not be synchronized and an allocation on it would be the captured graph's, not the
+ * plan's. The caller has set relaxed mode: these calls are outside any capture on purpose, and
+ * one in global mode would forbid them. */
+static fusec_status plan_take_scratch(rt_cuda_plan *p, uint64_t bytes, char *err, size_t errlen) {
+    if (!bytes) return FUSEC_OK;
+    const rt_cu_api *cu = rt_cuda_api();
+    rt_cu_stream own = rt_cuda_own_stream(err, errlen);
+    if (!own) return FUSEC_ERR_DRIVER;
+    fusec_status st = scratch_alloc(bytes, own, &p->scratch, err, errlen);
+    rt_cu_result r = RT_CU_SUCCESS;
+    if (st == FUSEC_OK && (r = cu->StreamSynchronize(own)) != RT_CU_SUCCESS)
+        st = driver_failed(r, "cuStreamSynchronize", err, errlen);
+    if (st == FUSEC_OK && (r = cu->EventCreate(&p->done, RT_CU_EVENT_DISABLE_TIMING)) != 0)
+        st = driver_failed(r, "cuEventCreate", err, errlen);
+    return st;
 }
 
 fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args,
@@ -754,19 +796,11 @@ fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args
     memcpy(p->args, args, sizeof(ir_tensor) * (size_t)fn->nptrs);
     temps_place(fn->meta, args, p->res.scratch_bytes, 1, &p->tmp);
     gathers_place(fn->meta, args, p->res.scratch_bytes + p->tmp.bytes, &p->gat);
+    int mode = rt_cuda_mode_relaxed(); /* see plan_take_scratch */
     if (st == FUSEC_OK)
-        st = scratch_alloc(p->res.scratch_bytes + p->tmp.bytes + p->gat.bytes, p->last_stream,
-                           &p->scratch, err, errlen);
+        st = plan_take_scratch(p, p->res.scratch_bytes + p->tmp.bytes + p->gat.bytes, err, errlen);
     temps_apply(fn->meta, args, &p->tmp, p->scratch, targs);
     gathers_apply(fn->meta, &p->gat, p->scratch, targs);
-    if (st == FUSEC_OK && p->scratch) {
-        /* replays may run on other streams: the memory must be there before any of them */
-        rt_cu_result r = cu->StreamSynchronize(p->last_stream);
-        if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuStreamSynchronize", err, errlen);
-        if (st == FUSEC_OK) r = cu->EventCreate(&p->done, RT_CU_EVENT_DISABLE_TIMING);
-        if (st == FUSEC_OK && r != RT_CU_SUCCESS)
-            st = driver_failed(r, "cuEventCreate", err, errlen);
-    }
     if (st == FUSEC_OK) {
         rt_cu_result r = cu->GraphCreate(&p->graph, 0);
         if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuGraphCreate", err, errlen);
@@ -789,6 +823,7 @@ fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args
         rt_cu_result r = cu->GraphInstantiateWithFlags(&p->exec, p->graph, 0);
         if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuGraphInstantiateWithFlags", err, errlen);
     }
+    rt_cuda_mode_restore(mode);
     rt_cuda_leave(pushed);
     if (st != FUSEC_OK) {
         rt_cuda_plan_free(p);
@@ -804,12 +839,21 @@ fusec_status rt_cuda_plan_launch(rt_cuda_plan *p, void *stream, char *err, size_
     const rt_cu_api *cu = rt_cuda_api();
     rt_cu_stream s = (rt_cu_stream)stream;
     fusec_status st = FUSEC_OK;
-    rt_cu_result r = RT_CU_SUCCESS;
+    mark_launched(p->g);
+    /* In a capture the graph is recorded, not run, and the order of the captured graph's replays
+     * against this plan's other launches is its caller's: the capture may not wait for an event
+     * recorded outside it (the last launch's), and `done` is not recorded in it (a wait on a
+     * captured event would join the capture, as plan_free's would). The legacy stream is never
+     * capturing, and may not even be asked while a blocking stream is. */
+    int status = RT_CU_STREAM_CAPTURE_STATUS_NONE;
+    rt_cu_result r = s ? cu->StreamIsCapturing(s, &status) : RT_CU_SUCCESS;
+    if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuStreamIsCapturing", err, errlen);
+    int outside = status == RT_CU_STREAM_CAPTURE_STATUS_NONE;
     pthread_mutex_lock(&p->lock);
     /* on another stream than the last launch's: after that launch's copies into place, which
      * read the scratch this one's graph writes (a handle is compared: one that a destroyed
      * stream's reuses is taken for it, and that stream's work was done once it was gone) */
-    if (p->done && p->launched && s != p->last_stream) {
+    if (st == FUSEC_OK && outside && p->done && p->launched && s != p->last_stream) {
         r = cu->StreamWaitEvent(s, p->done, 0);
         if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuStreamWaitEvent", err, errlen);
     }
@@ -819,11 +863,11 @@ fusec_status rt_cuda_plan_launch(rt_cuda_plan *p, void *stream, char *err, size_
     }
     /* results in place through temporaries: into place after the graph, on its stream */
     if (st == FUSEC_OK) st = temps_copy(p->fn->meta, p->args, &p->tmp, p->scratch, s, err, errlen);
-    if (st == FUSEC_OK && p->done) {
+    if (st == FUSEC_OK && outside && p->done) {
         r = cu->EventRecord(p->done, s);
         if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuEventRecord", err, errlen);
     }
-    if (st == FUSEC_OK) {
+    if (st == FUSEC_OK && outside) {
         p->last_stream = s;
         p->launched = 1;
     }
@@ -854,8 +898,10 @@ fusec_status rt_cuda_plan_rebind(rt_cuda_plan *p, const ir_tensor *args, char *e
         temps_apply(fn->meta, args, &p->tmp, p->scratch, targs);
         gathers_apply(fn->meta, &p->gat, p->scratch, targs);
     }
+    int mode = rt_cuda_mode_relaxed(); /* the plan's own graph: outside any capture */
     for (int32_t n = 0; n < p->nnodes && st == FUSEC_OK; n++)
         st = plan_node(p, p->node_launch[n], targs, n, NULL, err, errlen);
+    rt_cuda_mode_restore(mode);
     rt_cuda_leave(pushed);
     return st;
 }
@@ -1000,11 +1046,19 @@ fusec_status rt_cuda_mem_copy(void *dst, const void *src, size_t bytes, int to_d
     int pushed = 0;
     if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_NO_DEVICE;
     const rt_cu_api *cu = rt_cuda_api();
+    const char *what = to_device ? "cuMemcpyHtoD" : "cuMemcpyDtoH";
     rt_cu_result r = to_device ? cu->MemcpyHtoD((rt_cu_deviceptr)(uintptr_t)dst, src, bytes)
                                : cu->MemcpyDtoH(dst, (rt_cu_deviceptr)(uintptr_t)src, bytes);
+    /* from pageable memory, which a caller's is, cuMemcpyHtoD returns once the bytes are
+     * staged, before they land ("API synchronization behavior"): the legacy stream's next work
+     * comes after the copy, a non-blocking stream's (a framework's side stream,
+     * fusec_bench_run's) does not, so the upload is waited for here */
+    if (to_device && r == RT_CU_SUCCESS) {
+        what = "cuStreamSynchronize";
+        r = cu->StreamSynchronize(NULL);
+    }
     rt_cuda_leave(pushed);
-    if (r != RT_CU_SUCCESS)
-        return driver_failed(r, to_device ? "cuMemcpyHtoD" : "cuMemcpyDtoH", err, errlen);
+    if (r != RT_CU_SUCCESS) return driver_failed(r, what, err, errlen);
     return FUSEC_OK;
 }
 

@@ -31,7 +31,9 @@ typedef struct rt_cuda_load_times {
 fusec_status rt_cuda_gpu_load(const cuda_module *mod, const void *cubin, size_t len,
                               rt_cuda_gpu **out, rt_cuda_load_times *times, char *err,
                               size_t errlen);
-void rt_cuda_gpu_free(rt_cuda_gpu *g); /* NULL accepted */
+/* NULL accepted. When kernels of g were launched, the context's work is waited for first
+ * (cuCtxSynchronize, which a stream capture in progress forbids). */
+void rt_cuda_gpu_free(rt_cuda_gpu *g);
 
 /* Runs function `func`: args are its parameters then its results (device pointers), syms
  * the values of its symbolic dims. Asynchronous on `stream` (a CUstream; NULL: the legacy
@@ -40,15 +42,19 @@ fusec_status rt_cuda_gpu_launch(rt_cuda_gpu *g, int func, const ir_tensor *args,
                                 const int64_t *syms, void *stream, char *err, size_t errlen);
 
 /* A graph of function `func`'s kernels for these dims and pointers; its scratch memory is
- * taken from the pool on `stream` (and ready when this returns). */
+ * taken from the pool on fusec's own stream and ready when this returns (never on `stream`,
+ * which may be capturing: nothing here is recorded by a capture or forbidden in one). */
 fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args,
                                  const int64_t *syms, void *stream, rt_cuda_plan **out, char *err,
                                  size_t errlen);
+/* One replay on `stream`. On a capturing stream the replay is recorded by the capture (the
+ * plan's graph as a child graph), unordered against the plan's launches outside it. */
 fusec_status rt_cuda_plan_launch(rt_cuda_plan *p, void *stream, char *err, size_t errlen);
 /* New pointers for the same dims: the instantiated graph's kernel nodes are updated. */
 fusec_status rt_cuda_plan_rebind(rt_cuda_plan *p, const ir_tensor *args, char *err, size_t errlen);
-/* Frees the plan; its scratch returns to the pool ordered after its last launch's stream.
- * NULL accepted. */
+/* Frees the plan; its scratch returns to the pool on fusec's own stream, after its last launch
+ * outside a capture. Nothing is waited for and the legacy stream is not used, so a stream
+ * capture may be in progress. NULL accepted. */
 void rt_cuda_plan_free(rt_cuda_plan *p);
 
 /* Device time of `reps` launches of func (plan: replays of it; else stream launches), each
@@ -60,7 +66,8 @@ fusec_status rt_cuda_time_launches(rt_cuda_gpu *g, rt_cuda_plan *plan, int func,
 /* The median device time of copying bytes / 2 bytes device to device (cuMemcpyDtoDAsync). */
 fusec_status rt_cuda_copy_time(size_t bytes, int reps, double *median_ms, char *err, size_t errlen);
 
-/* Device memory with cuMemAlloc (not managed), and synchronous copies. */
+/* Device memory with cuMemAlloc (not managed), and synchronous copies: an upload has landed
+ * when it returns, whatever stream reads it next. */
 fusec_status rt_cuda_mem_alloc(size_t bytes, void **ptr, char *err, size_t errlen);
 fusec_status rt_cuda_mem_free(void *ptr, char *err, size_t errlen);
 fusec_status rt_cuda_mem_copy(void *dst, const void *src, size_t bytes, int to_device, char *err,

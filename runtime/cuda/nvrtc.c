@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <glob.h>
 #include <link.h>
 #include <limits.h>
 #include <pthread.h>
@@ -17,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include "runtime/cuda/cuda_driver.h"
 
 /* ---- NVRTC's ABI ----------------------------------------------------------------------- */
 
@@ -55,6 +58,11 @@ static pthread_once_t find_once = PTHREAD_ONCE_INIT;
 static char found_path[PATH_MAX]; /* "" when none was found by path */
 static char identity[PATH_MAX + 96];
 static int found_by_soname; /* only the dynamic loader's search found it */
+/* the driver's CUDA major version (0: no driver), and the first library found that is newer:
+ * taken only when nothing else is found */
+static int driver_major;
+static char newer_path[PATH_MAX];
+static char newer_identity[PATH_MAX + 96];
 
 static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static nvrtc_api api;
@@ -64,16 +72,30 @@ static int nvrtc_major, nvrtc_minor;
 static int num_archs = -1; /* -1: NVRTC cannot list them */
 static int archs[128];
 
+/* The CUDA major version of a library file from its real name (libnvrtc.so.12.8.93,
+ * libnvrtc.so.13, libnvrtc.so.11.2); 0 when the name does not say. */
+static int lib_major(const char *path) {
+    const char *base = strrchr(path, '/');
+    const char *v = strstr(base ? base + 1 : path, ".so.");
+    return v ? atoi(v + 4) : 0;
+}
+
+/* Takes dir/name when it is a file whose CUDA major version is not the driver's newer one: the
+ * cubins of an NVRTC newer than the driver do not load (a driver runs what its own CUDA version
+ * or an older one built), so such a file is only remembered, in case there is no other. */
 static int try_file(const char *dir, size_t dirlen, const char *name) {
-    char path[PATH_MAX];
+    char path[PATH_MAX], real[PATH_MAX];
     struct stat st;
     int n = snprintf(path, sizeof path, "%.*s/%s", (int)dirlen, dir, name);
     if (n < 0 || (size_t)n >= sizeof path) return 0;
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode)) return 0;
-    if (!realpath(path, found_path)) return 0;
-    snprintf(identity, sizeof identity, "nvrtc:%s:%lld:%lld.%09ld", found_path,
+    if (!realpath(path, real)) return 0;
+    int newer = driver_major && lib_major(real) > driver_major;
+    if (newer && newer_path[0]) return 0;
+    snprintf(newer ? newer_path : found_path, PATH_MAX, "%s", real);
+    snprintf(newer ? newer_identity : identity, sizeof identity, "nvrtc:%s:%lld:%lld.%09ld", real,
              (long long)st.st_size, (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec);
-    return 1;
+    return !newer;
 }
 
 /* Tries every library name in one directory. */
@@ -92,35 +114,53 @@ static int try_dir_env(const char *var, const char *sub) {
     return n > 0 && (size_t)n < sizeof dir && try_dir(dir, (size_t)n);
 }
 
-static void find_library(void) {
-    const char *forced = getenv("FUSEC_NVRTC_PATH");
-    if (forced && *forced) {
-        struct stat st;
-        if (stat(forced, &st) == 0 && S_ISREG(st.st_mode) && realpath(forced, found_path))
-            snprintf(identity, sizeof identity, "nvrtc:%s:%lld:%lld.%09ld", found_path,
-                     (long long)st.st_size, (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec);
-        return; /* only that file: a missing one means "no NVRTC" */
-    }
-    const char *ld = getenv("LD_LIBRARY_PATH");
-    if (ld) {
-        for (const char *p = ld; *p;) {
-            size_t n = strcspn(p, ":");
-            if (try_dir(p, n)) return;
-            p += n;
-            if (*p == ':') p++;
-        }
-    }
-    if (try_dir_env("CUDA_HOME", "/lib64") || try_dir_env("CUDA_HOME", "/lib") ||
-        try_dir_env("CUDA_PATH", "/lib64") || try_dir_env("CUDA_PATH", "/lib"))
-        return;
-    static const char *const dirs[] = {
-        "/usr/local/cuda/lib64",      "/usr/local/cuda/lib", "/usr/lib/x86_64-linux-gnu",
-        "/usr/lib/aarch64-linux-gnu", "/usr/lib64",          "/usr/lib"};
-    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
-        if (try_dir(dirs[i], strlen(dirs[i]))) return;
+/* The site-packages directories that libraries of this process were loaded from (PyTorch's,
+ * fusec's own when pip installed it): NVIDIA's wheels put NVRTC below them, in
+ * nvidia/cuda_nvrtc/lib (CUDA 12) or nvidia/cu13/lib (CUDA 13), and a machine with PyTorch
+ * and no CUDA toolkit has no other. */
+typedef struct site_dirs {
+    int n;
+    char dir[8][PATH_MAX];
+} site_dirs;
 
-    /* Last: the dynamic loader's own search (ld.so.cache). Identifying the file then needs
-     * the library loaded; this is the unusual case. */
+static int add_site(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    site_dirs *s = data;
+    static const char *const marks[] = {"/site-packages/", "/dist-packages/"};
+    for (size_t m = 0; m < 2 && info->dlpi_name; m++) {
+        const char *hit = strstr(info->dlpi_name, marks[m]);
+        if (!hit) continue;
+        int len = (int)(hit - info->dlpi_name + (ptrdiff_t)strlen(marks[m]));
+        for (int i = 0; i < s->n; i++)
+            if ((int)strlen(s->dir[i]) == len && !strncmp(s->dir[i], info->dlpi_name, (size_t)len))
+                return 0;
+        if (s->n < 8 && len < PATH_MAX)
+            snprintf(s->dir[s->n++], PATH_MAX, "%.*s", len, info->dlpi_name);
+        return 0;
+    }
+    return 0;
+}
+
+static int try_wheels(void) {
+    static site_dirs sites; /* under find_once */
+    dl_iterate_phdr(add_site, &sites);
+    for (int i = 0; i < sites.n; i++) {
+        char pattern[PATH_MAX + 16];
+        glob_t g;
+        snprintf(pattern, sizeof pattern, "%snvidia/*/lib", sites.dir[i]);
+        if (glob(pattern, GLOB_ONLYDIR, NULL, &g) != 0) continue;
+        int found = 0;
+        for (size_t k = 0; k < g.gl_pathc && !found; k++)
+            found = try_dir(g.gl_pathv[k], strlen(g.gl_pathv[k]));
+        globfree(&g);
+        if (found) return 1;
+    }
+    return 0;
+}
+
+/* Last: the dynamic loader's own search (ld.so.cache). Identifying the file then needs the
+ * library loaded; this is the unusual case. */
+static int try_soname(void) {
     for (size_t i = 0; i < sizeof lib_names / sizeof lib_names[0]; i++) {
         void *h = dlopen(lib_names[i], RTLD_LAZY | RTLD_LOCAL);
         struct link_map *lm = NULL;
@@ -132,10 +172,47 @@ static void find_library(void) {
                 try_file(lm->l_name, (size_t)(slash - lm->l_name), slash + 1)) {
                 found_by_soname = 1;
                 lib_handle = h; /* kept: load_library reuses it */
-                return;
+                return 1;
             }
         }
         dlclose(h);
+    }
+    return 0;
+}
+
+static int try_system(void) {
+    static const char *const dirs[] = {
+        "/usr/local/cuda/lib64",      "/usr/local/cuda/lib", "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu", "/usr/lib64",          "/usr/lib"};
+    for (size_t i = 0; i < sizeof dirs / sizeof dirs[0]; i++)
+        if (try_dir(dirs[i], strlen(dirs[i]))) return 1;
+    return 0;
+}
+
+static void find_library(void) {
+    const char *forced = getenv("FUSEC_NVRTC_PATH");
+    if (forced && *forced) {
+        struct stat st;
+        if (stat(forced, &st) == 0 && S_ISREG(st.st_mode) && realpath(forced, found_path))
+            snprintf(identity, sizeof identity, "nvrtc:%s:%lld:%lld.%09ld", found_path,
+                     (long long)st.st_size, (long long)st.st_mtim.tv_sec, (long)st.st_mtim.tv_nsec);
+        return; /* only that file: a missing one means "no NVRTC" */
+    }
+    driver_major = rt_cuda_driver_version() / 1000;
+    const char *ld = getenv("LD_LIBRARY_PATH");
+    for (const char *p = ld ? ld : ""; *p;) {
+        size_t n = strcspn(p, ":");
+        if (try_dir(p, n)) return;
+        p += n;
+        if (*p == ':') p++;
+    }
+    if (try_dir_env("CUDA_HOME", "/lib64") || try_dir_env("CUDA_HOME", "/lib") ||
+        try_dir_env("CUDA_PATH", "/lib64") || try_dir_env("CUDA_PATH", "/lib") || try_wheels() ||
+        try_system() || try_soname())
+        return;
+    if (newer_path[0]) { /* newer than the driver, but all there is: its load fails later */
+        snprintf(found_path, sizeof found_path, "%s", newer_path);
+        snprintf(identity, sizeof identity, "%s", newer_identity);
     }
 }
 

@@ -6,9 +6,15 @@
  * identity (rt_nvrtc_identity) goes into cache keys:
  *   $FUSEC_NVRTC_PATH (only that file: set it to a missing path to act as if absent),
  *   each directory of $LD_LIBRARY_PATH, $CUDA_HOME/lib64, $CUDA_PATH/lib64,
+ *   NVIDIA's wheels (nvidia/<package>/lib: cuda_nvrtc for CUDA 12, cu13 for 13) below each
+ *   site-packages or dist-packages directory that a library of this process was loaded from
+ *   (PyTorch's: all the NVRTC a machine with PyTorch and no toolkit has; fusec's own),
  *   /usr/local/cuda/lib64, /usr/local/cuda/lib, the system library directories,
  *   then the bare sonames through the dynamic loader's own search.
  * with the names libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so.11.2, libnvrtc.so in each.
+ * A file whose CUDA major version (from its real name) is newer than the driver's
+ * (rt_cuda_driver_version) is passed over, as its cubins would not load there, unless no
+ * other is found.
  *
  * Thread safety: every function may be called from any thread; loading happens once.
  * Nothing here exits or prints.

@@ -1,7 +1,10 @@
 /* tests/emu/nvrtc_emu.c: a stand-in NVRTC (loaded through $FUSEC_NVRTC_PATH) that builds the
  * generated CUDA C++ for the host: the C++ compiler with tests/emu/cuda_emu.h included first,
  * into a shared object whose bytes stand for the cubin. Each kernel K gets the entry points
- * the emulating driver calls (K__emu, K__emu_nargs). The "PTX" is the source itself. The
+ * the emulating driver calls (K__emu, K__emu_nargs). The "PTX" is the source itself after a
+ * header naming its target (EMU_PTX_MARK, then ".target sm_XY"), which the stand-in driver
+ * "JIT-compiles" by building it through this library. The architectures it knows are sm_90,
+ * or those $FUSEC_EMU_NVRTC_ARCHS lists ("80,89": a toolkit older than the GPU). The
  * compiler, its flags and the header come from the build (EMU_CXX, EMU_CXXFLAGS, EMU_SHIM):
  * one build of this library has kernels built with AddressSanitizer and some of UBSan, as
  * compute-sanitizer's memcheck would run them, another with ThreadSanitizer (racecheck), and
@@ -24,7 +27,11 @@ typedef struct emu_prog {
     char *image;
     size_t image_len;
     char *log;
+    int arch; /* of --gpu-architecture (compute_XY or sm_XY): XY */
 } emu_prog;
+
+/* What the PTX of this stand-in starts with (tests/mock/cuda_mock.c knows it). */
+#define EMU_PTX_MARK "// fusec emulated PTX\n"
 
 typedef emu_prog *nvrtcProgram;
 typedef int nvrtcResult;
@@ -37,12 +44,21 @@ API nvrtcResult nvrtcVersion(int *major, int *minor) {
     *minor = 0;
     return 0;
 }
+/* The architectures this NVRTC knows, into a (up to 32): sm_90, or $FUSEC_EMU_NVRTC_ARCHS's. */
+static int known_archs(int *a) {
+    const char *e = getenv("FUSEC_EMU_NVRTC_ARCHS");
+    int n = 0;
+    for (const char *p = e && *e ? e : "90"; *p && n < 32; p += strcspn(p, ","), p += *p == ',')
+        a[n++] = atoi(p);
+    return n;
+}
 API nvrtcResult nvrtcGetNumSupportedArchs(int *n) {
-    *n = 1;
+    int a[32];
+    *n = known_archs(a);
     return 0;
 }
 API nvrtcResult nvrtcGetSupportedArchs(int *a) {
-    a[0] = 90;
+    known_archs(a);
     return 0;
 }
 API nvrtcResult nvrtcCreateProgram(nvrtcProgram *p, const char *src, const char *name, int nh,
@@ -140,7 +156,11 @@ static int run_compiler(const char *cmd) {
 }
 
 API nvrtcResult nvrtcCompileProgram(nvrtcProgram p, int nopts, const char *const *opts) {
-    (void)nopts, (void)opts;
+    for (int i = 0; i < nopts; i++) {
+        const char *a = strstr(opts[i], "--gpu-architecture=");
+        const char *u = a ? strchr(a, '_') : NULL;
+        if (u) p->arch = atoi(u + 1);
+    }
     char dir[] = "/tmp/fusec-emu-XXXXXX";
     if (!mkdtemp(dir)) return 1;
     char src[64], so[64], log[64], cmd[1024];
@@ -170,11 +190,13 @@ API nvrtcResult nvrtcGetProgramLog(nvrtcProgram p, char *out) {
     return 0;
 }
 API nvrtcResult nvrtcGetPTXSize(nvrtcProgram p, size_t *n) {
-    *n = strlen(p->src) + 1;
+    *n = (size_t)snprintf(NULL, 0, EMU_PTX_MARK ".target sm_%d\n%s", p->arch, p->src) + 1;
     return 0;
 }
 API nvrtcResult nvrtcGetPTX(nvrtcProgram p, char *out) {
-    strcpy(out, p->src);
+    size_t n;
+    nvrtcGetPTXSize(p, &n);
+    snprintf(out, n, EMU_PTX_MARK ".target sm_%d\n%s", p->arch, p->src);
     return 0;
 }
 API nvrtcResult nvrtcGetCUBINSize(nvrtcProgram p, size_t *n) {

@@ -1,11 +1,14 @@
-/* tests/gpu/test_gpu_runtime.c: the CUDA runtime on a GPU, through fusec.h: launches from two
+/* tests/gpu/test_gpu_runtime.c: the CUDA runtime on a GPU, through fusec.h: an upload read at
+ * once on a non-blocking stream; launches from two
  * threads on two streams of their own, bit-identical to one thread's; a plan replayed 1000
  * times, re-bound to other buffers and to misaligned ones (another kernel variant), always
  * equal to stream launches; a --no-fuse chain as a plan; a plan with a result in place on two
- * streams in turn, freed after both are gone; all against the reference interpreter. Exits 77
- * (skipped) without a GPU. */
+ * streams in turn, freed after both are gone; plans made, run and freed during stream captures
+ * (as torch.cuda.graph makes them), the captures intact and their graphs replayed; all against
+ * the reference interpreter. Exits 77 (skipped) without a GPU. */
 #include "fusec.h"
 
+#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -122,6 +125,26 @@ static void single(void) {
     void *all[] = {dx, dy, ds, dz};
     for (int i = 0; i < 4; i++)
         fusec_memory_free(gpu, all[i]);
+}
+
+/* An upload read at once by a launch on a non-blocking stream (a framework's side stream,
+ * fusec_bench_run's): from pageable memory cuMemcpyHtoD returns before the copy lands, and
+ * nothing orders such a stream after it, so fusec_memory_upload must wait for it (the stand-in
+ * driver lands such a copy late). */
+static void upload_then_side_stream(void) {
+    void *dy = dev_poisoned(N), *dx = dev_copy(hx, N); /* the input's copy last */
+    int pushed = 0;
+    rt_cu_stream s = api_stream(&pushed);
+    fusec_tensor x = t1(dx, N), y = t1(dy, N);
+    CHECK_MSG(fusec_launch(fn(gpu, "gelu"), &x, 1, &y, 1, s) == FUSEC_OK, "%s",
+              fusec_module_message(gpu));
+    api_stream_done(s, pushed);
+    float *got = host_copy(dy, N);
+    CHECK_MSG(memcmp(got, gelu_bits, N * sizeof(float)) == 0,
+              "a launch on a non-blocking stream right after an upload read another input");
+    free(got);
+    fusec_memory_free(gpu, dx);
+    fusec_memory_free(gpu, dy);
 }
 
 typedef struct worker {
@@ -261,6 +284,134 @@ static void plan_streams(void) {
     fusec_module_free(m);
 }
 
+/* ---- stream capture ------------------------------------------------------------------------- */
+
+/* cuStreamBeginCapture_v2 and cuStreamEndCapture of the driver fusec loaded: not in fusec's
+ * table (only a caller begins a capture, as torch.cuda.graph does). */
+typedef struct capture_api {
+    rt_cu_result (*begin)(rt_cu_stream stream, int mode);
+    rt_cu_result (*end)(rt_cu_stream stream, rt_cu_graph *graph);
+} capture_api;
+
+enum { CAPTURE_GLOBAL = 0 }; /* CU_STREAM_CAPTURE_MODE_GLOBAL: torch.cuda.graph's default */
+
+static int capture_api_get(capture_api *c) {
+    const char *path = getenv("FUSEC_CUDA_DRIVER");
+    void *lib = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void *b = lib ? dlsym(lib, "cuStreamBeginCapture_v2") : NULL;
+    void *e = lib ? dlsym(lib, "cuStreamEndCapture") : NULL;
+    memcpy(&c->begin, &b, sizeof b);
+    memcpy(&c->end, &e, sizeof e);
+    if (lib) dlclose(lib); /* fusec keeps it loaded */
+    CHECK_MSG(b && e, "the driver's capture entry points were not found");
+    return b && e;
+}
+
+/* Ends the capture on s, replays the graph on s once and waits: 1 when all of it worked. */
+static int end_and_replay(const capture_api *cap, rt_cu_stream s, const char *what) {
+    const rt_cu_api *cu = rt_cuda_api();
+    rt_cu_graph g = NULL;
+    rt_cu_graph_exec e = NULL;
+    rt_cu_result r = cap->end(s, &g);
+    CHECK_MSG(r == RT_CU_SUCCESS && g, "%s: the capture failed (error %d)", what, r);
+    if (!g) return 0;
+    int ok = cu->GraphInstantiateWithFlags(&e, g, 0) == RT_CU_SUCCESS &&
+             cu->GraphLaunch(e, s) == RT_CU_SUCCESS && cu->StreamSynchronize(s) == RT_CU_SUCCESS;
+    CHECK_MSG(ok, "%s: the captured graph did not run", what);
+    if (e) cu->GraphExecDestroy(e);
+    cu->GraphDestroy(g);
+    return ok;
+}
+
+/* A plan made and run inside a capture (torch.cuda.graph around a call that makes one), in
+ * global mode on a non-blocking stream, as PyTorch captures: the plan's scratch (--no-fuse's
+ * intermediates) must be taken outside the capture without synchronizing the capturing
+ * stream, or the capture is invalidated; the captured graph, replayed, gives the results. */
+static void capture_plan_create(const capture_api *cap, fusec_module *m) {
+    void *dx = dev_copy(hx, N), *dy = dev_poisoned(N);
+    fusec_tensor x = t1(dx, N), y = t1(dy, N);
+    int pushed = 0;
+    rt_cu_stream s = api_stream(&pushed);
+    fusec_plan *p = NULL;
+    CHECK(cap->begin(s, CAPTURE_GLOBAL) == RT_CU_SUCCESS);
+    CHECK_MSG(fusec_plan_create(fn(m, "gelu"), &x, 1, &y, 1, s, &p) == FUSEC_OK,
+              "a plan made in a capture: %s", fusec_module_message(m));
+    if (p) CHECK(fusec_plan_launch(p, s) == FUSEC_OK);
+    if (end_and_replay(cap, s, "a plan made in a capture")) {
+        float *got = host_copy(dy, N);
+        CHECK_MSG(close_to(got, want_gelu, N, 1e-5), "a plan made in a capture, replayed");
+        free(got);
+    }
+    fusec_plan_free(p); /* after the captured graph, which ran its kernels on its scratch */
+    api_stream_done(s, pushed);
+    fusec_memory_free(m, dx);
+    fusec_memory_free(m, dy);
+}
+
+/* A plan run on a stream of its own, then inside a capture on another: the capture must not
+ * be made to wait for the first run's event, recorded outside it (a dependency across the
+ * capture's boundary invalidates it). */
+static void capture_plan_launch(const capture_api *cap, fusec_module *m) {
+    void *dx = dev_copy(hx, N), *dy = dev_poisoned(N);
+    fusec_tensor x = t1(dx, N), y = t1(dy, N);
+    fusec_plan *p = NULL;
+    CHECK(fusec_plan_create(fn(m, "gelu"), &x, 1, &y, 1, NULL, &p) == FUSEC_OK);
+    int pushed = 0, pushed2 = 0;
+    rt_cu_stream a = api_stream(&pushed), s = api_stream(&pushed2);
+    CHECK(fusec_plan_launch(p, a) == FUSEC_OK);
+    CHECK(rt_cuda_api()->StreamSynchronize(a) == RT_CU_SUCCESS);
+    CHECK(cap->begin(s, CAPTURE_GLOBAL) == RT_CU_SUCCESS);
+    CHECK_MSG(fusec_plan_launch(p, s) == FUSEC_OK, "a plan run in a capture: %s",
+              fusec_module_message(m));
+    end_and_replay(cap, s, "a plan run before, then in a capture");
+    fusec_plan_free(p);
+    api_stream_done(s, pushed2);
+    api_stream_done(a, pushed);
+    fusec_memory_free(m, dx);
+    fusec_memory_free(m, dy);
+}
+
+/* A plan freed while a stream captures other work (Python's garbage collector, inside
+ * torch.cuda.graph), after a run on a stream of its own: its free must not wait on or use the
+ * legacy stream, which a capture on a blocking stream forbids (cuStreamCreate's default: a C
+ * program's), nor make a call that a capture in global mode forbids (the capture on a
+ * non-blocking stream: PyTorch's). The capture's own launch must then replay right. */
+static void capture_plan_free(const capture_api *cap, fusec_module *m, unsigned flags) {
+    const rt_cu_api *cu = rt_cuda_api();
+    void *dx = dev_copy(hx, N), *dy = dev_poisoned(N), *dz = dev_poisoned(N);
+    fusec_tensor x = t1(dx, N), y = t1(dy, N), z = t1(dz, N);
+    fusec_plan *p = NULL;
+    CHECK(fusec_plan_create(fn(m, "gelu"), &x, 1, &y, 1, NULL, &p) == FUSEC_OK);
+    int pushed = 0;
+    rt_cu_stream a = api_stream(&pushed), s = NULL;
+    CHECK(fusec_plan_launch(p, a) == FUSEC_OK);
+    CHECK(cu->StreamCreate(&s, flags) == RT_CU_SUCCESS);
+    CHECK(cap->begin(s, CAPTURE_GLOBAL) == RT_CU_SUCCESS);
+    CHECK(fusec_launch(fn(gpu, "gelu"), &x, 1, &z, 1, s) == FUSEC_OK);
+    fusec_plan_free(p);
+    const char *what = flags ? "a plan freed during a capture on a non-blocking stream"
+                             : "a plan freed during a capture on a blocking stream";
+    if (end_and_replay(cap, s, what)) {
+        float *got = host_copy(dz, N);
+        CHECK_MSG(!memcmp(got, gelu_bits, N * sizeof(float)), "%s: replayed", what);
+        free(got);
+    }
+    CHECK(cu->StreamDestroy(s) == RT_CU_SUCCESS);
+    api_stream_done(a, pushed);
+    void *all[] = {dx, dy, dz};
+    for (int i = 0; i < 3; i++)
+        fusec_memory_free(m, all[i]);
+}
+
+static void captures(fusec_module *nofuse) {
+    capture_api cap;
+    if (!capture_api_get(&cap)) return;
+    capture_plan_create(&cap, nofuse);
+    capture_plan_launch(&cap, nofuse);
+    capture_plan_free(&cap, nofuse, 0);
+    capture_plan_free(&cap, nofuse, RT_CU_STREAM_NON_BLOCKING);
+}
+
 int main(void) {
     char why[512];
     if (!rt_cuda_probe(NULL, why, sizeof why)) {
@@ -271,11 +422,13 @@ int main(void) {
     ref = compile(FUSEC_TARGET_REF, 0);
     reference();
     single();
+    upload_then_side_stream();
     two_streams();
     plans(gpu, "fused");
     fusec_module *nofuse = compile(FUSEC_TARGET_CUDA, 1);
     plans(nofuse, "--no-fuse");
     plan_streams();
+    captures(nofuse);
     fusec_module_free(nofuse);
     fusec_module_free(gpu);
     fusec_module_free(ref);

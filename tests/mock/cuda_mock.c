@@ -2,12 +2,17 @@
  * machine without a GPU (loaded through $FUSEC_CUDA_DRIVER). Device memory is host memory, modules
  * and kernels are names, and a launch runs nothing: it is recorded (kernel, grid, block, argument
  * count), so a test can check what fusec asked the driver for, and that every context push is
- * popped and every allocation freed. Only the entry points runtime/cuda/cuda_api.h lists exist.
+ * popped and every allocation freed. The entry points runtime/cuda/cuda_api.h lists exist, and
+ * those a test drives a capture with (cuStreamBeginCapture_v2, cuStreamEndCapture). Streams,
+ * events, copies from the host and stream capture, and the rules a real driver holds fusec to
+ * there, are mock_streams.c's.
  *
  * A module whose image is a host shared object (what the stand-in NVRTC of tests/emu builds
  * from the generated CUDA C++) is run for real: its kernels execute on the CPU
  * (tests/emu/emu_run.c) when launched directly or as graph nodes, synchronously, so that
- * results computed through the whole CUDA path can be checked without a GPU. */
+ * results computed through the whole CUDA path can be checked without a GPU. PTX is
+ * "JIT-compiled" (the stand-in NVRTC's, through that NVRTC; NVRTC's own is only named), and
+ * refused when its target is newer than the device (FUSEC_MOCK_CC: the compute capability). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -16,19 +21,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/cuda/cuda_api.h"
 #include "tests/emu/emu_run.h"
-#include "tests/mock/cuda_mock.h"
+#include "tests/mock/mock_internal.h"
 
-#define MOCK_API __attribute__((visibility("default")))
-
-static mock_stats st;
+mock_stats mock_st;
 
 MOCK_API mock_stats *mock_get_stats(void) {
-    return &st;
+    return &mock_st;
 }
-
-enum { MAX_ARGS = 64 };
 
 typedef struct mock_module {
     void *dl; /* a host kernel object, or NULL: nothing runs */
@@ -41,39 +41,17 @@ typedef struct mock_func {
     int nargs;
 } mock_func;
 
-typedef struct mock_graph {
-    int nnodes;
-    rt_cu_kernel_node_params nodes[4096];
-    uint64_t args[4096][MAX_ARGS]; /* the argument values, copied as a driver copies them */
-} mock_graph;
-
 static _Thread_local int ctx_depth; /* a driver's context stack is the calling thread's */
 static struct rt_cu_ctx_st *const the_ctx = (struct rt_cu_ctx_st *)0x1000;
-
-#define OK return RT_CU_SUCCESS
-/* the counters, from any thread (a driver is thread-safe) */
-#define COUNT(c, d) __atomic_add_fetch(&(c), (d), __ATOMIC_RELAXED)
-
-/* Streams: slots of a static array, never reused, so that a destroyed one stays marked dead and
- * any later use of its handle (a real driver's undefined behaviour) stops the test here,
- * naming the call; no allocation, so none is left over at exit. */
-enum { STREAM_LIVE = 0x5713EA3, STREAM_DEAD = 0xDEAD, MAX_STREAMS = 1 << 16 };
-static unsigned stream_slots[MAX_STREAMS];
-static unsigned next_stream;
-
-static void stream_check(rt_cu_stream s, const char *call) {
-    if (s && *(const unsigned *)(const void *)s != STREAM_LIVE) {
-        fprintf(stderr, "cuda_mock: %s on a destroyed stream\n", call);
-        abort();
-    }
-}
 
 MOCK_API rt_cu_result cuInit(unsigned f) {
     (void)f;
     OK;
 }
 MOCK_API rt_cu_result cuDriverGetVersion(int *v) {
-    *v = 13000;
+    /* CUDA 13.0, or the version FUSEC_MOCK_DRIVER_VERSION gives (12080: an older driver) */
+    const char *e = getenv("FUSEC_MOCK_DRIVER_VERSION");
+    *v = e && atoi(e) > 0 ? atoi(e) : 13000;
     OK;
 }
 MOCK_API rt_cu_result cuGetErrorString(rt_cu_result e, const char **s) {
@@ -82,8 +60,29 @@ MOCK_API rt_cu_result cuGetErrorString(rt_cu_result e, const char **s) {
     OK;
 }
 MOCK_API rt_cu_result cuGetErrorName(rt_cu_result e, const char **s) {
-    (void)e;
+    static const struct {
+        int code;
+        const char *name;
+    } names[] = {
+        {MOCK_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE"},
+        {MOCK_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY"},
+        {MOCK_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE"},
+        {MOCK_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT"},
+        {MOCK_NO_BINARY_FOR_GPU, "CUDA_ERROR_NO_BINARY_FOR_GPU"},
+        {MOCK_NOT_FOUND, "CUDA_ERROR_NOT_FOUND"},
+        {MOCK_LAUNCH_FAILED, "CUDA_ERROR_LAUNCH_FAILED"},
+        {MOCK_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"},
+        {MOCK_CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"},
+        {MOCK_CAPTURE_UNMATCHED, "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED"},
+        {MOCK_CAPTURE_UNJOINED, "CUDA_ERROR_STREAM_CAPTURE_UNJOINED"},
+        {MOCK_CAPTURE_ISOLATION, "CUDA_ERROR_STREAM_CAPTURE_ISOLATION"},
+        {MOCK_CAPTURE_IMPLICIT, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT"},
+        {MOCK_CAPTURED_EVENT, "CUDA_ERROR_CAPTURED_EVENT"},
+        {MOCK_CAPTURE_WRONG_THREAD, "CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD"},
+    };
     *s = "CUDA_ERROR_MOCK";
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (names[i].code == e) *s = names[i].name;
     OK;
 }
 MOCK_API rt_cu_result cuDeviceGetCount(int *n) {
@@ -94,11 +93,17 @@ MOCK_API rt_cu_result cuDeviceGet(rt_cu_device *d, int i) {
     *d = i;
     OK;
 }
+/* The device's compute capability as XY: an H100's 9.0, or FUSEC_MOCK_CC's ("100": a GPU
+ * newer than the toolkit, which NVRTC does not know). */
+static int device_cc(void) {
+    const char *e = getenv("FUSEC_MOCK_CC");
+    return e && atoi(e) >= 10 ? atoi(e) : 90;
+}
 MOCK_API rt_cu_result cuDeviceGetAttribute(int *v, int attr, rt_cu_device d) {
     (void)d;
     switch (attr) {
-    case RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
-    case RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+    case RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = device_cc() / 10; break;
+    case RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = device_cc() % 10; break;
     case RT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: {
         /* an H100's 132, or fewer (FUSEC_MOCK_SMS), so that small grids loop over their work */
         const char *e = getenv("FUSEC_MOCK_SMS");
@@ -131,13 +136,13 @@ MOCK_API rt_cu_result cuCtxGetCurrent(rt_cu_context *c) {
 MOCK_API rt_cu_result cuCtxPushCurrent_v2(rt_cu_context c) {
     (void)c;
     ctx_depth++;
-    COUNT(st.pushes, 1);
+    COUNT(mock_st.pushes, 1);
     OK;
 }
 MOCK_API rt_cu_result cuCtxPopCurrent_v2(rt_cu_context *c) {
     if (c) *c = the_ctx;
     ctx_depth--;
-    COUNT(st.pops, 1);
+    COUNT(mock_st.pops, 1);
     OK;
 }
 /* Whether image is a host shared object (an x86-64 ELF; a cubin's machine is CUDA's). */
@@ -169,19 +174,90 @@ static void *load_host_object(const unsigned char *e) {
     return dl;
 }
 
+/* The stand-in NVRTC's PTX (tests/emu/nvrtc_emu.c): this line, ".target sm_XY", the source. */
+#define EMU_PTX_MARK "// fusec emulated PTX\n"
+
+/* The stand-in NVRTC's library, for its compiler ("JIT-compiling" its PTX); NULL without one. */
+static void *emu_nvrtc(void) {
+    static void *lib;
+    const char *path = getenv("FUSEC_NVRTC_PATH");
+    if (!lib && path && *path) lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    return lib;
+}
+
+/* The host object the stand-in NVRTC builds from src (malloc'd); NULL when it cannot. */
+static void *emu_build(const char *src) {
+    typedef int (*create_fn)(void **, const char *, const char *, int, const char *const *,
+                             const char *const *);
+    typedef int (*compile_fn)(void *, int, const char *const *);
+    typedef int (*size_fn)(void *, size_t *);
+    typedef int (*get_fn)(void *, char *);
+    typedef int (*destroy_fn)(void **);
+    void *lib = emu_nvrtc(), *syms[5] = {NULL};
+    static const char *const names[5] = {"nvrtcCreateProgram", "nvrtcCompileProgram",
+                                         "nvrtcGetCUBINSize", "nvrtcGetCUBIN",
+                                         "nvrtcDestroyProgram"};
+    for (int i = 0; i < 5; i++)
+        if (!lib || !(syms[i] = dlsym(lib, names[i]))) return NULL;
+    create_fn create;
+    compile_fn compile;
+    size_fn size;
+    get_fn get;
+    destroy_fn destroy;
+    memcpy(&create, &syms[0], sizeof create);
+    memcpy(&compile, &syms[1], sizeof compile);
+    memcpy(&size, &syms[2], sizeof size);
+    memcpy(&get, &syms[3], sizeof get);
+    memcpy(&destroy, &syms[4], sizeof destroy);
+    void *prog = NULL;
+    char *image = NULL;
+    size_t n = 0;
+    if (create(&prog, src, "jit.cu", 0, NULL, NULL) == 0 && compile(prog, 0, NULL) == 0 &&
+        size(prog, &n) == 0 && (image = malloc(n)) && get(prog, image) != 0) {
+        free(image);
+        image = NULL;
+    }
+    if (prog) destroy(&prog);
+    return image;
+}
+
+/* The driver's JIT of a PTX text: its target must be one the device runs (not newer); the
+ * stand-in NVRTC's is built for the host and loaded, NVRTC's own only named (nothing runs). */
+static rt_cu_result load_ptx(mock_module *mm, const char *ptx) {
+    const char *t = strstr(ptx, ".target sm_");
+    if (!t || atoi(t + strlen(".target sm_")) > device_cc()) return MOCK_NO_BINARY_FOR_GPU;
+    COUNT(mock_st.jit_loads, 1);
+    if (strncmp(ptx, EMU_PTX_MARK, strlen(EMU_PTX_MARK)) != 0) OK;
+    const char *src = strchr(t, '\n');
+    void *image = src ? emu_build(src + 1) : NULL;
+    mm->dl = image ? load_host_object(image) : NULL;
+    free(image);
+    return mm->dl ? RT_CU_SUCCESS : MOCK_INVALID_IMAGE;
+}
+
 MOCK_API rt_cu_result cuModuleLoadData(rt_cu_module *m, const void *image) {
-    if (!image) return 1;
+    if (!image) return MOCK_INVALID_VALUE;
+    rt_cu_result r = mock_unsafe("cuModuleLoadData");
+    if (r != RT_CU_SUCCESS) return r;
     mock_module *mm = calloc(1, sizeof *mm);
-    if (!mm) return 2;
+    if (!mm) return MOCK_OUT_OF_MEMORY;
+    /* PTX is NUL-terminated text, which a cubin's ELF header never starts like */
+    const char *text = image;
+    if (!strncmp(text, "//", 2) || !strncmp(text, ".version", 8)) r = load_ptx(mm, text);
     /* a host object that does not load fails here, rather than running nothing later */
-    if (is_host_object(image) && !(mm->dl = load_host_object(image))) {
+    else if (is_host_object(image) && !(mm->dl = load_host_object(image)))
+        r = MOCK_INVALID_IMAGE;
+    if (r != RT_CU_SUCCESS) {
         free(mm);
-        return 200; /* CUDA_ERROR_INVALID_IMAGE */
+        return r;
     }
     *m = (rt_cu_module)mm;
     OK;
 }
 MOCK_API rt_cu_result cuModuleUnload(rt_cu_module m) {
+    rt_cu_result r = mock_unsafe("cuModuleUnload");
+    if (r != RT_CU_SUCCESS) return r;
+    mock_module_unloading(m);
     /* the object stays loaded: handles to its functions outlive the module here */
     free(m);
     OK;
@@ -196,7 +272,7 @@ static rt_cu_result find_function(rt_cu_function *f, const mock_module *mm, cons
             *f = (rt_cu_function)&funcs[i];
             OK;
         }
-    if (nfuncs == 4096) return 2;
+    if (nfuncs == 4096) return MOCK_OUT_OF_MEMORY;
     mock_func *mf = &funcs[nfuncs];
     snprintf(mf->name, sizeof mf->name, "%s", name);
     mf->module = mm;
@@ -206,7 +282,7 @@ static rt_cu_result find_function(rt_cu_function *f, const mock_module *mm, cons
         void *run = dlsym(mm->dl, sym);
         snprintf(sym, sizeof sym, "%s__emu_nargs", name);
         const int *nargs = dlsym(mm->dl, sym);
-        if (!run || !nargs || *nargs > MAX_ARGS) return 500; /* CUDA_ERROR_NOT_FOUND */
+        if (!run || !nargs || *nargs > MOCK_MAX_ARGS) return MOCK_NOT_FOUND;
         memcpy(&mf->run, &run, sizeof run);
         mf->nargs = *nargs;
     }
@@ -222,6 +298,12 @@ MOCK_API rt_cu_result cuModuleGetFunction(rt_cu_function *f, rt_cu_module m, con
     return r;
 }
 
+const void *mock_function_module(rt_cu_function f) {
+    /* a module whose kernels only record (no host object) shares its functions by name: the
+     * module that looked the function up first stands for them all */
+    return ((const mock_func *)f)->module;
+}
+
 /* Runs a launch of a host kernel; the driver's error for a kernel that failed. Launches from
  * several threads (streams) take turns: the emulator runs one at a time. */
 static rt_cu_result emulate(rt_cu_function f, unsigned grid, unsigned block, void **params) {
@@ -234,39 +316,68 @@ static rt_cu_result emulate(rt_cu_function f, unsigned grid, unsigned block, voi
     pthread_mutex_unlock(&one_at_a_time);
     if (failed) {
         fprintf(stderr, "emulated kernel %s: %s\n", mf->name, err);
-        return 719; /* CUDA_ERROR_LAUNCH_FAILED */
+        return MOCK_LAUNCH_FAILED;
     }
     return RT_CU_SUCCESS;
 }
 
-/* A graph node's arguments, copied from the caller's array into the node's own. */
-static void copy_args(mock_graph *mg, int i, rt_cu_function f, void **params) {
-    const mock_func *mf = (const mock_func *)f;
+rt_cu_result mock_run_node(const mock_node *n) {
+    if (n->kind == MOCK_NODE_COPY) {
+        memcpy((void *)(uintptr_t)n->args[0], (const void *)(uintptr_t)n->args[1],
+               (size_t)n->args[2]);
+        OK;
+    }
+    void *args[MOCK_MAX_ARGS];
+    for (int a = 0; a < MOCK_MAX_ARGS; a++)
+        args[a] = (void *)&n->args[a];
+    return emulate(n->p.func, n->p.grid_x, n->p.block_x, args);
+}
+
+/* A kernel node: its parameters, and its argument values copied from the caller's array. */
+static void kernel_node(mock_node *n, const rt_cu_kernel_node_params *p) {
+    const mock_func *mf = (const mock_func *)p->func;
+    n->kind = MOCK_NODE_KERNEL;
+    n->p = *p;
     for (int a = 0; a < mf->nargs; a++)
-        memcpy(&mg->args[i][a], params[a], 8);
+        memcpy(&n->args[a], p->kernel_params[a], 8);
 }
 
 static void record(rt_cu_function f, unsigned grid, unsigned block, void **params) {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     const mock_func *mf = (const mock_func *)f;
     pthread_mutex_lock(&lock);
-    snprintf(st.last_kernel, sizeof st.last_kernel, "%s", mf->name);
-    st.last_grid = grid;
-    st.last_block = block;
+    snprintf(mock_st.last_kernel, sizeof mock_st.last_kernel, "%s", mf->name);
+    mock_st.last_grid = grid;
+    mock_st.last_block = block;
     pthread_mutex_unlock(&lock);
     if (!params || grid == 0 || block == 0 || block > 1024) abort(); /* fusec must never */
+}
+
+/* Work on s: recorded by its capture, or run now and queued until a synchronization. */
+static rt_cu_result run_on(mock_stream *s, const mock_node *nodes, int n) {
+    int captured = 0;
+    rt_cu_result r = mock_issue(s, nodes, n, &captured);
+    if (r != RT_CU_SUCCESS || captured) return r;
+    for (int i = 0; i < n && r == RT_CU_SUCCESS; i++) {
+        if (nodes[i].kind == MOCK_NODE_KERNEL) COUNT(mock_st.launches, 1);
+        r = mock_run_node(&nodes[i]);
+    }
+    mock_queued(s, nodes, n);
+    return r;
 }
 
 MOCK_API rt_cu_result cuLaunchKernel(rt_cu_function f, unsigned gx, unsigned gy, unsigned gz,
                                      unsigned bx, unsigned by, unsigned bz, unsigned smem,
                                      rt_cu_stream s, void **params, void **extra) {
-    (void)smem, (void)extra;
-    stream_check(s, "cuLaunchKernel");
-    if (ctx_depth == 0) return 201;                        /* CUDA_ERROR_INVALID_CONTEXT */
+    (void)extra;
+    mock_stream *ms = mock_stream_of(s, "cuLaunchKernel");
+    if (ctx_depth == 0) return MOCK_INVALID_CONTEXT;
     if (gy != 1 || gz != 1 || by != 1 || bz != 1) abort(); /* fusec's grids are 1-D */
     record(f, gx, bx, params);
-    COUNT(st.launches, 1);
-    return emulate(f, gx, bx, params);
+    mock_node n;
+    rt_cu_kernel_node_params p = {f, gx, 1, 1, bx, 1, 1, smem, params, NULL, NULL, NULL};
+    kernel_node(&n, &p);
+    return run_on(ms, &n, 1);
 }
 /* Device memory: 256-byte aligned as a driver's, and exactly n bytes long, not rounded up, so
  * that AddressSanitizer (in emulated kernels built with it) sees any access past the end. */
@@ -276,35 +387,35 @@ static void *device_alloc(size_t n) {
 }
 
 MOCK_API rt_cu_result cuMemAlloc_v2(rt_cu_deviceptr *p, size_t n) {
+    rt_cu_result r = mock_unsafe("cuMemAlloc");
+    if (r != RT_CU_SUCCESS) return r;
     void *m = device_alloc(n);
-    if (!m) return 2;
+    if (!m) return MOCK_OUT_OF_MEMORY;
     *p = (rt_cu_deviceptr)(uintptr_t)m;
-    COUNT(st.allocs, 1);
+    COUNT(mock_st.allocs, 1);
     OK;
 }
 MOCK_API rt_cu_result cuMemFree_v2(rt_cu_deviceptr p) {
+    rt_cu_result r = mock_unsafe("cuMemFree");
+    if (r != RT_CU_SUCCESS) return r;
     free((void *)(uintptr_t)p);
-    COUNT(st.frees, 1);
-    OK;
-}
-MOCK_API rt_cu_result cuMemcpyHtoD_v2(rt_cu_deviceptr d, const void *s, size_t n) {
-    memcpy((void *)(uintptr_t)d, s, n);
-    OK;
-}
-MOCK_API rt_cu_result cuMemcpyDtoH_v2(void *d, rt_cu_deviceptr s, size_t n) {
-    memcpy(d, (void *)(uintptr_t)s, n);
+    COUNT(mock_st.frees, 1);
     OK;
 }
 MOCK_API rt_cu_result cuMemcpyDtoDAsync_v2(rt_cu_deviceptr d, rt_cu_deviceptr s, size_t n,
                                            rt_cu_stream x) {
-    stream_check(x, "cuMemcpyDtoDAsync");
-    memcpy((void *)(uintptr_t)d, (void *)(uintptr_t)s, n);
-    OK;
+    mock_node node;
+    memset(&node, 0, sizeof node);
+    node.kind = MOCK_NODE_COPY;
+    node.args[0] = d;
+    node.args[1] = s;
+    node.args[2] = n;
+    return run_on(mock_stream_of(x, "cuMemcpyDtoDAsync"), &node, 1);
 }
 MOCK_API rt_cu_result cuMemPoolCreate(rt_cu_mempool *p, const rt_cu_mempool_props *props) {
     if (props->alloc_type != RT_CU_MEM_ALLOCATION_TYPE_PINNED ||
         props->location.type != RT_CU_MEM_LOCATION_TYPE_DEVICE)
-        return 1;
+        return MOCK_INVALID_VALUE;
     *p = (rt_cu_mempool)malloc(16);
     OK;
 }
@@ -319,63 +430,23 @@ MOCK_API rt_cu_result cuMemPoolSetAttribute(rt_cu_mempool p, int a, void *v) {
 MOCK_API rt_cu_result cuMemAllocFromPoolAsync(rt_cu_deviceptr *p, size_t n, rt_cu_mempool pool,
                                               rt_cu_stream s) {
     (void)pool;
-    stream_check(s, "cuMemAllocFromPoolAsync");
-    void *m = device_alloc(n);
-    if (!m) return 2;
+    void *m = NULL;
+    int captured = 0;
+    rt_cu_result r =
+        mock_capture_alloc(mock_stream_of(s, "cuMemAllocFromPoolAsync"), n, &m, &captured);
+    if (r == RT_CU_SUCCESS && !captured && !(m = device_alloc(n))) r = MOCK_OUT_OF_MEMORY;
+    if (r != RT_CU_SUCCESS) return r;
     *p = (rt_cu_deviceptr)(uintptr_t)m;
-    COUNT(st.pool_allocs, 1);
+    if (!captured) COUNT(mock_st.pool_allocs, 1);
     OK;
 }
 MOCK_API rt_cu_result cuMemFreeAsync(rt_cu_deviceptr p, rt_cu_stream s) {
-    stream_check(s, "cuMemFreeAsync");
+    int captured = 0;
+    rt_cu_result r =
+        mock_capture_free(mock_stream_of(s, "cuMemFreeAsync"), (void *)(uintptr_t)p, &captured);
+    if (r != RT_CU_SUCCESS || captured) return r;
     free((void *)(uintptr_t)p);
-    COUNT(st.pool_frees, 1);
-    OK;
-}
-MOCK_API rt_cu_result cuStreamCreate(rt_cu_stream *s, unsigned f) {
-    (void)f;
-    unsigned i = __atomic_fetch_add(&next_stream, 1, __ATOMIC_RELAXED);
-    if (i >= MAX_STREAMS) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
-    unsigned *mark = &stream_slots[i];
-    *mark = STREAM_LIVE;
-    *s = (rt_cu_stream)(void *)mark;
-    COUNT(st.streams, 1);
-    OK;
-}
-MOCK_API rt_cu_result cuStreamDestroy_v2(rt_cu_stream s) {
-    stream_check(s, "cuStreamDestroy");
-    *(unsigned *)(void *)s = STREAM_DEAD; /* its slot is never reused: a later use is caught */
-    COUNT(st.streams, -1);
-    OK;
-}
-MOCK_API rt_cu_result cuStreamSynchronize(rt_cu_stream s) {
-    stream_check(s, "cuStreamSynchronize");
-    OK;
-}
-MOCK_API rt_cu_result cuStreamWaitEvent(rt_cu_stream s, rt_cu_event e, unsigned f) {
-    (void)e;
-    stream_check(s, "cuStreamWaitEvent");
-    if (f != 0) return 1; /* CUDA_ERROR_INVALID_VALUE: fusec passes no flags */
-    OK;
-}
-MOCK_API rt_cu_result cuEventCreate(rt_cu_event *e, unsigned f) {
-    (void)f;
-    *e = (rt_cu_event)malloc(16);
-    COUNT(st.events, 1);
-    OK;
-}
-MOCK_API rt_cu_result cuEventDestroy_v2(rt_cu_event e) {
-    free(e);
-    COUNT(st.events, -1);
-    OK;
-}
-MOCK_API rt_cu_result cuEventRecord(rt_cu_event e, rt_cu_stream s) {
-    (void)e;
-    stream_check(s, "cuEventRecord");
-    OK;
-}
-MOCK_API rt_cu_result cuEventSynchronize(rt_cu_event e) {
-    (void)e;
+    COUNT(mock_st.pool_frees, 1);
     OK;
 }
 MOCK_API rt_cu_result cuEventElapsedTime_v2(float *ms, rt_cu_event a, rt_cu_event b) {
@@ -386,66 +457,58 @@ MOCK_API rt_cu_result cuEventElapsedTime_v2(float *ms, rt_cu_event a, rt_cu_even
 MOCK_API rt_cu_result cuGraphCreate(rt_cu_graph *g, unsigned f) {
     (void)f;
     mock_graph *mg = calloc(1, sizeof *mg);
-    if (!mg) return 2;
+    if (!mg) return MOCK_OUT_OF_MEMORY;
     *g = (rt_cu_graph)mg;
-    COUNT(st.graphs, 1);
+    COUNT(mock_st.graphs, 1);
     OK;
 }
 MOCK_API rt_cu_result cuGraphDestroy(rt_cu_graph g) {
+    mock_gmem_release(((mock_graph *)g)->mem);
     free(g);
-    COUNT(st.graphs, -1);
+    COUNT(mock_st.graphs, -1);
     OK;
 }
 MOCK_API rt_cu_result cuGraphAddKernelNode_v2(rt_cu_graph_node *node, rt_cu_graph g,
                                               const rt_cu_graph_node *deps, size_t ndeps,
                                               const rt_cu_kernel_node_params *p) {
     mock_graph *mg = (mock_graph *)g;
-    if (mg->nnodes == 4096 || (ndeps && !deps) || ndeps > 1) return 1;
+    if (mg->nnodes == MOCK_MAX_NODES || (ndeps && !deps) || ndeps > 1) return MOCK_INVALID_VALUE;
     if (ndeps && (uintptr_t)deps[0] > (uintptr_t)mg->nnodes) return 1; /* an unknown node */
     record(p->func, p->grid_x, p->block_x, p->kernel_params);
-    mg->nodes[mg->nnodes] = *p;
-    copy_args(mg, mg->nnodes, p->func, p->kernel_params);
+    kernel_node(&mg->nodes[mg->nnodes], p);
     *node = (rt_cu_graph_node)(uintptr_t)(++mg->nnodes); /* 1-based: never NULL */
-    COUNT(st.graph_nodes, 1);
+    COUNT(mock_st.graph_nodes, 1);
     OK;
 }
 MOCK_API rt_cu_result cuGraphInstantiateWithFlags(rt_cu_graph_exec *e, rt_cu_graph g,
                                                   unsigned long long f) {
     (void)f;
     mock_graph *copy = malloc(sizeof *copy);
-    if (!copy) return 2;
+    if (!copy) return MOCK_OUT_OF_MEMORY;
     *copy = *(mock_graph *)g;
+    if (copy->mem) __atomic_add_fetch(&copy->mem->refs, 1, __ATOMIC_RELAXED);
     *e = (rt_cu_graph_exec)copy;
-    COUNT(st.instantiations, 1);
+    COUNT(mock_st.instantiations, 1);
     OK;
 }
 MOCK_API rt_cu_result cuGraphExecKernelNodeSetParams_v2(rt_cu_graph_exec e, rt_cu_graph_node n,
                                                         const rt_cu_kernel_node_params *p) {
     mock_graph *mg = (mock_graph *)e;
     uintptr_t i = (uintptr_t)n;
-    if (i < 1 || i > (uintptr_t)mg->nnodes) return 1;
+    if (i < 1 || i > (uintptr_t)mg->nnodes) return MOCK_INVALID_VALUE;
     record(p->func, p->grid_x, p->block_x, p->kernel_params);
-    mg->nodes[i - 1] = *p;
-    copy_args(mg, (int)i - 1, p->func, p->kernel_params);
-    COUNT(st.node_updates, 1);
+    kernel_node(&mg->nodes[i - 1], p);
+    COUNT(mock_st.node_updates, 1);
     OK;
 }
 MOCK_API rt_cu_result cuGraphLaunch(rt_cu_graph_exec e, rt_cu_stream s) {
-    stream_check(s, "cuGraphLaunch");
+    mock_stream *ms = mock_stream_of(s, "cuGraphLaunch");
     mock_graph *mg = (mock_graph *)e;
-    COUNT(st.graph_launches, 1);
-    for (int i = 0; i < mg->nnodes; i++) {
-        COUNT(st.launches, 1);
-        void *args[MAX_ARGS];
-        for (int a = 0; a < MAX_ARGS; a++)
-            args[a] = &mg->args[i][a];
-        rt_cu_result r =
-            emulate(mg->nodes[i].func, mg->nodes[i].grid_x, mg->nodes[i].block_x, args);
-        if (r != RT_CU_SUCCESS) return r;
-    }
-    OK;
+    COUNT(mock_st.graph_launches, 1);
+    return run_on(ms, mg->nodes, mg->nnodes);
 }
 MOCK_API rt_cu_result cuGraphExecDestroy(rt_cu_graph_exec e) {
+    mock_gmem_release(((mock_graph *)e)->mem);
     free(e);
     OK;
 }

@@ -733,6 +733,7 @@ def test_cuda_frameworks(m):
     torch.cuda.synchronize()
     check(torch.allclose(ys, torch.nn.functional.gelu(xs, approximate="tanh"), atol=1e-5),
           "cuda torch: a launch captured in a CUDA graph, replayed on new values")
+    test_cuda_capture_plans(m)
     try:
         import fusec.torch
         src = open(os.path.join(SRC, "tests", "programs", "grad.fuse")).read()
@@ -758,6 +759,64 @@ def test_cuda_frameworks(m):
     yc = m.gelu(xc)
     check(isinstance(yc, cupy.ndarray) and float(abs(yc - 0.5 * xc * (1 + cupy.tanh(
         0.7978845608028654 * (xc + 0.044715 * xc ** 3)))).max()) < 1e-5, "cupy: gelu")
+
+
+def capture(g, body):
+    """body() captured into CUDA graph g by torch.cuda.graph (global mode, on a non-blocking
+    stream of PyTorch's) from a side stream; None, or why the capture failed."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    try:
+        with torch.cuda.stream(s):
+            with torch.cuda.graph(g):
+                body()
+    except Exception as e:  # noqa: BLE001  (an invalidated capture: a RuntimeError at its end)
+        return "%s: %s" % (type(e).__name__, e)
+    finally:
+        torch.cuda.current_stream().wait_stream(s)
+    return None
+
+
+def test_cuda_capture_plans(m):
+    """On a real GPU (from test_cuda_frameworks): a plan made and called inside
+    torch.cuda.graph, whose scratch (--no-fuse's intermediates) must be taken outside the
+    capture without synchronizing it, replayed with the graph on new values; and a plan freed
+    during a capture, as the garbage collector may, after a call outside it, which must leave
+    the capture intact. Not yet run on a GPU (issue 28)."""
+    dev = torch.device("cuda", 0)
+    gelu = lambda t: torch.nn.functional.gelu(t, approximate="tanh")  # noqa: E731
+    mn = fusec.compile_string(PROGRAM, target="cuda", fuse=False, name="capture.fuse")
+    xs, ys = torch.rand(4096, device=dev), torch.empty(4096, device=dev)
+    mn.gelu(xs, out=ys)  # built and warm before the capture
+    g, made = torch.cuda.CUDAGraph(), []
+
+    def make_and_call():
+        made.append(mn.gelu.plan(xs, out=ys))
+        made[0]()
+
+    why = capture(g, make_and_call)
+    check(why is None, "cuda torch: a plan made and called inside a capture: %s" % why)
+    if why is None:
+        xs.copy_(torch.rand(4096, device=dev) * 6 - 3)
+        g.replay()
+        torch.cuda.synchronize()
+        check(torch.allclose(ys, gelu(xs), atol=1e-5),
+              "cuda torch: a plan made inside a capture, replayed on new values")
+    del g  # the captured graph before the plan whose scratch it uses
+    for p in made:
+        p.close()
+    q = mn.gelu.plan(xs, out=ys)
+    q()  # a call outside the capture, which its free comes after
+    zs = torch.empty(4096, device=dev)
+    g2 = torch.cuda.CUDAGraph()
+    why = capture(g2, lambda: (m.gelu(xs, out=zs), q.close()))
+    check(why is None, "cuda torch: a plan freed during a capture: %s" % why)
+    if why is None:
+        g2.replay()
+        torch.cuda.synchronize()
+        check(torch.allclose(zs, gelu(xs), atol=1e-5),
+              "cuda torch: the capture a plan was freed in, replayed")
+    mn.close()
 
 
 # ---- the cache, fusec.torch, the README -------------------------------------------------------

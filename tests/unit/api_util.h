@@ -47,6 +47,28 @@ static inline fusec_tensor api_tensor(void *data, fusec_dtype dt, int rank, cons
     return t;
 }
 
+/* A non-blocking stream of the test's own (as a framework's side stream): device 0's primary
+ * context is made current on this thread until api_stream_done (*pushed says whether it was
+ * pushed). NULL, counted as a failure, when the driver refuses. */
+static inline rt_cu_stream api_stream(int *pushed) {
+    char err[256];
+    rt_cu_stream s = NULL;
+    if (rt_cuda_enter(pushed, err, sizeof err) != 0) {
+        CHECK_MSG(0, "%s", err);
+        return NULL;
+    }
+    CHECK(rt_cuda_api()->StreamCreate(&s, RT_CU_STREAM_NON_BLOCKING) == RT_CU_SUCCESS);
+    return s;
+}
+
+/* Waits for s, destroys it and leaves the context api_stream entered. */
+static inline void api_stream_done(rt_cu_stream s, int pushed) {
+    const rt_cu_api *cu = rt_cuda_api();
+    if (s)
+        CHECK(cu->StreamSynchronize(s) == RT_CU_SUCCESS && cu->StreamDestroy(s) == RT_CU_SUCCESS);
+    rt_cuda_leave(pushed);
+}
+
 /* Uniform in [-half, half), never 0 (a zero hides unwritten results and wrong indexing). */
 static inline float api_frand(uint32_t *state, float half) {
     *state = *state * 1664525u + 1013904223u;

@@ -77,6 +77,11 @@ SAME_VALUE(RT_CU_MEM_ALLOCATION_TYPE_PINNED, CU_MEM_ALLOCATION_TYPE_PINNED);
 SAME_VALUE(RT_CU_MEM_HANDLE_TYPE_NONE, CU_MEM_HANDLE_TYPE_NONE);
 SAME_VALUE(RT_CU_MEM_LOCATION_TYPE_DEVICE, CU_MEM_LOCATION_TYPE_DEVICE);
 SAME_VALUE(RT_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD);
+SAME_VALUE(RT_CU_STREAM_CAPTURE_STATUS_NONE, CU_STREAM_CAPTURE_STATUS_NONE);
+SAME_VALUE(RT_CU_STREAM_CAPTURE_MODE_RELAXED, CU_STREAM_CAPTURE_MODE_RELAXED);
+/* the enums the capture calls take through an int pointer are ints */
+static_assert(sizeof(CUstreamCaptureStatus) == sizeof(int), "CUstreamCaptureStatus");
+static_assert(sizeof(CUstreamCaptureMode) == sizeof(int), "CUstreamCaptureMode");
 
 /* "cuMemAlloc" expands to "cuMemAlloc_v2" through cuda.h's macros */
 #define EXPANDED(x)                                    #x

@@ -1,7 +1,9 @@
 /* tests/unit/test_nvrtc.c: the NVRTC driver (runtime/cuda/nvrtc.c).
  *
  * First, in a child process, NVRTC made unfindable (FUSEC_NVRTC_PATH naming a missing file)
- * must fail cleanly with a message: fusec has to run where the toolkit is absent. Then, if
+ * must fail cleanly with a message: fusec has to run where the toolkit is absent. In other
+ * children, where it is looked for: an NVRTC newer than the driver passed over, NVIDIA's
+ * wheels in the site-packages of a loaded library found. Then, if
  * NVRTC is installed here (no GPU needed): cubins for sm_80 and sm_90 (ELF), PTX (.entry),
  * fast math, a syntax error returning NVRTC's log, malformed and unsupported
  * architectures, concurrent compiles from several threads, and the cold compile time of a
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,6 +76,87 @@ static void test_absent(void) {
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
         fprintf(stderr, "absent-NVRTC child: status %d\n", status);
+}
+
+/* ---- where NVRTC is looked for: each case in a child, as the search runs once a process ---- */
+
+/* dir/rel made, with its directories, as an empty file (the search only looks at files). */
+static int touch(const char *dir, const char *rel) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    for (char *p = path + strlen(dir) + 1; (p = strchr(p, '/')); p++) {
+        *p = 0;
+        mkdir(path, 0700);
+        *p = '/';
+    }
+    FILE *f = fopen(path, "w");
+    return f && fclose(f) == 0;
+}
+
+static int copy_file(const char *from, const char *to) {
+    FILE *in = fopen(from, "rb"), *out = fopen(to, "wb");
+    char buf[65536];
+    size_t n;
+    int ok = in && out;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        ok = fwrite(buf, 1, n, out) == n;
+    if (in) fclose(in);
+    if (out && fclose(out) != 0) ok = 0;
+    return ok;
+}
+
+/* In a child with this driver (a path; NULL: none) of this CUDA version and LD_LIBRARY_PATH:
+ * whether the NVRTC found is dir/want. */
+static void expect_found(const char *what, const char *driver, const char *version,
+                         const char *ld_path, const char *dir, const char *want) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        unsetenv("FUSEC_NVRTC_PATH");
+        unsetenv("CUDA_HOME");
+        unsetenv("CUDA_PATH");
+        setenv("FUSEC_CUDA_DRIVER", driver ? driver : "/nonexistent/libcuda.so.1", 1);
+        setenv("FUSEC_MOCK_DRIVER_VERSION", version, 1);
+        setenv("LD_LIBRARY_PATH", ld_path, 1);
+        char id[4200], full[4200];
+        rt_nvrtc_identity(id, sizeof id);
+        snprintf(full, sizeof full, "nvrtc:%s/%s:", dir, want);
+        if (strncmp(id, full, strlen(full)) == 0) _exit(0);
+        fprintf(stderr, "%s: found \"%s\", not %s/%s\n", what, id, dir, want);
+        _exit(1);
+    }
+    int status = -1;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+    CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", what);
+}
+
+/* An NVRTC newer than the driver is passed over for an older one (its cubins would not load);
+ * taken when it is the only one; NVIDIA's wheels in the site-packages of a loaded library (a
+ * copy of the stand-in driver, as PyTorch's libraries would be) are found. */
+static void test_search(void) {
+    const char *build = getenv("FUSEC_BUILD");
+    char mock[4096], tmpl[] = "/tmp/fusec-nvrtc-search-XXXXXX", dir[4096], ld[4200];
+    snprintf(mock, sizeof mock, "%s/tests/libcuda_mock.so", build ? build : ".");
+    if (access(mock, R_OK) != 0 || !mkdtemp(tmpl) || !realpath(tmpl, dir)) {
+        printf("test_nvrtc: no stand-in driver (%s): the search order is not checked\n", mock);
+        return;
+    }
+    CHECK(touch(dir, "a/libnvrtc.so.13") && touch(dir, "a/libnvrtc.so.12"));
+    CHECK(touch(dir, "c/libnvrtc.so.13"));
+    const char *site = "lib/python3.12/site-packages";
+    char wheel[4096], probe[4200];
+    snprintf(wheel, sizeof wheel, "%s/nvidia/cuda_nvrtc/lib/libnvrtc.so.12", site);
+    snprintf(probe, sizeof probe, "%s/%s/probe/libcuda_mock.so", dir, site);
+    CHECK(touch(dir, wheel) && touch(dir, probe + strlen(dir) + 1) && copy_file(mock, probe));
+    snprintf(ld, sizeof ld, "%s/a", dir);
+    expect_found("a CUDA 12.8 driver", mock, "12080", ld, dir, "a/libnvrtc.so.12");
+    expect_found("a CUDA 13.0 driver", mock, "13000", ld, dir, "a/libnvrtc.so.13");
+    expect_found("no driver", NULL, "13000", ld, dir, "a/libnvrtc.so.13");
+    snprintf(ld, sizeof ld, "%s/c", dir);
+    expect_found("only a newer NVRTC", mock, "12080", ld, dir, "c/libnvrtc.so.13");
+    expect_found("a wheel's NVRTC", probe, "12080", "", dir, wheel);
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0);
 }
 
 static void test_compile(void) {
@@ -221,6 +305,7 @@ static void test_timing(void) {
 
 int main(void) {
     test_absent();
+    test_search();
     char err[512];
     double t0 = now_ms();
     if (rt_nvrtc_load(err, sizeof err) != RT_NVRTC_OK) {

@@ -37,6 +37,9 @@ static const char *const PROGRAM = "fn softmax(x: f32[R, C]) -> f32[R, C] {\n"
                                    "fn twice(x: f32[N]) -> (f32[N], f32[N]) {\n"
                                    "    let y = x + 1.0;\n"
                                    "    return y, y;\n"
+                                   "}\n"
+                                   "fn early(x: f32[R, C]) -> (f32[R, C], f32[R, C]) {\n"
+                                   "    return x * 2.0, x - max(x, axis=1);\n"
                                    "}\n";
 
 static ir_arena arena;
@@ -166,6 +169,60 @@ static void expect_at(const plan_func *pf, const char *want, int line) {
 }
 #define EXPECT(p, want) expect_at((p), (want), __LINE__)
 
+/* The checks that no launch reads memory it writes (CUDA's loads are non-coherent): a kernel
+ * made to store a buffer it loads, and early's result x * 2, after which x is read again (in a
+ * later sweep of the same kernel, or by a later kernel --no-fuse), left without its
+ * temporary. */
+static void test_verifier_memory(void) {
+    plan_func *p = plan_of("softmax", 1, &cpu);
+    if (!p) return;
+    int32_t k = -1, buf = -1;
+    for (int32_t ki = 0; ki < p->nkernels && k < 0; ki++) {
+        plan_kernel *q = &p->kernels[ki].parts[0];
+        plan_access *load = NULL, *store = NULL;
+        for (int32_t i = 0; i < q->nacc; i++) {
+            plan_access *x = &q->acc[i];
+            if (!x->store && x->kind == PLAN_DENSE && p->bufs[x->buf].kind == PLAN_BUF_TEMP)
+                load = x;
+            if (x->store && x->kind == PLAN_DENSE) store = x;
+        }
+        if (!load || !store) continue;
+        store->node = load->node; /* the store now writes the loaded value's buffer */
+        store->buf = buf = load->buf;
+        k = ki;
+    }
+    CHECK_MSG(k >= 0, "softmax --no-fuse: no kernel loads a dense temporary and stores");
+    char want[256];
+    snprintf(want, sizeof want,
+             "plan of 'softmax': kernel %d loads and stores buffer %d, which its loads "
+             "(non-coherent, unordered with its stores) do not allow",
+             (int)k, (int)buf);
+    if (k >= 0) EXPECT(p, want);
+
+    for (int nofuse = 0; nofuse < 2; nofuse++) {
+        p = plan_of("early", nofuse, &cpu);
+        if (!p) return;
+        CHECK_MSG(p->inplace_hazard[0], "early%s: x * 2 over x needs a temporary",
+                  nofuse ? " --no-fuse" : "");
+        p->inplace_hazard[0] = 0;
+        /* fused: x * 2's own kernel, whose next sweep reads x; --no-fuse: the first kernel
+         * after x * 2's that loads x (buffer 0) */
+        int32_t reader = p->func->nodes[p->func->nodes[p->func->outputs[0].node].args[0]].kernel;
+        for (reader += nofuse; nofuse && reader < p->nkernels; reader++) {
+            const plan_kernel *q = &p->kernels[reader].parts[0];
+            int loads = 0;
+            for (int32_t i = 0; i < q->nacc; i++)
+                loads |= !q->acc[i].store && q->acc[i].buf == 0;
+            if (loads) break;
+        }
+        snprintf(want, sizeof want,
+                 "plan of 'early': result 0 may be written over parameter 0 before its last "
+                 "read (kernel %d), without a temporary",
+                 (int)reader);
+        EXPECT(p, want);
+    }
+}
+
 static void test_verifier(void) {
     plan_func *p = plan_of("softmax", 0, &cpu);
     if (!p) return;
@@ -235,6 +292,8 @@ static void test_verifier(void) {
     p = plan_of("twice", 0, &cpu);
     p->bufs[2].index = 5;
     EXPECT(p, "plan of 'twice': buffer 2 does not hold what its kind says");
+
+    test_verifier_memory();
 }
 
 int main(void) {
