@@ -24,8 +24,8 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fusectest import (SRC, check, close, finish, fusec_run, later, np, progress,  # noqa: E402
-                       target_or_skip, tmpdir)
+from fusectest import (SRC, check, close, finish, fusec_run, in_shard, later, np,  # noqa: E402
+                       progress, target_or_skip, tmpdir)
 
 TARGET = target_or_skip()
 OUT = tmpdir()
@@ -150,13 +150,25 @@ def inputs(tag, params):
     return ins
 
 
+_cases = [0]
+
+
+def later_in_shard(fn, *args):
+    """later(fn, *args) when the next case is this run's (FUSEC_TEST_SHARD; every case's inputs
+    are drawn all the same, so that each case keeps its values in every split)."""
+    k = _cases[0]
+    _cases[0] += 1
+    if in_shard(k):
+        later(fn, *args)
+
+
 def check_op(tag, params, rdims, body):
     """Draws the inputs, the cotangent and the directions (in this order), then hands the
     runs to later()."""
     ins = inputs(tag, params)
     dy = rng.uniform(-1, 1, size=shape_of(rdims))
     dirs = [[rng.uniform(-1, 1, size=x.shape) for k in range(2)] for _, x in ins]
-    later(check_op_runs, tag, params, rdims, body, ins, dy, dirs)
+    later_in_shard(check_op_runs, tag, params, rdims, body, ins, dy, dirs)
 
 
 def check_op_runs(tag, params, rdims, body, ins, dy, dirs):
@@ -248,7 +260,7 @@ def check_kink(k, sig, body, ins, dy, want):
 
 
 for k, kink in enumerate(KINKS):
-    later(check_kink, k, *kink)
+    later_in_shard(check_kink, k, *kink)
 
 # ---- the examples against torch.autograd ----------------------------------------------------------
 
@@ -369,6 +381,6 @@ if torch is not None:
         ins = [(n, vals[n].astype(dt)) for n in names] + [
             (n, d.astype(np.int64 if fname == "stats" and i == 1 else dt))
             for i, (n, d) in enumerate(zip(dynames, dys))]
-        later(check_against_torch, dname, wrt, ins, want64, want32, f16)
+        later_in_shard(check_against_torch, dname, wrt, ins, want64, want32, f16)
 
 finish()

@@ -437,8 +437,9 @@ def nvrtc_probe():
     """Whether this build compiles CUDA (NVRTC found): the CPU run of this test then also
     builds each program's kernels for sm_90, fused and --no-fuse, so that generated CUDA C
     that NVRTC or ptxas refuses is found without a GPU. Not in the runs for a named CPU
-    (FUSEC_CPU): they test the CPU code; the host's run builds the CUDA code."""
-    if TARGET != "cpu" or os.environ.get("FUSEC_CPU"):
+    (FUSEC_CPU): they test the CPU code; the host's run builds the CUDA code. Nor under
+    FUSEC_CPU_TEST_QUICK (the sanitizer pass): the plain pass built the same programs."""
+    if TARGET != "cpu" or os.environ.get("FUSEC_CPU") or QUICK:
         return False
     rc, _, err = run(["--target=cuda", "--arch=sm_90", "--emit=cubin", "--no-cache",
                       os.path.join(SRC, "examples", "gelu.fuse"), "-o", os.devnull])

@@ -61,6 +61,16 @@ static inline char *read_text(const char *path) {
     return buf;
 }
 
+/* Whether case k belongs to this run, by FUSEC_TEST_SHARD="i/n" (ctest runs a long test as n
+ * tests, the i-th taking every n-th case from the i-th; tests/py/fusectest.py reads it too):
+ * every case when it is unset. */
+static inline int check_in_shard(int k) {
+    const char *v = getenv("FUSEC_TEST_SHARD");
+    int i = 0, n = 1;
+    if (v && sscanf(v, "%d/%d", &i, &n) == 2 && n > 0 && i >= 0 && i < n) return k % n == i;
+    return 1;
+}
+
 /* The test's last words: "NAME: ok" or the count of failures; the exit code. */
 static inline int check_exit(const char *name) {
     if (failures)

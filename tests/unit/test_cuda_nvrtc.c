@@ -4,7 +4,8 @@
  * gelu's vector loop moves each element with one 16-byte load and one 16-byte store, its
  * scalar tail with one load and one store; the single-pass softmax and layernorm read each
  * row element once (vector loads only, as many chunks as a thread caches) and write it once.
- * Exits 77 (skipped) when NVRTC is not installed. */
+ * Exits 77 (skipped) when NVRTC is not installed. FUSEC_TEST_SHARD=i/n builds every n-th
+ * program (ctest splits the test so); FUSEC_TEST_QUICK=1 the examples only. */
 #include "codegen/cuda/cuda.h"
 #include "frontend/frontend.h"
 #include "passes/passes.h"
@@ -69,6 +70,11 @@ static int build(const char *what, const char *src, const char *arch, int fast, 
 
 static void build_program(const char *path, int example, void *ctx) {
     (void)ctx;
+    /* FUSEC_TEST_SHARD: every n-th program; FUSEC_TEST_QUICK (the sanitizer pass, which is
+     * for fusec's own memory errors, not NVRTC's): the examples only, every test program
+     * having been built by the plain pass */
+    static int k;
+    if (!check_in_shard(k++) || (!example && getenv("FUSEC_TEST_QUICK"))) return;
     ir_arena a;
     ir_arena_init(&a);
     const char *fused = generate(&a, path, 0);
@@ -195,7 +201,7 @@ int main(void) {
         return 77;
     }
     test_all_programs();
-    test_golden_ptx();
+    if (check_in_shard(0)) test_golden_ptx();
     printf("test_cuda_nvrtc: slowest build %.0f ms (%s)\n", slowest, slowest_what);
     return check_exit("test_cuda_nvrtc");
 }
