@@ -36,10 +36,13 @@
  * cheap (a chain of exp runs 2.7 times slower called, of erf 1.1 times, of sin no slower):
  * this keeps a kernel's inlined math under about half a second. */
 #define INLINE_BUDGET 600
-#define SMALL_MATH    24  /* a math function of at most this many instructions: always inline */
-#define MAX_CALLEES   128 /* distinct math functions one kernel function calls, at most */
-#define MAX_DEPTH     4   /* math functions calling math functions: nesting counted */
-#define MAX_ARGS      4   /* arguments of a math function that goes out of line, at most */
+/* A math function of at most this many instructions always stays inline: minimum, maximum,
+ * sign, round, relu, fabs, sqrt, the libm calls of f64 (a call costs about what their body
+ * does). tanhf, 20 of them, is not small: tanh 150 deep with its gradient took 6 s inlined. */
+#define SMALL_MATH  16
+#define MAX_CALLEES 128 /* distinct math functions one kernel function calls, at most */
+#define MAX_DEPTH   4   /* math functions calling math functions: nesting counted */
+#define MAX_ARGS    4   /* arguments of a math function that goes out of line, at most */
 /* Out-of-line calls in a loop body times its interleave count, at most, where lowering the
  * count changes no result: sin 500 deep with its gradient (1000 calls) compiled in 4.9 s at 8
  * vectors in flight and 0.9 s at 2, which runs about a fifth slower. */
