@@ -37,12 +37,17 @@
  * this keeps a kernel's inlined math under about half a second. */
 #define INLINE_BUDGET 600
 /* A math function of at most this many instructions always stays inline: minimum, maximum,
- * sign, round, relu, fabs, sqrt, the libm calls of f64 (a call costs about what their body
- * does). tanhf, 20 of them, is not small: tanh 150 deep with its gradient took 6 s inlined. */
+ * sign, round, relu, fabs, sqrt (a call costs about what their body does). tanhf, 20 of them, is
+ * not small: tanh 150 deep with its gradient took 6 s inlined. */
 #define SMALL_MATH  16
 #define MAX_CALLEES 128 /* distinct math functions one kernel function calls, at most */
 #define MAX_DEPTH   4   /* math functions calling math functions: nesting counted */
 #define MAX_ARGS    4   /* arguments of a math function that goes out of line, at most */
+/* What a call of the C library (f64 sin, pow, fmod, ...) counts for in a math function's size:
+ * the vectorizer repeats it for every lane and every vector in flight (sin 300 deep with its
+ * gradient in f64: 5104 calls of sin and cos in one loop, 9 s to compile), so it weighs as
+ * much as a transcendental of llvm_math.c. */
+#define LIBRARY_CALL 40
 /* Out-of-line calls in a loop body times its interleave count, at most, where lowering the
  * count changes no result: sin 500 deep with its gradient (1000 calls) compiled in 4.9 s at 8
  * vectors in flight and 0.9 s at 2, which runs about a fifth slower. */
@@ -60,13 +65,33 @@ static LLVMValueRef callee_of(LLVMValueRef in) {
     return LLVMIsAFunction(c) ? c : NULL;
 }
 
-/* Instructions of math function fn, those of the math functions it calls included. */
-static long math_size(LLVMValueRef fn, int depth) {
+/* Whether instruction `in` becomes a call of the C library: a call of a function LLVM does not
+ * know (tan, atan2, hypot), of an intrinsic the code generator lowers to one (llvm.sin, cos,
+ * pow: f64's), or a float remainder (fmod). */
+static int library_call(LLVMValueRef in) {
+    static const char *const lowered[] = {"llvm.sin.", "llvm.cos.", "llvm.pow.", "llvm.exp",
+                                          "llvm.log"};
+    if (LLVMIsAInstruction(in) && LLVMGetInstructionOpcode(in) == LLVMFRem) return 1;
+    LLVMValueRef c = callee_of(in);
+    if (!c || !LLVMIsDeclaration(c)) return 0;
+    if (!LLVMGetIntrinsicID(c)) return 1;
+    for (size_t i = 0; i < sizeof lowered / sizeof lowered[0]; i++)
+        if (strncmp(LLVMGetValueName(c), lowered[i], strlen(lowered[i])) == 0) return 1;
+    return 0;
+}
+
+/* Instructions of math function fn, those of the math functions it calls included; a call of
+ * the C library counts LIBRARY_CALL. *library (if not NULL) is set where there is one. */
+static long math_size(LLVMValueRef fn, int depth, int *library) {
     long n = 0;
     for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
         for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
             LLVMValueRef c = callee_of(in);
-            n += c && is_math(c) && depth < MAX_DEPTH ? math_size(c, depth + 1) : 1;
+            int lib = library_call(in);
+            if (lib && library) *library = 1;
+            n += c && is_math(c) && depth < MAX_DEPTH ? math_size(c, depth + 1, library)
+                 : lib                                ? LIBRARY_CALL
+                                                      : 1;
         }
     return n;
 }
@@ -120,6 +145,21 @@ static void add_attrs(LLVMContextRef ctx, LLVMValueRef fn) {
     LLVMSetLinkage(fn, LLVMInternalLinkage);
 }
 
+/* The loop ID of a vector copy's loop over its w lanes: vectorized at width w where fn is
+ * vectorizable, the vector loop that results (which runs once) then fully unrolled, so that it
+ * is no loop at all (in a loop, the code generator would hoist the body's constants out of it,
+ * and spill them); where fn calls the C library, not vectorized, only unrolled (a request to
+ * vectorize would fail, with a warning). */
+static LLVMValueRef lanes_loop_id(LLVMContextRef ctx, unsigned w, int vectorize) {
+    static const char followup[] = "llvm.loop.vectorize.followup_vectorized",
+                      unroll[] = "llvm.loop.unroll.full";
+    LLVMMetadataRef full = LLVMMDStringInContext2(ctx, unroll, strlen(unroll));
+    if (!vectorize) return lg_loop_id(ctx, 0, 0, 0, LLVMMDNodeInContext2(ctx, &full, 1));
+    LLVMMetadataRef then[2] = {LLVMMDStringInContext2(ctx, followup, strlen(followup)),
+                               LLVMMDNodeInContext2(ctx, &full, 1)};
+    return lg_loop_id(ctx, 1, w, 1, LLVMMDNodeInContext2(ctx, then, 2));
+}
+
 /* The vector copy of math function fn at width w: its arguments and result in memory, and a
  * loop over the lanes calling fn (inlined) that the vectorizer turns into one vector step. */
 static void build_lanes(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef vfn, LLVMValueRef fn,
@@ -154,15 +194,10 @@ static void build_lanes(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef vfn, L
     LLVMAddIncoming(lane, &next, &loop, 1);
     LLVMValueRef br = LLVMBuildCondBr(
         b, LLVMBuildICmp(b, LLVMIntEQ, next, LLVMConstInt(i64, w, 0), ""), done, loop);
-    /* the vector loop that results runs once: fully unrolled, it is no loop at all (in a loop,
-     * the code generator would hoist the constants of the body out of it, and spill them) */
-    static const char followup[] = "llvm.loop.vectorize.followup_vectorized",
-                      unroll[] = "llvm.loop.unroll.full";
-    LLVMMetadataRef full = LLVMMDStringInContext2(ctx, unroll, strlen(unroll));
-    LLVMMetadataRef then[2] = {LLVMMDStringInContext2(ctx, followup, strlen(followup)),
-                               LLVMMDNodeInContext2(ctx, &full, 1)};
+    int library = 0;
+    math_size(fn, 0, &library);
     LLVMSetMetadata(br, LLVMGetMDKindIDInContext(ctx, "llvm.loop", 9),
-                    lg_loop_id(ctx, 1, w, 1, LLVMMDNodeInContext2(ctx, then, 2)));
+                    lanes_loop_id(ctx, w, !library));
     LLVMPositionBuilderAtEnd(b, done);
     LLVMBuildRet(b, LLVMBuildLoad2(b, LLVMVectorType(rt, w), out, ""));
 }
@@ -240,7 +275,7 @@ static int math_callees(LLVMValueRef fn, callee *c, long *total) {
                 if (n == MAX_CALLEES) continue;
                 c[n++] = (callee){f, 0, 0};
             }
-            long size = math_size(f, 0);
+            long size = math_size(f, 0, NULL);
             c[i].weight += size;
             c[i].calls++;
             *total += size;
@@ -320,7 +355,7 @@ void llvm_outline_math(LLVMModuleRef mod, int vector_bytes) {
         while (total > INLINE_BUDGET) {
             int best = -1;
             for (int i = 0; i < n; i++)
-                if (c[i].weight > 0 && math_size(c[i].fn, 0) > SMALL_MATH &&
+                if (c[i].weight > 0 && math_size(c[i].fn, 0, NULL) > SMALL_MATH &&
                     (best < 0 || c[i].weight > c[best].weight))
                     best = i;
             if (best < 0) break;
