@@ -119,37 +119,46 @@ static LLVMValueRef loop_begin(lg_fn *g, lg_loop *L, LLVMValueRef lo, LLVMValueR
     return L->iv;
 }
 
-/* A loop ID that asks for vectorization (which also allows the vectorizer to reorder the
- * loop's float reductions) with `interleave` vectors at a time (0: LLVM's choice), or forbids
- * it. */
-static LLVMValueRef vectorize_md(lg_mod *m, int on, int interleave) {
-    LLVMMetadataRef kv[2] = {
-        LLVMMDStringInContext2(m->ctx, "llvm.loop.vectorize.enable", 26),
-        LLVMValueAsMetadata(LLVMConstInt(m->t_i1, on ? 1 : 0, 0)),
-    };
-    LLVMMetadataRef ic[2] = {
-        LLVMMDStringInContext2(m->ctx, "llvm.loop.interleave.count", 26),
-        LLVMValueAsMetadata(LLVMConstInt(m->t_i32, (unsigned long long)interleave, 0)),
-    };
-    LLVMMetadataRef tmp = LLVMTemporaryMDNode(m->ctx, NULL, 0);
-    LLVMMetadataRef ops[3] = {tmp, LLVMMDNodeInContext2(m->ctx, kv, 2),
-                              LLVMMDNodeInContext2(m->ctx, ic, 2)};
-    LLVMMetadataRef id = LLVMMDNodeInContext2(m->ctx, ops, on && interleave > 0 ? 3 : 2);
-    LLVMMetadataReplaceAllUsesWith(tmp, id); /* the ID refers to itself; tmp is freed */
-    return LLVMMetadataAsValue(m->ctx, id);
+LLVMValueRef lg_loop_id(LLVMContextRef ctx, int on, unsigned width, unsigned interleave,
+                        LLVMMetadataRef extra) {
+    LLVMTypeRef i1 = LLVMInt1TypeInContext(ctx), i32 = LLVMInt32TypeInContext(ctx);
+    struct {
+        const char *key;
+        LLVMValueRef v;
+    } kv[3] = {{"llvm.loop.vectorize.enable", LLVMConstInt(i1, on ? 1 : 0, 0)},
+               {"llvm.loop.interleave.count", LLVMConstInt(i32, interleave, 0)},
+               {"llvm.loop.vectorize.width", LLVMConstInt(i32, width, 0)}};
+    int n = !on ? 1 : !interleave ? 1 : !width ? 2 : 3;
+    LLVMMetadataRef ops[5];
+    ops[0] = LLVMTemporaryMDNode(ctx, NULL, 0);
+    for (int i = 0; i < n; i++) {
+        LLVMMetadataRef pair[2] = {LLVMMDStringInContext2(ctx, kv[i].key, strlen(kv[i].key)),
+                                   LLVMValueAsMetadata(kv[i].v)};
+        ops[i + 1] = LLVMMDNodeInContext2(ctx, pair, 2);
+    }
+    if (extra) ops[++n] = extra;
+    LLVMMetadataRef id = LLVMMDNodeInContext2(ctx, ops, (size_t)n + 1);
+    /* the ID refers to itself; the temporary is freed */
+    LLVMMetadataReplaceAllUsesWith(ops[0], id);
+    return LLVMMetadataAsValue(ctx, id);
 }
 
 /* Ends a loop; vectorize: 1 asks for vectorization, -1 forbids it, 0 leaves it to LLVM, and
  * LG_INTERLEAVE asks for vectorization with that many vectors in flight. */
 #define LG_INTERLEAVE 4
-static void loop_end(lg_fn *g, lg_loop *L, LLVMValueRef step, int vectorize) {
+static void loop_end_id(lg_fn *g, lg_loop *L, LLVMValueRef step, LLVMValueRef id) {
     LLVMBuilderRef b = g->m->b;
     store(g, LLVMBuildNSWAdd(b, L->iv, step, ""), L->slot);
     LLVMValueRef br = LLVMBuildBr(b, L->head);
-    if (vectorize)
-        LLVMSetMetadata(br, LLVMGetMDKindIDInContext(g->m->ctx, "llvm.loop", 9),
-                        vectorize_md(g->m, vectorize > 0, vectorize > 1 ? vectorize : 0));
+    if (id) LLVMSetMetadata(br, LLVMGetMDKindIDInContext(g->m->ctx, "llvm.loop", 9), id);
     LLVMPositionBuilderAtEnd(b, L->exit);
+}
+
+static void loop_end(lg_fn *g, lg_loop *L, LLVMValueRef step, int vectorize) {
+    loop_end_id(g, L, step,
+                vectorize ? lg_loop_id(g->m->ctx, vectorize > 0, 0,
+                                       vectorize > 1 ? (unsigned)vectorize : 0, NULL)
+                          : NULL);
 }
 
 /* if (cond) { ...: returns the block to continue with after lg_if_end */
@@ -590,8 +599,12 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
     /* the block's trip count is small, which makes the vectorizer keep one vector in flight;
      * long bodies (inlined math) need several for their latency, and a body with a
      * transcendental twice as many (faster for a fifth more compile time, which cheap bodies
-     * are not charged: bench/RESULTS.md) */
-    loop_end(g, &L, ci64(m, 1), m->math_calls > calls ? 2 * LG_INTERLEAVE : LG_INTERLEAVE);
+     * are not charged: bench/RESULTS.md); the loop only stores, so fewer change no result
+     * (LG_LOOP_FREE: llvm_outline.c lowers the count for bodies of many math calls) */
+    LLVMMetadataRef name = LLVMMDStringInContext2(m->ctx, LG_LOOP_FREE, strlen(LG_LOOP_FREE));
+    unsigned ic = m->math_calls > calls ? 2 * LG_INTERLEAVE : LG_INTERLEAVE;
+    loop_end_id(g, &L, ci64(m, 1),
+                lg_loop_id(m->ctx, 1, 0, ic, LLVMMDNodeInContext2(m->ctx, &name, 1)));
     LLVMBasicBlockRef after = if_begin(g, g->stream);
     stage_flush(g, set, len);
     if_end(g, after);

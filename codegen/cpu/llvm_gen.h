@@ -77,6 +77,18 @@ LLVMValueRef lg_red_part_combine(lg_mod *m, const ir_func *f, const ir_node *n, 
 LLVMValueRef lg_red_parts_key(lg_mod *m, const ir_func *f, const ir_node *n,
                               const LLVMValueRef *parts);
 
+/* A loop ID (for a loop's back edge, as "llvm.loop" metadata) that asks for vectorization
+ * (which also allows the vectorizer to reorder the loop's float reductions) or forbids it (on
+ * 0); with interleave > 0, that many vectors in flight (0: LLVM's choice), and with width > 0
+ * as well, vectors of that many lanes; extra (or NULL): one more loop attribute. */
+LLVMValueRef lg_loop_id(LLVMContextRef ctx, int on, unsigned width, unsigned interleave,
+                        LLVMMetadataRef extra);
+
+/* A loop attribute (the extra of lg_loop_id) saying that how many vectors the loop keeps in
+ * flight changes none of its results (it accumulates nothing), so llvm_outline.c may lower
+ * its interleave count. LLVM ignores it. */
+#define LG_LOOP_FREE "fusec.loop.interleave.free"
+
 /* A call of intrinsic `name` overloaded on the types tys[0 .. ntys). */
 LLVMValueRef lg_intrinsic(lg_mod *m, const char *name, LLVMTypeRef *tys, int ntys,
                           LLVMValueRef *args, int nargs);
@@ -92,5 +104,18 @@ void lg_prefetch_hint(lg_mod *m, LLVMValueRef ptr, int elem_bytes);
  * scalar loops, removed). The hint's declarations are left unused; the caller's globaldce pass
  * deletes them. */
 void llvm_lower_prefetch_hints(LLVMModuleRef mod);
+
+/* Keeps functions fns[0 .. n) of mod through the passes that delete unused ones (as members of
+ * llvm.compiler.used): vector variants that only the loop vectorizer will call. */
+void lg_keep_used(LLVMModuleRef mod, LLVMValueRef *fns, int n);
+/* After the O3 pipeline: lets them go (the caller's globaldce pass deletes those unused). */
+void llvm_release_used(LLVMModuleRef mod);
+
+/* Before the O3 pipeline, with the math bitcode linked: in each kernel function that calls more
+ * math than a budget, the calls of the largest math functions go to out-of-line copies, scalar
+ * and vector (for vectors of vector_bytes and half that; none under two lanes), instead of
+ * being inlined, and its loops marked LG_LOOP_FREE keep fewer vectors in flight where those
+ * calls are many (llvm_outline.c). */
+void llvm_outline_math(LLVMModuleRef mod, int vector_bytes);
 
 #endif

@@ -4,8 +4,9 @@
  * early returns, no libm call, no errno, no table indexed by data), so that once it is
  * inlined into a kernel's loop, LLVM's loop vectorizer turns the loop into SIMD code. The
  * CPU backend compiles codegen/cpu/llvm_math.c to bitcode when fusec is built, links it into
- * each JIT module and marks these functions always-inline; the same file is compiled into
- * the library, which is how tests/unit/test_llvm_math.c measures the accuracy.
+ * each JIT module and marks these functions always-inline (past a budget a kernel calls them
+ * instead: codegen/cpu/llvm_outline.c); the same file is compiled into the library, which is
+ * how tests/unit/test_llvm_math.c measures the accuracy.
  *
  * Building the bitcode: `clang -O2 -fno-math-errno -fno-vectorize -fno-slp-vectorize
  * -emit-llvm -c codegen/cpu/llvm_math.c` for the generic target (no -march): no errno, so

@@ -72,16 +72,8 @@ static LLVMValueRef hint_function(lg_mod *m, LLVMAttributeRef *abi, LLVMTypeRef 
             LLVMAddAttributeAtIndex(fns[i], LLVMAttributeFunctionIndex,
                                     LLVMCreateEnumAttribute(m->ctx, k, 0));
         }
-    /* the variants have no calls until the vectorizer makes them: llvm.compiler.used keeps
-     * their declarations through the passes that drop unused ones */
-    LLVMValueRef used_fns[NWIDTHS];
-    for (size_t i = 0; i < NWIDTHS; i++)
-        used_fns[i] = LLVMConstBitCast(fns[i + 1], m->t_i8p);
-    LLVMValueRef init = LLVMConstArray(m->t_i8p, used_fns, NWIDTHS);
-    LLVMValueRef g = LLVMAddGlobal(m->mod, LLVMTypeOf(init), "llvm.compiler.used");
-    LLVMSetInitializer(g, init);
-    LLVMSetLinkage(g, LLVMAppendingLinkage);
-    LLVMSetSection(g, "llvm.metadata");
+    /* the variants have no calls until the vectorizer makes them */
+    lg_keep_used(m->mod, fns + 1, (int)NWIDTHS);
     return fn;
 }
 
@@ -282,9 +274,7 @@ void llvm_lower_prefetch_hints(LLVMModuleRef mod) {
             lower_block(mod, &z, bb, scalar);
     }
     LLVMDisposeBuilder(z.b);
-    /* the declarations are unused now but for llvm.compiler.used's constant bitcasts: with
-     * the global gone, the caller's globaldce deletes them together with those constants
-     * (deleting a function here would leave the constants pointing at freed memory) */
-    LLVMValueRef used = LLVMGetNamedGlobal(mod, "llvm.compiler.used");
-    if (used) LLVMDeleteGlobal(used);
+    /* the declarations are unused now but for llvm.compiler.used's constant bitcasts: once the
+     * caller has let that go (llvm_release_used), its globaldce deletes them together with those
+     * constants (deleting a function here would leave the constants pointing at freed memory) */
 }

@@ -5,9 +5,10 @@
  * A build: a fresh context and module; the kernels generated (codegen/cpu/llvm.c); the math
  * bitcode (codegen/cpu/llvm_math.c, compiled by clang when fusec was built and embedded as
  * llvm_math_bitcode) parsed, cut down to the functions the kernels call, linked, and its
- * functions made internal and always-inline, so that they vanish into the kernels' loops; the
- * O3 pipeline run (LLVMRunPasses "default<O3>") with a target machine for the host CPU (its
- * name and features) or the CPU the options name; the object file emitted to memory. Loading
+ * functions made internal and always-inline, so that they vanish into the kernels' loops (but
+ * where a kernel would inline too much of them: codegen/cpu/llvm_outline.c); the O3 pipeline
+ * run (LLVMRunPasses "default<O3>") with a target machine for the host CPU (its name and
+ * features) or the CPU the options name; the object file emitted to memory. Loading
  * follows LLVM's OrcV2CBindingsBasicUsage: an LLJIT, a process symbol generator on its main
  * JITDylib (for the few libm calls of f64 math), the object added under a resource tracker, symbols
  * looked up, and everything disposed of in reverse order.
@@ -228,6 +229,7 @@ static int jit_build(const llvm_module_meta *meta, const llvm_gen_options *o, ir
     if (!mod) goto done;
     double t1 = now_ms();
     if (link_math(ctx, mod, err, errlen)) goto done;
+    llvm_outline_math(mod, o ? o->vector_bytes : 0);
     double t2 = now_ms();
     po = LLVMCreatePassBuilderOptions();
     LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
@@ -239,6 +241,7 @@ static int jit_build(const llvm_module_meta *meta, const llvm_gen_options *o, ir
     if (take_error(LLVMRunPasses(mod, "default<O3>", tm, po), "LLVM O3 pipeline", err, errlen))
         goto done;
     llvm_lower_prefetch_hints(mod);
+    llvm_release_used(mod);
     if (take_error(LLVMRunPasses(mod, "globaldce", tm, po), "LLVM globaldce", err, errlen))
         goto done;
     double t3 = now_ms();

@@ -25,7 +25,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from fusectest import (SRC, check, close, finish, fusec_run, in_shard, later, np,  # noqa: E402
-                       progress, rand, run, target_or_skip, tmpdir)
+                       progress, rand, run, same_but_nan_signs, target_or_skip, tmpdir)
 
 TARGET = target_or_skip()
 
@@ -173,21 +173,6 @@ def compare(tag, got, ref, ref_abs, dtype, loose, prod_n):
         extra = e3 if extra is None else extra + e3
     ok, why = close(got, ref64, dtype, extra=extra)
     check(ok, f"{tag}: {why}")
-
-
-def same_but_nan_signs(a, b):
-    """Bit-identical, except that a NaN may have another sign or payload: with another
-    thread count, an element may fall in a loop's scalar remainder instead of its vector
-    body, where an add of two NaNs may have its operands the other way round, and IEEE 754
-    leaves the sign of such a NaN open. Every other bit must agree."""
-    if a.shape != b.shape or a.dtype != b.dtype:
-        return False
-    if a.tobytes() == b.tobytes():
-        return True
-    if a.dtype.kind != "f":
-        return False
-    na, nb = np.isnan(a), np.isnan(b)
-    return bool(np.array_equal(na, nb) and a[~na].tobytes() == b[~nb].tobytes())
 
 
 def run_case(path, fn, profile, nofuse_too=True, special=False, repeat=False):
