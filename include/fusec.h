@@ -41,11 +41,11 @@ extern "C" {
 /* ---- version -------------------------------------------------------------------------- */
 
 #define FUSEC_VERSION_MAJOR 0
-#define FUSEC_VERSION_MINOR 5
+#define FUSEC_VERSION_MINOR 6
 #define FUSEC_VERSION_PATCH 0
 #define FUSEC_VERSION_NUMBER                                                                       \
     (FUSEC_VERSION_MAJOR * 10000 + FUSEC_VERSION_MINOR * 100 + FUSEC_VERSION_PATCH)
-#define FUSEC_VERSION_STRING "0.5.0"
+#define FUSEC_VERSION_STRING "0.6.0"
 
 /* The library's FUSEC_VERSION_NUMBER: compare with the header's to detect a mismatch. */
 FUSEC_API unsigned fusec_version_number(void);
@@ -122,6 +122,12 @@ typedef struct fusec_options {
      * never run: launches return FUSEC_ERR_UNSUPPORTED. An unknown name fails the compilation
      * with FUSEC_ERR_INVALID_ARGUMENT. */
     const char *cpu;
+    /* Since 0.6. NULL: every function of the module is built. A function's name: that one
+     * alone goes through the passes and is built (what `fusec run -f` does: a file of twenty
+     * functions then costs the compile time of one); the others keep their signatures, and
+     * launching one of them fails with FUSEC_ERR_INVALID_ARGUMENT. A name the module lacks
+     * fails the compilation with FUSEC_ERR_INVALID_ARGUMENT. */
+    const char *function;
 } fusec_options;
 
 /* Fills *opt with the defaults (target auto, fusion on, cache on). */

@@ -29,6 +29,7 @@ struct fusec_function {
     fusec_module *module;
     ir_func *checked; /* the function as checked: its signature */
     ir_func *fused;   /* after the pass pipeline: the kernel partition every target runs */
+    int index;        /* in the module's fused (the backends' numbering); -1: not built */
 };
 
 struct fusec_module {
@@ -42,7 +43,8 @@ struct fusec_module {
     ir_module *checked;
     fusec_function *funcs;
     int nfuncs;
-    ir_func **fused;           /* funcs[i].fused, as the backends take them */
+    ir_func **fused;           /* the built functions' fused, as the backends take them */
+    int nfused;                /* all nfuncs, or 1 with opt.function */
     const rt_backend *backend; /* NULL: the reference interpreter */
     const rt_cpu_target *cpu;  /* the CPU backend's named CPU; NULL: the host */
     void *program;             /* the backend's built code; NULL until built */
@@ -216,7 +218,8 @@ static fusec_module *module_new(const fusec_options *opt) {
         m->opt.struct_size = sizeof(m->opt);
         /* the caller's strings may be gone by the time a launch builds the module (the arena
          * has no jump buffer yet: a failed copy is NULL) */
-        const char **strs[] = {&m->opt.arch, &m->opt.cache_dir, &m->opt.dump_after, &m->opt.cpu};
+        const char **strs[] = {&m->opt.arch, &m->opt.cache_dir, &m->opt.dump_after, &m->opt.cpu,
+                               &m->opt.function};
         for (size_t i = 0; i < sizeof strs / sizeof strs[0]; i++)
             if (*strs[i] && !(*strs[i] = ir_arena_strdup(&m->arena, *strs[i]))) {
                 fusec_module_free(m);
@@ -225,6 +228,21 @@ static fusec_module *module_new(const fusec_options *opt) {
     }
     m->diagnostics = "";
     return m;
+}
+
+/* Which functions are built (opt.function: one; else all) and their backend numbers. */
+static fusec_status select_functions(fusec_module *m) {
+    const char *only = m->opt.function;
+    int found = 0;
+    for (int i = 0; i < m->nfuncs; i++) {
+        int built = !only || strcmp(m->funcs[i].checked->name, only) == 0;
+        m->funcs[i].index = built ? m->nfused++ : -1;
+        found |= built;
+    }
+    if (only && !found)
+        return set_message(m, FUSEC_ERR_INVALID_ARGUMENT, "%s has no function '%s' to build",
+                           m->path, only);
+    return FUSEC_OK;
 }
 
 static fusec_status compile_source_c(fusec_module *m, const char *path, char *src, size_t len) {
@@ -266,9 +284,11 @@ static fusec_status compile_source_c(fusec_module *m, const char *path, char *sr
         m->funcs[i].module = m;
         m->funcs[i].checked = m->checked->funcs[i];
     }
-    fusec_status st = resolve_target(m);
+    fusec_status st = select_functions(m);
+    if (st == FUSEC_OK) st = resolve_target(m);
     for (int i = 0; i < m->nfuncs && st == FUSEC_OK; i++) {
         fusec_function *fn = &m->funcs[i];
+        if (fn->index < 0) continue; /* another than opt.function: not built */
         char err[512] = "";
         rt_pipeline_options po = {
             .no_fuse = m->opt.no_fuse,
@@ -279,7 +299,7 @@ static fusec_status compile_source_c(fusec_module *m, const char *path, char *sr
         if (rt_pipeline_run(fn->checked, &po, &fn->fused, err, sizeof err) != 0)
             st = set_message(m, po.usage_error ? FUSEC_ERR_INVALID_ARGUMENT : FUSEC_ERR_INTERNAL,
                              "%s", err);
-        m->fused[i] = fn->fused;
+        m->fused[fn->index] = fn->fused;
     }
     /* a module that failed has nothing to build: its launches fail as not compiled */
     if (st != FUSEC_OK) m->backend = NULL;
@@ -416,7 +436,7 @@ fusec_function *fusec_module_function_at(fusec_module *m, int i) {
 static rt_backend_request backend_request(fusec_module *m) {
     rt_backend_request req = {
         .funcs = m->fused,
-        .nfuncs = m->nfuncs,
+        .nfuncs = m->nfused,
         .opt = &m->opt,
         .arena = &m->arena,
         .report = &m->report,
@@ -784,6 +804,11 @@ static fusec_status prepare_call(fusec_function *f, const fusec_tensor *inputs, 
                            (int)fn->noutputs, fn->noutputs == 1 ? "" : "s", nresults);
     if (fn->nsyms > RT_MAX_SYMS)
         return set_message(m, FUSEC_ERR_UNSUPPORTED, "too many symbolic dims");
+    if (f->index < 0)
+        return set_message(m, FUSEC_ERR_INVALID_ARGUMENT,
+                           "'%s' was not built: the module was compiled for '%s' alone "
+                           "(fusec_options.function)",
+                           fn->name, m->opt.function);
     fusec_status st = bind_inputs(f, inputs, ninputs, 1, syms);
     if (st != FUSEC_OK) return st;
     if (ninputs + nresults > RT_MAX_ARGS)
@@ -839,8 +864,7 @@ static fusec_status run_call(fusec_function *f, ir_tensor *args, const int64_t *
                              void *stream) {
     fusec_module *m = f->module;
     char err[512];
-    fusec_status st =
-        m->backend->launch(m->program, (int)(f - m->funcs), args, syms, stream, err, sizeof err);
+    fusec_status st = m->backend->launch(m->program, f->index, args, syms, stream, err, sizeof err);
     if (st != FUSEC_OK) return set_message(m, st, "%s", err);
     return FUSEC_OK;
 }
@@ -925,7 +949,7 @@ fusec_status fusec_plan_create(fusec_function *f, const fusec_tensor *inputs, in
     if (st == FUSEC_OK) st = ensure_built(m);
     if (st == FUSEC_OK && m->backend && m->backend->plan_create) {
         char err[512];
-        st = m->backend->plan_create(m->program, (int)(f - m->funcs), p->args, p->syms, stream,
+        st = m->backend->plan_create(m->program, f->index, p->args, p->syms, stream,
                                      &p->backend_plan, err, sizeof err);
         if (st != FUSEC_OK) set_message(m, st, "%s", err);
     }
@@ -1102,8 +1126,8 @@ fusec_status fusec_bench_run(fusec_function *f, const fusec_tensor *inputs, int 
     if (!t) st = set_message(m, FUSEC_ERR_OUT_OF_MEMORY, "out of memory");
     if (st == FUSEC_OK && m->backend && m->backend->time_launches) {
         char err[512];
-        st = m->backend->time_launches(m->program, plan ? plan->backend_plan : NULL,
-                                       (int)(f - m->funcs), args, syms, reps, t, err, sizeof err);
+        st = m->backend->time_launches(m->program, plan ? plan->backend_plan : NULL, f->index, args,
+                                       syms, reps, t, err, sizeof err);
         if (st != FUSEC_OK) set_message(m, st, "%s", err);
         if (st == FUSEC_OK) st = host_time(f, plan, args, syms, reps, &out->host_us);
     } else if (st == FUSEC_OK) {

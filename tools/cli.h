@@ -46,6 +46,9 @@ typedef struct cli {
 int cli_usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cli_exit_code(fusec_status s);
 void cli_print_module_messages(const fusec_module *m, fusec_status st);
+/* After compiling for c->function alone (fusec_options.function): EXIT_OK, or where the
+ * compilation failed for want of that function, its report and exit code. */
+int cli_missing_function(const cli *c, fusec_module *m, fusec_status st);
 /* Looks up c->function in m (a missing one is reported with the file's functions) and
  * gets its parameter and result counts; EXIT_OK or the exit code to return. */
 int cli_find_function(const cli *c, fusec_module *m, fusec_function **f, int *nparams,

@@ -448,6 +448,17 @@ static int alloc_results(fusec_tensor *outs, int n) {
     return EXIT_OK;
 }
 
+/* EXIT_OK, or (when a compilation for c->function alone failed because the module has no
+ * such function) cli_find_function's message and exit code. */
+int cli_missing_function(const cli *c, fusec_module *m, fusec_status st) {
+    fusec_function *f = NULL;
+    int np, nr;
+    if (st != FUSEC_ERR_INVALID_ARGUMENT || fusec_module_function(m, c->function, &f) == FUSEC_OK ||
+        fusec_module_num_functions(m) == 0)
+        return EXIT_OK;
+    return cli_find_function(c, m, &f, &np, &nr);
+}
+
 int cli_find_function(const cli *c, fusec_module *m, fusec_function **f, int *nparams,
                       int *nresults) {
     if (fusec_module_function(m, c->function, f) != FUSEC_OK) {
@@ -476,10 +487,18 @@ static int cmd_run(cli *c) {
     for (int i = 0; i < c->nouts; i++)
         if (check_not_input(c, "--out", c->outs[i])) return EXIT_USAGE;
     fusec_module *m = NULL;
-    fusec_status st = fusec_module_compile_file(c->files[0], &c->opt, &m);
+    /* the function run, alone through the passes and the code generator */
+    fusec_options opt = c->opt;
+    opt.function = c->function;
+    fusec_status st = fusec_module_compile_file(c->files[0], &opt, &m);
     if (!m) {
         fprintf(stderr, "fusec: error: %s\n", fusec_status_string(st));
         return EXIT_INTERNAL;
+    }
+    int rc = cli_missing_function(c, m, st);
+    if (rc != EXIT_OK) {
+        fusec_module_free(m);
+        return rc;
     }
     /* build before reporting, so -v shows the backend's lines and a missing device is said
      * before any input is read */
@@ -489,7 +508,7 @@ static int cmd_run(cli *c) {
         fusec_module_free(m);
         return cli_exit_code(st);
     }
-    int rc = EXIT_OK;
+    rc = EXIT_OK;
     fusec_function *f = NULL;
     fusec_tensor ins[MAX_BINDINGS], outs[MAX_BINDINGS], dev_ins[MAX_BINDINGS],
         dev_outs[MAX_BINDINGS], call_ins[MAX_BINDINGS];

@@ -22,6 +22,12 @@ static rt_cuda_startup startup; /* how long the probe's steps took */
 static int sym(void *lib, const char *name, const char *fallback, void *fp, size_t fpsize) {
     void *p = dlsym(lib, name);
     if (!p && fallback) p = dlsym(lib, fallback);
+    if (!p || fallback) {
+        /* read and let go of any failed lookup's message, as probe does: LeakSanitizer
+         * reports it else */
+        (void)dlerror();
+        (void)dlerror();
+    }
     if (!p) return 0;
     memcpy(fp, &p, fpsize);
     return 1;

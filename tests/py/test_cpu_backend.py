@@ -13,7 +13,8 @@ relative. Under --no-fuse, f16/bf16 intermediates are rounded when stored
 (SPEC §1) while the reference does not round them, so those results get a looser bound.
 Integer and bool results must be equal.
 
-Set FUSEC_CPU_TEST_QUICK=1 to run the small sizes only. FUSEC_TEST_TARGET=cuda runs the same
+Set FUSEC_CPU_TEST_QUICK=1 to run the small sizes only, FUSEC_CPU_TEST_FUSED_ONLY=1 to skip
+--no-fuse. FUSEC_TEST_TARGET=cuda runs the same
 cases on the GPU (tests/gpu: skipped without one), results poisoned on the device first.
 FUSEC_TEST_FILES=a.fuse,b.fuse runs those files only (by name); FUSEC_TEST_JOBS=N runs N
 cases at once, FUSEC_TEST_SHARD=i/n every n-th function from the i-th (ctest splits the test
@@ -32,6 +33,9 @@ TARGET = target_or_skip()
 rng = np.random.default_rng(12345)
 OUT = tmpdir()
 QUICK = os.environ.get("FUSEC_CPU_TEST_QUICK") == "1"
+# the fused kernels only (the runs for another CPU level: --no-fuse's kernels are the same
+# element-wise loops the fused ones hold, and the host's run builds them)
+FUSED_ONLY = os.environ.get("FUSEC_CPU_TEST_FUSED_ONLY") == "1"
 
 FILES = [os.path.join(SRC, "examples", f) for f in sorted(os.listdir(os.path.join(SRC, "examples")))
          if f.endswith(".fuse")]
@@ -253,6 +257,7 @@ def run_case_files(case_dir, path, fn, profile, inputs, env, nofuse_too, repeat)
     prod_n = 0
     if "prod" in red and sig:
         prod_n = max(int(np.prod([sizes.get(d, 3) for d in dims])) for _, _, dims in sig)
+    nofuse_too = nofuse_too and not FUSED_ONLY
     modes = [("fused", ())] + ([("nofuse", ("--no-fuse",))] if nofuse_too else [])
     for mode, extra in modes:
         outs = [f"{base}_{mode}{i}.npy" for i in range(nres)]

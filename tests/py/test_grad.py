@@ -16,6 +16,7 @@
    PyTorch is installed: the reference to 1e-6 of torch in f64 (what its stored f32 values
    round); the target within SPEC §5's bound plus four times what torch's own f32 backward is off by (a backward in f32 cancels
    where f64 does not: layernorm's dx, a second derivative), fused and --no-fuse.
+FUSEC_CPU_TEST_FUSED_ONLY=1 (the sanitizers' pass, the emulated GPU) skips --no-fuse on the target.
 FUSEC_TEST_JOBS=N checks N cases at once (tests/py/fusectest.py): each case's random values are
 drawn first, in order, so they stay the seed's.
 """
@@ -28,6 +29,7 @@ from fusectest import (SRC, check, close, finish, fusec_run, in_shard, later, np
                        progress, target_or_skip, tmpdir)
 
 TARGET = target_or_skip()
+MODES = ((),) if os.environ.get("FUSEC_CPU_TEST_FUSED_ONLY") == "1" else ((), ("--no-fuse",))
 OUT = tmpdir()
 rng = np.random.default_rng(2024)
 R, C = 5, 7
@@ -200,7 +202,7 @@ def check_op_runs(tag, params, rdims, body, ins, dy, dirs):
     path32 = write(tag + "32.fuse", program(tag, params, rdims, body, "f32"))
     ins32 = [(n, a.astype(np.float32)) for n, a in ins] + [("dy", dy.astype(np.float32))]
     want, err = run(path32, "d", ins32, len(params), "ref", tag=tag)
-    for extra in ((), ("--no-fuse",)):
+    for extra in MODES:
         got, err = run(path32, "d", ins32, len(params), TARGET, extra, tag=tag)
         if got is None or want is None:
             check(False, "%s on %s %s: %s" % (tag, TARGET, " ".join(extra), err))
@@ -336,7 +338,7 @@ def torch_grad(fns, fname, wrt, vals, dys, dtype):
 def check_against_torch(dname, wrt, ins, want64, want32, f16):
     """The gradient dname of grad.fuse on the reference and the target against torch's."""
     progress(dname)
-    for target, extras in (("ref", ((),)), (TARGET, ((), ("--no-fuse",)))):
+    for target, extras in (("ref", ((),)), (TARGET, MODES)):
         for extra in extras:
             got, err = run(GRAD_FUSE, dname, ins, len(wrt), target, extra, tag=dname)
             what = "%s on %s %s" % (dname, target, " ".join(extra))

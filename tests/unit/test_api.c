@@ -318,6 +318,67 @@ static void test_memory_args(void) {
     fusec_module_free(m);
 }
 
+/* fusec_options.function: `rows` alone is built (the second function, so its backend number
+ * differs from its place in the module) and gives the right values; `axpy` keeps its
+ * signature but does not launch; a name the module lacks fails the compilation. */
+static void test_one_function(int ti) {
+    fusec_options o;
+    fusec_options_init(&o);
+    o.target = api_targets[ti];
+    o.function = "rows";
+    fusec_module *m = NULL;
+    fusec_status st = fusec_module_compile_string("api.fuse", SRC, strlen(SRC), &o, &m);
+    CHECK_MSG(st == FUSEC_OK, "%s: %s", api_target_names[ti], fusec_module_message(m));
+    if (st != FUSEC_OK) {
+        fusec_module_free(m);
+        return;
+    }
+    static float x[R * C], b[C], z[R * C], s[R];
+    for (int i = 0; i < R * C; i++)
+        x[i] = frand();
+    for (int j = 0; j < C; j++)
+        b[j] = frand();
+    void *dx = to_target(m, x, sizeof x), *db = to_target(m, b, sizeof b);
+    void *dz = to_target(m, z, sizeof z), *ds = to_target(m, s, sizeof s);
+    fusec_tensor in[2] = {tensor(dx, FUSEC_F32, 2, R, C), tensor(db, FUSEC_F32, 1, C, 0)};
+    fusec_tensor out[2] = {tensor(dz, FUSEC_F32, 2, R, C), tensor(ds, FUSEC_F32, 1, R, 0)};
+    st = fusec_launch(fn(m, "rows"), in, 2, out, 2, NULL);
+    CHECK_MSG(st == FUSEC_OK, "%s: rows alone: %s", api_target_names[ti], fusec_module_message(m));
+    from_target(m, z, dz, sizeof z);
+    from_target(m, s, ds, sizeof s);
+    for (int r = 0; r < R; r++) {
+        double want = 0;
+        for (int j = 0; j < C; j++) {
+            CHECK(z[r * C + j] == x[r * C + j] + b[j]);
+            want += (double)(x[r * C + j] + b[j]);
+        }
+        CHECK_MSG(fabs(s[r] - want) <= 1e-5 * C * 4, "%s: row %d: %g, want %g",
+                  api_target_names[ti], r, s[r], want);
+    }
+    fusec_function *a = fn(m, "axpy");
+    CHECK(a != NULL && fusec_function_num_params(a) == 3);
+    float one = 1;
+    fusec_tensor ain[3] = {tensor(&one, FUSEC_F32, 0, 0, 0), tensor(dx, FUSEC_F32, 1, N, 0),
+                           tensor(dx, FUSEC_F32, 1, N, 0)};
+    fusec_tensor aout = tensor(dz, FUSEC_F32, 1, N, 0);
+    CHECK(fusec_launch(a, ain, 3, &aout, 1, NULL) == FUSEC_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(fusec_module_message(m), "'axpy' was not built") != NULL, "%s",
+              fusec_module_message(m));
+    void *ptrs[] = {dx, db, dz, ds};
+    for (int i = 0; i < 4; i++)
+        CHECK(fusec_memory_free(m, ptrs[i]) == FUSEC_OK);
+    fusec_module_free(m);
+
+    o.function = "nosuch";
+    m = NULL;
+    st = fusec_module_compile_string("api.fuse", SRC, strlen(SRC), &o, &m);
+    CHECK(st == FUSEC_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(m && strstr(fusec_module_message(m), "no function 'nosuch'") != NULL, "%s",
+              m ? fusec_module_message(m) : "");
+    CHECK(m && fusec_launch(fn(m, "rows"), in, 2, out, 2, NULL) != FUSEC_OK);
+    fusec_module_free(m);
+}
+
 int main(void) {
     CHECK(fusec_version_number() == FUSEC_VERSION_NUMBER);
     test_memory_args();
@@ -333,6 +394,7 @@ int main(void) {
         test_bad_rows(m);
         test_plans(m);
         fusec_module_free(m);
+        test_one_function(i);
     }
     if (!rt_cuda_probe(NULL, NULL, 0)) test_no_device();
     return check_exit("test_api");
