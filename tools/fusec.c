@@ -453,9 +453,8 @@ static int alloc_results(fusec_tensor *outs, int n) {
 int cli_missing_function(const cli *c, fusec_module *m, fusec_status st) {
     fusec_function *f = NULL;
     int np, nr;
-    if (st != FUSEC_ERR_INVALID_ARGUMENT || fusec_module_function(m, c->function, &f) == FUSEC_OK ||
-        fusec_module_num_functions(m) == 0)
-        return EXIT_OK;
+    /* cli_find_function returns EXIT_OK where the function is there (another argument failed) */
+    if (st != FUSEC_ERR_INVALID_ARGUMENT || fusec_module_num_functions(m) == 0) return EXIT_OK;
     return cli_find_function(c, m, &f, &np, &nr);
 }
 

@@ -21,9 +21,9 @@ static rt_cuda_startup startup; /* how long the probe's steps took */
 /* dlsym's object pointer into a function pointer, through memcpy (POSIX guarantees it). */
 static int sym(void *lib, const char *name, const char *fallback, void *fp, size_t fpsize) {
     void *p = dlsym(lib, name);
-    if (!p && fallback) p = dlsym(lib, fallback);
-    if (!p || fallback) {
-        /* read and let go of any failed lookup's message, as probe does: LeakSanitizer
+    if (!p) {
+        if (fallback) p = dlsym(lib, fallback);
+        /* read and let go of the failed lookup's message, as probe does: LeakSanitizer
          * reports it else */
         (void)dlerror();
         (void)dlerror();
