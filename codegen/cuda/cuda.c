@@ -264,6 +264,7 @@ static void gen_kernel(fn_state *st, int32_t ki) {
     ir_buf_init(&k->body, m->a);
     for (size_t i = 0; i < nn; i++)
         k->inbuf[i] = -1;
+    cg_outline_plan(k);
 
     /* buffers: inputs, then each output at each of its homes */
     for (int32_t i = 0; i < kn->ninputs; i++) {
@@ -461,6 +462,7 @@ int cuda_generate(ir_arena *a, ir_func *const *funcs, int nfuncs, cuda_module **
             ir_buf_puts(&src, "\n");
             ir_buf_puts(&src, cg_helper_text((cg_helper)h, NULL));
         }
+    cg_outline_emit(&mod, &src);
     if (mod.text.data) ir_buf_puts(&src, mod.text.data);
     cg_gen_gathers(&mod, funcs, nfuncs, fs, &src);
 

@@ -297,9 +297,9 @@ const char *cg_op_table_check(void) {
 }
 
 /* Substitutes $0..$2 in a template, and $S (rand's stream) with ops[3]. */
-static const char *subst(cg_kernel *k, const char *tmpl, const char *const *ops) {
+static const char *subst_in(ir_arena *a, const char *tmpl, const char *const *ops) {
     ir_buf b;
-    ir_buf_init(&b, k->m->a);
+    ir_buf_init(&b, a);
     for (const char *p = tmpl; *p; p++) {
         if (p[0] == '$' && ((p[1] >= '0' && p[1] <= '2') || p[1] == 'S')) {
             ir_buf_puts(&b, ops[p[1] == 'S' ? 3 : p[1] - '0']);
@@ -309,6 +309,15 @@ static const char *subst(cg_kernel *k, const char *tmpl, const char *const *ops)
         }
     }
     return b.data ? b.data : "";
+}
+
+static const char *subst(cg_kernel *k, const char *tmpl, const char *const *ops) {
+    return subst_in(k->m->a, tmpl, ops);
+}
+
+const char *cg_math_call(cg_module *m, int op, int dbl) {
+    const char *ops[4] = {"a", "b", "", ""};
+    return subst_in(m->a, dbl ? op_table[op].d : op_table[op].f, ops);
 }
 
 /* ---- constants ------------------------------------------------------------------------------- */
@@ -455,6 +464,10 @@ static const char *ew_expr(cg_kernel *k, ir_ref r) {
     unsigned hs = c == CC_INT ? t->hi : c == CC_BOOL ? 0 : t->hfd;
     for (int h = 0; h < CG_H_COUNT; h++)
         if (hs & (1u << h)) cg_use(k, (cg_helper)h);
+    if (c == CC_FLOAT || c == CC_DOUBLE) {
+        const char *call = cg_outline_call(k, n->op, c == CC_DOUBLE);
+        if (call) tmpl = call;
+    }
     return subst(k, tmpl, ops);
 }
 

@@ -12,6 +12,7 @@
  *                    of a full reduction, reductions over one element
  *   cuda_reduce.c    row, column and full reductions
  *   cuda_gather.c    the gather kernels that read a strided input into a dense temporary
+ *   cuda_outline.c   which math functions a kernel calls out of line (a bound on its size)
  */
 #ifndef FUSEC_CODEGEN_CUDA_INTERNAL_H
 #define FUSEC_CODEGEN_CUDA_INTERNAL_H
@@ -60,7 +61,9 @@ cuda_size cg_shape_elems(const ir_shape *s);       /* the element count of a sha
 typedef struct cg_module {
     ir_arena *a;
     unsigned helpers; /* bit h: helper h is used */
-    ir_buf text;      /* the kernels, after the prelude */
+    /* [op][f64]: the out-of-line wrapper of op's math function is called (cuda_outline.c) */
+    unsigned char outlined[IR_OP_COUNT][2];
+    ir_buf text; /* the kernels, after the prelude */
     ir_failure fail;
     /* every __global__ name, for the module's list */
     const char **names;
@@ -161,6 +164,8 @@ struct cg_kernel {
     int cur_const;            /* full reduction: the partials are read, not written */
     int32_t partials_scratch; /* full reduction: its scratch buffer */
     int32_t launch_index;     /* the index of this kernel's (last) launch in the function */
+    unsigned char outlined[IR_OP_COUNT][2]; /* [op][f64]: its math is called out of line */
+    int outlines;                           /* some math is called out of line */
 };
 
 /* Text: a line at the current indentation. */
@@ -195,6 +200,19 @@ void cg_emit_node(cg_kernel *k, ir_ref r);
 const char *cg_operand(cg_kernel *k, ir_ref r);
 /* Emits the definitions of the targets (and their cones) in the current scope. */
 void cg_emit_values(cg_kernel *k, const ir_ref *targets, int32_t n);
+
+/* op's math function (f32 or f64) applied to `a` (and `b`), as the op table writes it. */
+const char *cg_math_call(cg_module *m, int op, int dbl);
+
+/* ---- math out of line (cuda_outline.c) ---------------------------------------------------- */
+
+/* Decides which math functions kernel k calls out of line (k->outlined), from its body. */
+void cg_outline_plan(cg_kernel *k);
+/* The template ($0, $1) that calls op's function for f32 or f64 out of line, marking its
+ * wrapper used in the module; NULL where k inlines it. */
+const char *cg_outline_call(cg_kernel *k, int op, int dbl);
+/* The wrappers of every math function the module's kernels call out of line. */
+void cg_outline_emit(cg_module *m, ir_buf *out);
 
 /* Reductions as CUDA: identity and combination of accumulators. */
 const char *cg_red_init(cg_kernel *k, ir_ref r);

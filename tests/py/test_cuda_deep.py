@@ -1,0 +1,94 @@
+"""tests/py/test_cuda_deep.py: programs whose kernels hold a great deal of math build in bounded
+time through NVRTC, and the math a kernel calls out of line gives the bits it gives inline
+(codegen/cuda/cuda_outline.c).
+
+1. Build time (issue 29): a chain of 60 sin took 18 s to build through NVRTC, 150 with their
+   gradient over a minute, every sinf inlined; above a budget the math is called out of line
+   now. Each deep program of deepprog.DEEP must build cold (--no-cache) to an sm_90 cubin
+   within CEILING_S seconds of CPU time: a generous ceiling (they take 0.5-6 s on a 2-core
+   EPYC) that still fails a return of the explosion. The real NVRTC, no GPU needed: skipped
+   where NVRTC cannot be loaded, one program under the sanitizers, and under the stand-in NVRTC (FUSEC_NVRTC_PATH, which builds
+   host code), where parts 2 and 3 run instead.
+2. The kernels of the examples call nothing out of line (they are emitted as before), and the
+   big kernel of deepprog.bits_program calls each heavy function through its wrapper.
+3. On the emulated GPU (ctest's emu.deep_programs): `big`, every function out of line, gives
+   each function's very bits as a kernel computing it alone (inline), in f32 and f64 (f16
+   computes in f32);
+   and the deep programs agree with the reference (--target=ref)."""
+import glob
+import os
+import re
+import resource
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from deepprog import (BINARY, DEEP, UNARY, bits_inputs, bits_program,  # noqa: E402
+                      check_against_ref, check_bits_run, write)
+from fusectest import FUSEC, SRC, check, finish, fusec_env, tmpdir  # noqa: E402
+
+OUT = tmpdir()
+CEILING_S = 60.0
+EMULATED = bool(os.environ.get("FUSEC_NVRTC_PATH"))
+
+
+def fusec(*args):
+    return subprocess.run([FUSEC, *args], capture_output=True, text=True, timeout=600,
+                          env=fusec_env())
+
+
+def cuda_source(path):
+    p = fusec("--target=cuda", "--emit=cuda", path)
+    check(p.returncode == 0, f"{path}: --emit=cuda: exit {p.returncode}: {p.stderr[-400:]}")
+    return p.stdout
+
+
+def build_cpu_seconds(path):
+    """CPU seconds (user + system) of a cold sm_90 cubin build of path; None if it fails."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = fusec("--target=cuda", "--arch=sm_90", "--emit=cubin", "-o", os.devnull, "--no-cache",
+              path)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0:
+        print(p.stderr[-2000:])
+        return None
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+# 2. what is out of line
+for ex in sorted(glob.glob(os.path.join(SRC, "examples", "*.fuse"))):
+    src = cuda_source(ex)
+    check("fx_ol_" not in src, f"{os.path.basename(ex)}: a kernel calls math out of line")
+ops = UNARY + BINARY
+bits = {dt: write(OUT, f"bits_{dt}.fuse", bits_program(dt, ops)) for dt in ("f32", "f64")}
+for dt, path in bits.items():
+    wrappers = set(re.findall(r"__noinline__ \w+ (fx_ol_\w+)\(", cuda_source(path)))
+    # sigmoid (a helper), exp2, sqrt and rsqrt (a few instructions) stay inline
+    check(len(wrappers) >= len(ops) - 4, f"bits_{dt}: {len(wrappers)} wrappers "
+          f"(at least {len(ops) - 4} expected): {sorted(wrappers)}")
+
+# FUSEC_CPU_TEST_QUICK (the sanitizers' pass): one deep program's build time
+if os.environ.get("FUSEC_CPU_TEST_QUICK") == "1":
+    DEEP = {"sin150_grad": DEEP["sin150_grad"]}
+
+if not EMULATED:
+    # 1. build time through the real NVRTC
+    probe = fusec("--target=cuda", "--arch=sm_90", "--emit=cubin", "-o", os.devnull,
+                  "--no-cache", os.path.join(SRC, "examples", "gelu.fuse"))
+    if probe.returncode != 0 and "FUSEC_NVRTC_PATH" in probe.stderr:
+        print("no NVRTC here: the build times are not measured\n" + probe.stderr[-400:])
+        finish()
+    check(probe.returncode == 0, f"gelu.fuse: cubin: exit {probe.returncode}: "
+          f"{probe.stderr[-400:]}")
+    for name, text in DEEP.items():
+        s = build_cpu_seconds(write(OUT, name + ".fuse", text))
+        print(f"{name}: {s if s is None else round(s, 2)} s of CPU time")
+        check(s is not None and s < CEILING_S, f"{name}: built in {s} s of CPU time "
+              f"(ceiling {CEILING_S})")
+else:
+    # 3. on the emulated GPU
+    for dt, path in bits.items():
+        check_bits_run(OUT, dt, path, ops, bits_inputs(OUT, dt, dt), "cuda")
+    check_against_ref(OUT, "sin150_grad", ["f", "d"], "cuda")
+    check_against_ref(OUT, "erf150_f64_grad", ["f", "d"], "cuda")
+finish()
