@@ -53,17 +53,18 @@ def expr(op, x, y):
 
 
 def bits_program(dtype, ops):
-    """One function per op (small: inlined), and `big`: every op once as a result, and each
-    COPIES - 1 times more in a filler result (over the budget: called out of line)."""
+    """`smalls`: every op once as a result, run with --no-fuse (each op its own small kernel:
+    inlined); and `big`: every op once as a result, and each COPIES - 1 times more in a
+    filler result, fused (one kernel over the budget: called out of line)."""
     t = f"{dtype}[N]"
-    src = [f"fn s{i}(x: {t}, y: {t}) -> {t} {{ return {expr(op, 'x', 'y')}; }}"
-           for i, op in enumerate(ops)]
     terms = [expr(op, f"(x * {1 + k / 64})", "y") for op in ops for k in range(1, COPIES)]
     body = ["    let z0 = " + terms[0] + ";"]
     body += [f"    let z{k} = z{k - 1} + {term};" for k, term in enumerate(terms[1:], 1)]
-    results = ", ".join([expr(op, "x", "y") for op in ops] + [f"z{len(terms) - 1}"])
+    results = ", ".join(expr(op, "x", "y") for op in ops)
+    src = [f"fn smalls(x: {t}, y: {t}) -> ({', '.join([t] * len(ops))}) {{",
+           f"    return {results};", "}"]
     src.append(f"fn big(x: {t}, y: {t}) -> ({', '.join([t] * (len(ops) + 1))}) {{")
-    src += body + [f"    return {results};", "}"]
+    src += body + [f"    return {results}, z{len(terms) - 1};", "}"]
     return "\n".join(src) + "\n"
 
 
@@ -80,24 +81,23 @@ def bits_inputs(out, tag, dtype):
 
 
 def check_bits_run(out, tag, path, ops, files, target, extra=()):
-    """`big` (every op out of line) on target gives each op's very bits as s<i> (inline)."""
+    """`big` (every op out of line) on target gives each op's very bits as `smalls` (inline)."""
     outs = [os.path.join(out, f"{tag}_big{i}.npy") for i in range(len(ops) + 1)]
     rc, err = fusec_run(path, "big", files, outs, target, extra)
     check(rc == 0, f"{tag}: big: exit {rc}: {err.strip()[-400:]}")
-    if rc != 0:
+    smalls = [os.path.join(out, f"{tag}_small{i}.npy") for i in range(len(ops))]
+    rc2, err = fusec_run(path, "smalls", files, smalls, target, (*extra, "--no-fuse"))
+    check(rc2 == 0, f"{tag}: smalls: exit {rc2}: {err.strip()[-400:]}")
+    if rc != 0 or rc2 != 0:
         return
     for i, op in enumerate(ops):
-        small = os.path.join(out, f"{tag}_s{i}.npy")
-        rc, err = fusec_run(path, f"s{i}", files, [small], target, extra)
-        check(rc == 0, f"{tag}: {op} alone: exit {rc}: {err.strip()[-400:]}")
-        if rc == 0:
-            a, b = np.load(outs[i]), np.load(small)
-            same = same_but_nan_signs(a, b)
-            if not same:
-                k = int(np.argmax(a.tobytes() != b.tobytes()) if a.shape != b.shape else
-                        np.flatnonzero((a != b) & ~(np.isnan(a) & np.isnan(b)))[0])
-                print(f"{tag} {op}: at {k}: out of line {a.flat[k]!r}, inline {b.flat[k]!r}")
-            check(same, f"{tag}: {op} out of line differs from {op} inline")
+        a, b = np.load(outs[i]), np.load(smalls[i])
+        same = same_but_nan_signs(a, b)
+        if not same:
+            k = int(np.argmax(a.tobytes() != b.tobytes()) if a.shape != b.shape else
+                    np.flatnonzero((a != b) & ~(np.isnan(a) & np.isnan(b)))[0])
+            print(f"{tag} {op}: at {k}: out of line {a.flat[k]!r}, inline {b.flat[k]!r}")
+        check(same, f"{tag}: {op} out of line differs from {op} inline")
 
 
 def check_against_ref(out, name, fns, target, n=1003):

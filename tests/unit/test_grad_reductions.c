@@ -361,11 +361,15 @@ static const char *only_target(void) {
 
 int main(void) {
     const char *only = only_target();
+    /* FUSEC_CPU_TEST_FUSED_ONLY=1 (the sanitizers' pass): the compiled targets' fused kernels
+     * only; --no-fuse's are built by the same code, and the plain pass runs them */
+    const char *fo = getenv("FUSEC_CPU_TEST_FUSED_ONLY");
+    int fused_only = fo && strcmp(fo, "1") == 0;
     for (int ti = 0; ti < API_NTARGETS; ti++) {
         if (only && strcmp(only, api_target_names[ti]) != 0) continue;
         if (!api_target_runs(ti)) continue;
         int compiled = api_targets[ti] != FUSEC_TARGET_REF;
-        for (int no_fuse = 0; no_fuse < 2; no_fuse++) {
+        for (int no_fuse = 0; no_fuse < (compiled && fused_only ? 1 : 2); no_fuse++) {
             char *src = program(compiled, no_fuse);
             fusec_module *m = api_compile(src, api_targets[ti], no_fuse, NULL, 1);
             free(src);

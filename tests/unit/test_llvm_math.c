@@ -11,7 +11,9 @@
  *
  * Environment: FUSEC_MATH_STRIDE=N sweeps every Nth bit pattern instead (1: all of them,
  * minutes per function), FUSEC_MATH_ONLY=NAME[,NAME] restricts the run to those
- * functions, FUSEC_MATH_SHARD=K/N sweeps only the K-th of N slices of the bit patterns.
+ * functions, FUSEC_MATH_SHARD=K/N sweeps only the K-th of N slices of the bit patterns,
+ * FUSEC_MATH_DENSE=D takes a D-th of the points of the dense sweeps and random samples (the
+ * sanitizers' pass, which looks at the code that generates the math, not at its accuracy).
  */
 #include "codegen/cpu/llvm_math.h"
 
@@ -71,6 +73,7 @@ static double rng_unit(void) {
 /* ---- options ---------------------------------------------------------------------------- */
 
 static uint64_t opt_stride = 509;
+static long opt_dense = 1; /* FUSEC_MATH_DENSE */
 static const char *opt_only;
 static uint64_t shard_lo, shard_hi = UINT64_C(1) << 32;
 
@@ -255,7 +258,7 @@ static double sweep_unary(const unary_f32 *u, int index, stats *st) {
     if (opt_stride > 1) {
         for (int r = 0; r < 4 && u->ranges[r][0] < u->ranges[r][1]; r++) {
             float lo = u->ranges[r][0], hi = u->ranges[r][1];
-            const int n = 1 << 18;
+            const int n = (1 << 18) / (int)opt_dense;
             for (int i = 0; i <= n; i++) {
                 float x = lo + (hi - lo) * ((float)i / (float)n);
                 measure_f32(u->name, u->fn(x), u->ref(x), x, 0, 0, st);
@@ -371,7 +374,7 @@ static float rnd_log(int lo, int hi) {
 }
 
 static void test_binary_f32(void) {
-    const long n = 3000000;
+    const long n = 3000000 / opt_dense;
     for (size_t i = 0; i < sizeof BINARY / sizeof BINARY[0]; i++) {
         const binary_f32 *b = &BINARY[i];
         if (!selected(b->name)) continue;
@@ -544,7 +547,7 @@ static const double SPECIALS64[] = {
     1024.0,   -1074.0,   -1075.0,   6.0,        5.92,      22.0,       710.47,  710.48};
 
 static void test_unary_f64(void) {
-    const long n = 400000;
+    const long n = 400000 / opt_dense;
     for (size_t i = 0; i < sizeof UNARY64 / sizeof UNARY64[0]; i++) {
         const unary_f64 *u = &UNARY64[i];
         if (!selected(u->name)) continue;
@@ -644,7 +647,7 @@ static const fast_f32 FAST[] = {
 };
 
 static void test_fast_f32(void) {
-    const long n = 1 << 20;
+    const long n = (1 << 20) / opt_dense;
     for (size_t i = 0; i < sizeof FAST / sizeof FAST[0]; i++) {
         const fast_f32 *f = &FAST[i];
         if (!selected(f->name)) continue;
@@ -720,6 +723,8 @@ static void test_fast_f32(void) {
 int main(void) {
     const char *s = getenv("FUSEC_MATH_STRIDE");
     if (s && atol(s) > 0) opt_stride = (uint64_t)atol(s);
+    const char *d = getenv("FUSEC_MATH_DENSE");
+    if (d && atol(d) > 0 && atol(d) <= 1024) opt_dense = atol(d);
     opt_only = getenv("FUSEC_MATH_ONLY");
     if (opt_only && !*opt_only) opt_only = NULL;
     const char *sh = getenv("FUSEC_MATH_SHARD");
