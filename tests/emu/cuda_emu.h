@@ -20,7 +20,7 @@
 #define __global__
 #define __device__
 #define __forceinline__ inline
-#define __noinline__ __attribute__((noinline))
+#define __noinline__    __attribute__((noinline))
 #define __launch_bounds__(...)
 #define __shared__ static
 
