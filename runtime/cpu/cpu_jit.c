@@ -49,6 +49,22 @@ static struct {
 } host = {.once = PTHREAD_ONCE_INIT};
 
 /* Copies an error's message into err and disposes of the error. 0 when there was none. */
+/* LLVM's diagnostics of one build. Without a handler LLVM prints remarks and warnings to
+ * stderr (a loop fusec asks to vectorize that calls the C library's f64 functions: "loop not
+ * vectorized", under `fusec run`), and exits the process on an error. Remarks and warnings are
+ * dropped here; the first error's text is kept, and fails the build. */
+typedef struct jit_diag {
+    char error[256];
+} jit_diag;
+
+static void jit_diagnostic(LLVMDiagnosticInfoRef di, void *ctx) {
+    jit_diag *d = ctx;
+    if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || d->error[0]) return;
+    char *text = LLVMGetDiagInfoDescription(di);
+    snprintf(d->error, sizeof d->error, "%s", text ? text : "an LLVM error");
+    LLVMDisposeMessage(text);
+}
+
 static int take_error(LLVMErrorRef e, const char *what, char *err, size_t errlen) {
     if (!e) return 0;
     char *msg = LLVMGetErrorMessage(e); /* consumes e */
@@ -218,6 +234,8 @@ static int jit_build(const llvm_module_meta *meta, const llvm_gen_options *o, ir
     if (jit_init(err, errlen)) return -1;
     int rc = -1;
     LLVMContextRef ctx = LLVMContextCreate();
+    jit_diag diag = {{0}};
+    LLVMContextSetDiagnosticHandler(ctx, jit_diagnostic, &diag);
     LLVMModuleRef mod = NULL;
     LLVMMemoryBufferRef out = NULL;
     LLVMPassBuilderOptionsRef po = NULL;
@@ -252,6 +270,10 @@ static int jit_build(const llvm_module_meta *meta, const llvm_gen_options *o, ir
         goto done;
     }
     double t4 = now_ms();
+    if (diag.error[0]) {
+        snprintf(err, errlen, "LLVM: %s", diag.error);
+        goto done;
+    }
     size_t n = LLVMGetBufferSize(out);
     void *p = malloc(n ? n : 1);
     if (!p) {
@@ -280,6 +302,8 @@ static int jit_print_ir(const llvm_module_meta *meta, const llvm_gen_options *o,
                         ir_buf *buf, char *err, size_t errlen) {
     if (jit_init(err, errlen)) return -1;
     LLVMContextRef ctx = LLVMContextCreate();
+    jit_diag diag = {{0}};
+    LLVMContextSetDiagnosticHandler(ctx, jit_diagnostic, &diag);
     LLVMTargetMachineRef tm = target_machine(o, err, errlen);
     int rc = -1;
     if (tm) {
