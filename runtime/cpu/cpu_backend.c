@@ -131,8 +131,8 @@ static int streams(const llvm_kernel_meta *km, int vector_bytes, int64_t elems,
     int elementwise = km->kind == IR_KERNEL_POINTWISE || km->kind == IR_KERNEL_COMBINED;
     if (elementwise && km->expensive && vector_bytes < 64) return 0;
     double run = (double)plan_shape_count(&km->run_shape, syms) * km->elem_out_bytes;
-    double min_run = km->kind == IR_KERNEL_ROW_REDUCTION ? CPU_STREAM_MIN_ROW_BYTES
-                                                         : CPU_STREAM_MIN_RUN_BYTES;
+    double min_run =
+        km->kind == IR_KERNEL_ROW_REDUCTION ? CPU_STREAM_MIN_ROW_BYTES : CPU_STREAM_MIN_RUN_BYTES;
     return bytes >= (double)LLVM_STREAM_MIN_BYTES && run >= min_run;
 }
 
