@@ -42,8 +42,8 @@ soname=$(objdump -p "$D/bin/libfusec.so" 2>/dev/null | awk '$1 == "SONAME" { pri
 
 # what the tests and benchmarks read, as tracked in this checkout
 src=(examples tests/py tests/python tests/programs tests/gpu tests/lib.sh python/fusec
-    bench/programs bench/torch_peers.py bench/run.py ir/ops.def README.md scripts/gpu-check.sh
-    scripts/gpu-bundle.sh)
+    bench/programs bench/torch_peers.py bench/run.py bench/compile_time.py bench/cpu_levels.py
+    ir/ops.def README.md scripts/gpu-check.sh scripts/gpu-bundle.sh)
 if git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1; then
     git -C "$ROOT" ls-files -z -- "${src[@]}" | (cd "$ROOT" && xargs -0 cp --parents -t "$D/src")
 else

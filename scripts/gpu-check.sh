@@ -287,7 +287,8 @@ fi
 
 # every step, each once in the summary whatever runs (tests/gpu/check_dry.sh reads this list)
 STEPS=(facts prewarm grad_reductions api gpu_runtime inplace strides dlpack nvrtc embed
-    python programs random grad rand argmax cli_views memcheck racecheck bench start peers ncu)
+    python programs random grad rand argmax cli_views cuda_deep memcheck racecheck bench start
+    peers ncu)
 for s in ${FUSEC_GPU_STEPS:-}; do
     [[ " ${STEPS[*]} " == *" $s "* ]] || {
         echo "gpu-check: FUSEC_GPU_STEPS names '$s', which is no step: ${STEPS[*]}" >&2
@@ -400,7 +401,7 @@ bg_step random 240 env FUSEC_RANDOM_PROGRAMS="${FUSEC_RANDOM_PROGRAMS:-$RANDOM_N
 bg_step grad 240 env "$J" python3 "$S/tests/py/test_grad.py"
 bg_step python 150 "${DEV[@]}" PYTHONPATH="$S/python" FUSEC_LIBRARY="$BIN/libfusec.so" \
     python3 "$S/tests/python/test_package.py"
-for t in rand argmax cli_views; do bg_step $t 120 python3 "$S/tests/py/test_$t.py"; done
+for t in rand argmax cli_views cuda_deep; do bg_step $t 120 python3 "$S/tests/py/test_$t.py"; done
 wait_steps
 
 # 3. compute-sanitizer on the runtime test (plans, two streams, softmax; a few replays)

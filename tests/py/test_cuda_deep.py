@@ -6,14 +6,15 @@ time through NVRTC, and the math a kernel calls out of line gives the bits it gi
    gradient over a minute, every sinf inlined; above a budget the math is called out of line
    now. Each deep program of deepprog.DEEP must build cold (--no-cache) to an sm_90 cubin
    within CEILING_S seconds of CPU time: a generous ceiling (they take 0.5-6 s on a 2-core
-   EPYC) that still fails a return of the explosion. The real NVRTC, no GPU needed: skipped
-   where NVRTC cannot be loaded, one program under the sanitizers, and under the stand-in NVRTC (FUSEC_NVRTC_PATH, which builds
-   host code), where parts 2 and 3 run instead.
+   EPYC) that still fails a return of the explosion. The real NVRTC only, no GPU needed (not
+   under the stand-in, FUSEC_NVRTC_PATH, which builds host code); not measured where NVRTC
+   cannot be loaded; one program under the sanitizers.
 2. The kernels of the examples call nothing out of line (they are emitted as before), and the
    big kernel of deepprog.bits_program calls each heavy function through its wrapper.
-3. On the emulated GPU (ctest's emu.deep_programs): `big`, every function out of line, gives
-   each function's very bits as a kernel computing it alone (inline), in f32; and the deep
-   programs agree with the reference (--target=ref), in f32 and f64."""
+3. Where CUDA code runs, on a GPU (scripts/gpu-check.sh) or the emulated one (ctest's
+   emu.cuda_deep): `big`, every function out of line, gives each function's very bits as a
+   kernel computing it alone (inline), in f32; and the deep programs agree with the reference
+   (--target=ref), in f32 and f64."""
 import glob
 import os
 import re
@@ -70,6 +71,14 @@ for dt, path in bits.items():
 if os.environ.get("FUSEC_CPU_TEST_QUICK") == "1":
     DEEP = {"sin150_grad": DEEP["sin150_grad"]}
 
+def has_device():
+    """Whether CUDA code runs here: a GPU, or the emulated one (the same probe as
+    fusectest.target_or_skip)."""
+    p = fusec("run", os.path.join(SRC, "examples", "gelu.fuse"), "-f", "gelu", "--target=cuda",
+              "--in", "x=/nonexistent.npy")
+    return "no CUDA driver or device" not in p.stderr and "not part of this build" not in p.stderr
+
+
 if not EMULATED:
     # 1. build time through the real NVRTC
     probe = fusec("--target=cuda", "--arch=sm_90", "--emit=cubin", "-o", os.devnull,
@@ -84,10 +93,12 @@ if not EMULATED:
         print(f"{name}: {s if s is None else round(s, 2)} s of CPU time")
         check(s is not None and s < CEILING_S, f"{name}: built in {s} s of CPU time "
               f"(ceiling {CEILING_S})")
-else:
-    # 3. on the emulated GPU
+if has_device():
+    # 3. on the GPU (scripts/gpu-check.sh) or the emulated one (emu.cuda_deep)
     # f32 (f64's wrappers are made by the same code: erf150_f64_grad calls them)
     check_bits_run(OUT, "f32", bits["f32"], ops, bits_inputs(OUT, "f32", "f32"), "cuda")
     check_against_ref(OUT, "sin150_grad", ["f", "d"], "cuda")
     check_against_ref(OUT, "erf150_f64_grad", ["f", "d"], "cuda")
+else:
+    print("no GPU here: the wrappers' results are checked on the emulated one (emu.cuda_deep)")
 finish()
