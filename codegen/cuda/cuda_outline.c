@@ -28,6 +28,11 @@
  * 3.1 s, 30 expf 1.7 s, with the build's fixed 0.6 s), and a call costs run time only where the
  * function is cheap. */
 #define INLINE_BUDGET 400
+/* How much more often a row kernel emits a per-element value than an element-wise kernel
+ * does (4 lanes and the tail): its variant that holds the row in registers unrolls 16
+ * elements a thread, and its streaming variant 4 lanes again. Chains of 30 row softmaxes
+ * took 16 s to build with their exp inlined (47 s at 100). */
+#define ROW_COPIES 4
 /* A function at most this size always stays inline: a call costs about what its body does. */
 #define SMALL_MATH 12
 
@@ -71,14 +76,17 @@ void cg_outline_plan(cg_kernel *k) {
     int32_t count[IR_OP_COUNT][2];
     memset(count, 0, sizeof count);
     long inlined = 0;
+    int row = k->kn->kind == IR_KERNEL_ROW_REDUCTION;
     for (int32_t i = 0; i < k->kn->nbody; i++) {
         ir_ref r = k->kn->body[i];
         int c = float_class(k, r), op = k->f->nodes[r].op;
         if (c < 0 || ir_ops[op].cls != IR_CLASS_EW) continue;
         int w = math_weight(op, c);
         if (w <= SMALL_MATH) continue;
-        count[op][c]++;
-        inlined += w;
+        /* a row kernel's per-element values are emitted ROW_COPIES times as often */
+        int copies = row && ir_shape_equal(&k->f->nodes[r].shape, &k->kn->domain) ? ROW_COPIES : 1;
+        count[op][c] += copies;
+        inlined += (long)w * copies;
     }
     while (inlined > INLINE_BUDGET) {
         long best = 0;
