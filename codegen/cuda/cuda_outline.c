@@ -52,8 +52,10 @@ static const math_size sizes[] = {
     {IR_OP_POW, 131, 91},   {IR_OP_ATAN2, 60, 74},  {IR_OP_HYPOT, 26, 43},  {IR_OP_MOD, 85, 585},
 };
 
+#define NSIZES ((int)(sizeof sizes / sizeof sizes[0]))
+
 static int math_weight(int op, int dbl) {
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+    for (int i = 0; i < NSIZES; i++)
         if (sizes[i].op == op) return dbl ? sizes[i].d : sizes[i].f;
     return 0;
 }
@@ -91,9 +93,10 @@ void cg_outline_plan(cg_kernel *k) {
     while (inlined > INLINE_BUDGET) {
         long best = 0;
         int bop = -1, bc = 0;
-        for (int op = 0; op < IR_OP_COUNT; op++)
+        for (int i = 0; i < NSIZES; i++)
             for (int c = 0; c < 2; c++) {
-                long wt = (long)count[op][c] * math_weight(op, c);
+                int op = sizes[i].op;
+                long wt = (long)count[op][c] * (c ? sizes[i].d : sizes[i].f);
                 if (!k->outlined[op][c] && wt > best) best = wt, bop = op, bc = c;
             }
         if (bop < 0) break;

@@ -48,7 +48,6 @@ static struct {
     int f16c, x86, vector_bytes;
 } host = {.once = PTHREAD_ONCE_INIT};
 
-/* Copies an error's message into err and disposes of the error. 0 when there was none. */
 /* LLVM's diagnostics of one build. Without a handler LLVM prints remarks and warnings to
  * stderr (a loop fusec asks to vectorize that calls the C library's f64 functions: "loop not
  * vectorized", under `fusec run`), and exits the process on an error. Remarks and warnings are
@@ -65,6 +64,7 @@ static void jit_diagnostic(LLVMDiagnosticInfoRef di, void *ctx) {
     LLVMDisposeMessage(text);
 }
 
+/* Copies an error's message into err and disposes of the error. 0 when there was none. */
 static int take_error(LLVMErrorRef e, const char *what, char *err, size_t errlen) {
     if (!e) return 0;
     char *msg = LLVMGetErrorMessage(e); /* consumes e */

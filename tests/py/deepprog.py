@@ -3,10 +3,11 @@ test_cuda_deep.py (NVRTC, the emulated GPU) build and run: kernels that hold so 
 the code generators call it out of line (codegen/cpu/llvm_outline.c, codegen/cuda/
 cuda_outline.c), and the checks that this changes no result."""
 import os
+import resource
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fusectest import check, close, fusec_run, np, same_but_nan_signs  # noqa: E402
+from fusectest import check, close, fusec_run, np, run, same_but_nan_signs  # noqa: E402
 
 # the programs bench/compile_time.py times
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
@@ -28,6 +29,17 @@ UNARY = ["exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt
          "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf",
          "sigmoid"]
 BINARY = ["pow", "atan2", "hypot", "%"]
+
+
+def compile_cpu_seconds(args):
+    """CPU seconds (user + system) of `fusec ARGS` (a cold build); None if it fails."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    rc, _, err = run(list(args))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if rc != 0:
+        print(err[-2000:])
+        return None
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def write(out, name, text):

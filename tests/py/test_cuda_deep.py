@@ -18,41 +18,25 @@ time through NVRTC, and the math a kernel calls out of line gives the bits it gi
 import glob
 import os
 import re
-import resource
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from deepprog import (BINARY, DEEP, UNARY, bits_inputs, bits_program,  # noqa: E402
-                      check_against_ref, check_bits_run, write)
-from fusectest import FUSEC, SRC, check, finish, fusec_env, tmpdir  # noqa: E402
+                      check_against_ref, check_bits_run, compile_cpu_seconds, write)
+from fusectest import SRC, check, finish, run, tmpdir  # noqa: E402
 
 OUT = tmpdir()
 CEILING_S = 60.0
 EMULATED = bool(os.environ.get("FUSEC_NVRTC_PATH"))
 
 
-def fusec(*args):
-    return subprocess.run([FUSEC, *args], capture_output=True, text=True, timeout=600,
-                          env=fusec_env())
+CUBIN = ["--target=cuda", "--arch=sm_90", "--emit=cubin", "-o", os.devnull, "--no-cache"]
 
 
 def cuda_source(path):
-    p = fusec("--target=cuda", "--emit=cuda", path)
-    check(p.returncode == 0, f"{path}: --emit=cuda: exit {p.returncode}: {p.stderr[-400:]}")
-    return p.stdout
-
-
-def build_cpu_seconds(path):
-    """CPU seconds (user + system) of a cold sm_90 cubin build of path; None if it fails."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    p = fusec("--target=cuda", "--arch=sm_90", "--emit=cubin", "-o", os.devnull, "--no-cache",
-              path)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if p.returncode != 0:
-        print(p.stderr[-2000:])
-        return None
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    rc, out, err = run(["--target=cuda", "--emit=cuda", path])
+    check(rc == 0, f"{path}: --emit=cuda: exit {rc}: {err[-400:]}")
+    return out
 
 
 # 2. what is out of line
@@ -74,22 +58,20 @@ if os.environ.get("FUSEC_CPU_TEST_QUICK") == "1":
 def has_device():
     """Whether CUDA code runs here: a GPU, or the emulated one (the same probe as
     fusectest.target_or_skip)."""
-    p = fusec("run", os.path.join(SRC, "examples", "gelu.fuse"), "-f", "gelu", "--target=cuda",
-              "--in", "x=/nonexistent.npy")
-    return "no CUDA driver or device" not in p.stderr and "not part of this build" not in p.stderr
+    _, _, err = run(["run", os.path.join(SRC, "examples", "gelu.fuse"), "-f", "gelu",
+                     "--target=cuda", "--in", "x=/nonexistent.npy"])
+    return "no CUDA driver or device" not in err and "not part of this build" not in err
 
 
 if not EMULATED:
     # 1. build time through the real NVRTC
-    probe = fusec("--target=cuda", "--arch=sm_90", "--emit=cubin", "-o", os.devnull,
-                  "--no-cache", os.path.join(SRC, "examples", "gelu.fuse"))
-    if probe.returncode != 0 and "FUSEC_NVRTC_PATH" in probe.stderr:
-        print("no NVRTC here: the build times are not measured\n" + probe.stderr[-400:])
+    rc, _, err = run([*CUBIN, os.path.join(SRC, "examples", "gelu.fuse")])
+    if rc != 0 and "FUSEC_NVRTC_PATH" in err:
+        print("no NVRTC here: the build times are not measured\n" + err[-400:])
         finish()
-    check(probe.returncode == 0, f"gelu.fuse: cubin: exit {probe.returncode}: "
-          f"{probe.stderr[-400:]}")
+    check(rc == 0, f"gelu.fuse: cubin: exit {rc}: {err[-400:]}")
     for name, text in DEEP.items():
-        s = build_cpu_seconds(write(OUT, name + ".fuse", text))
+        s = compile_cpu_seconds([*CUBIN, write(OUT, name + ".fuse", text)])
         print(f"{name}: {s if s is None else round(s, 2)} s of CPU time")
         check(s is not None and s < CEILING_S, f"{name}: built in {s} s of CPU time "
               f"(ceiling {CEILING_S})")

@@ -19,14 +19,12 @@ bounded time on the CPU, and give the same bits as small kernels.
 import glob
 import os
 import re
-import resource
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
 from deepprog import (BINARY, DEEP, UNARY, bits_inputs, bits_program,  # noqa: E402
-                      check_against_ref, check_bits_run, write)
-from fusectest import FUSEC, check, finish, fusec_env, target_or_skip, tmpdir  # noqa: E402
+                      check_against_ref, check_bits_run, compile_cpu_seconds, write)
+from fusectest import check, finish, target_or_skip, tmpdir  # noqa: E402
 
 TARGET = target_or_skip()
 if TARGET != "cpu":
@@ -37,18 +35,6 @@ OUT = tmpdir()
 CEILING_S = 30.0
 
 
-def compile_cpu_seconds(path, extra=()):
-    """CPU seconds (user + system) of `fusec --target=cpu --no-cache path`; None if it fails."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    p = subprocess.run([FUSEC, "--target=cpu", "--no-cache", *extra, path], capture_output=True,
-                       text=True, timeout=600, env=fusec_env())
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if p.returncode != 0:
-        print(p.stderr[-2000:])
-        return None
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
 # FUSEC_CPU_TEST_QUICK (the sanitizers' pass, the other CPU levels): one of the deep programs,
 # the bits in f32 and f16 (x86-64-v2 converts f16 without F16C) without --fast-math
 QUICK = os.environ.get("FUSEC_CPU_TEST_QUICK") == "1"
@@ -57,7 +43,7 @@ if QUICK:
 
 for name, text in DEEP.items():
     path = write(OUT, name + ".fuse", text)
-    s = compile_cpu_seconds(path)
+    s = compile_cpu_seconds(["--target=cpu", "--no-cache", path])
     print(f"{name}: {s if s is None else round(s, 2)} s of CPU time")
     check(s is not None and s < CEILING_S, f"{name}: compiled in {s} s of CPU time "
           f"(ceiling {CEILING_S})")
