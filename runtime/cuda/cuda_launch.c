@@ -87,6 +87,11 @@ struct rt_cuda_plan {
     int32_t nnodes;
     rt_cu_graph_node *nodes;
     int32_t *node_launch; /* the launch each node runs; -1 - p: parameter p's gather */
+    /* each node's kernel and argument values as last set (kernel_params NULL; nslots values a
+     * node), which a launch inside a stream capture issues one by one: plan_launch_captured */
+    rt_cu_kernel_node_params *node_np;
+    uint64_t *node_slots;
+    int32_t nslots;
 };
 
 static fusec_status driver_failed(rt_cu_result r, const char *call, char *err, size_t errlen) {
@@ -673,12 +678,19 @@ static fusec_status plan_node(rt_cuda_plan *p, int32_t li, const ir_tensor *args
     void **kp = ab.kp;
     rt_cu_kernel_node_params np;
     gather_call gc;
+    int32_t nargs;
     if (li < 0) {
         gather_node_params(p, -1 - li, &gc, &np);
+        nargs = 2 + RT_CUDA_GATHER_VALUES;
+        slots = gc.slots;
     } else {
         pack(fn, &p->res, li, args, p->scratch, slots, kp);
         node_params(fn, &p->res, li, kp, &np);
+        nargs = fn->meta->launches[li].nargs;
     }
+    p->node_np[node] = np;
+    p->node_np[node].kernel_params = NULL;
+    memcpy(p->node_slots + (size_t)node * (size_t)p->nslots, slots, sizeof *slots * (size_t)nargs);
     rt_cu_result r;
     const char *what;
     if (node < p->nnodes) {
@@ -729,6 +741,8 @@ void rt_cuda_plan_free(rt_cuda_plan *p) {
     free(p->res_mem);
     free(p->nodes);
     free(p->node_launch);
+    free(p->node_np);
+    free(p->node_slots);
     free(p);
 }
 
@@ -772,7 +786,11 @@ fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args
     p->args = malloc(sizeof(ir_tensor) * (size_t)(fn->nptrs + 1));
     p->nodes = calloc((size_t)(nmax ? nmax : 1), sizeof *p->nodes);
     p->node_launch = calloc((size_t)(nmax ? nmax : 1), sizeof *p->node_launch);
-    if (!p->res_mem || !p->syms || !p->args || !p->nodes || !p->node_launch) {
+    p->nslots = fn->max_args > 2 + RT_CUDA_GATHER_VALUES ? fn->max_args : 2 + RT_CUDA_GATHER_VALUES;
+    p->node_np = calloc((size_t)(nmax ? nmax : 1), sizeof *p->node_np);
+    p->node_slots = calloc((size_t)(nmax ? nmax : 1) * (size_t)p->nslots, sizeof *p->node_slots);
+    if (!p->res_mem || !p->syms || !p->args || !p->nodes || !p->node_launch || !p->node_np ||
+        !p->node_slots) {
         rt_cuda_plan_free(p);
         return no_memory(err, errlen);
     }
@@ -833,6 +851,28 @@ fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args
     return FUSEC_OK;
 }
 
+/* A plan run inside a stream capture: its kernels launched one by one on s, which the capture
+ * records as it would the stream launches (a cuGraphLaunch may not be captured: the driver
+ * answers CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture), with the
+ * arguments the plan's graph holds. */
+static fusec_status plan_launch_captured(const rt_cuda_plan *p, rt_cu_stream s, char *err,
+                                         size_t errlen) {
+    const rt_cu_api *cu = rt_cuda_api();
+    arg_buffer ab;
+    if (arg_buffer_init(&ab, p->nslots) != 0) return no_memory(err, errlen);
+    fusec_status st = FUSEC_OK;
+    for (int32_t n = 0; n < p->nnodes && st == FUSEC_OK; n++) {
+        const rt_cu_kernel_node_params *np = &p->node_np[n];
+        for (int32_t j = 0; j < p->nslots; j++)
+            ab.kp[j] = &p->node_slots[(size_t)n * (size_t)p->nslots + (size_t)j];
+        rt_cu_result r = cu->LaunchKernel(np->func, np->grid_x, 1, 1, np->block_x, 1, 1,
+                                          np->shared_mem_bytes, s, ab.kp, NULL);
+        if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuLaunchKernel", err, errlen);
+    }
+    arg_buffer_done(&ab);
+    return st;
+}
+
 fusec_status rt_cuda_plan_launch(rt_cuda_plan *p, void *stream, char *err, size_t errlen) {
     int pushed = 0;
     if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_DRIVER;
@@ -840,7 +880,7 @@ fusec_status rt_cuda_plan_launch(rt_cuda_plan *p, void *stream, char *err, size_
     rt_cu_stream s = (rt_cu_stream)stream;
     fusec_status st = FUSEC_OK;
     mark_launched(p->g);
-    /* In a capture the graph is recorded, not run, and the order of the captured graph's replays
+    /* In a capture the kernels are recorded, not run, and the order of the captured graph's replays
      * against this plan's other launches is its caller's: the capture may not wait for an event
      * recorded outside it (the last launch's), and `done` is not recorded in it (a wait on a
      * captured event would join the capture, as plan_free's would). The legacy stream is never
@@ -857,7 +897,9 @@ fusec_status rt_cuda_plan_launch(rt_cuda_plan *p, void *stream, char *err, size_
         r = cu->StreamWaitEvent(s, p->done, 0);
         if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuStreamWaitEvent", err, errlen);
     }
-    if (st == FUSEC_OK) {
+    if (st == FUSEC_OK && !outside) {
+        st = plan_launch_captured(p, s, err, errlen);
+    } else if (st == FUSEC_OK) {
         r = cu->GraphLaunch(p->exec, s);
         if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuGraphLaunch", err, errlen);
     }

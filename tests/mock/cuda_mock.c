@@ -504,6 +504,8 @@ MOCK_API rt_cu_result cuGraphExecKernelNodeSetParams_v2(rt_cu_graph_exec e, rt_c
 MOCK_API rt_cu_result cuGraphLaunch(rt_cu_graph_exec e, rt_cu_stream s) {
     mock_stream *ms = mock_stream_of(s, "cuGraphLaunch");
     mock_graph *mg = (mock_graph *)e;
+    rt_cu_result r = mock_not_capturable(ms);
+    if (r != RT_CU_SUCCESS) return r;
     COUNT(mock_st.graph_launches, 1);
     return run_on(ms, mg->nodes, mg->nnodes);
 }

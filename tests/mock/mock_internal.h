@@ -88,6 +88,11 @@ rt_cu_result mock_issue(mock_stream *s, const mock_node *nodes, int n, int *capt
  * covers it. */
 void mock_queued(mock_stream *s, const mock_node *nodes, int n);
 
+/* A call a stream capture may not record (cuGraphLaunch): on a capturing stream
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and the capture invalidated, as a real driver does;
+ * else 0. */
+rt_cu_result mock_not_capturable(mock_stream *s);
+
 /* cuMemAllocFromPoolAsync / cuMemFreeAsync on a capturing stream: the graph's memory (*captured
  * set), or the capture's error; on another stream *captured stays 0. */
 rt_cu_result mock_capture_alloc(mock_stream *s, size_t n, void **out, int *captured);

@@ -19,7 +19,9 @@
  *             (an event recorded outside it; a legacy-stream wait on a captured event); and a
  *             potentially unsafe call (cuMemAlloc, cuMemFree, the synchronous copies,
  *             cuStreamSynchronize, cuEventSynchronize, cuModuleLoadData, cuModuleUnload) from
- *             a thread that a capture prohibits, by cuThreadExchangeStreamCaptureMode's rules.
+ *             a thread that a capture prohibits, by cuThreadExchangeStreamCaptureMode's rules;
+ *             and a graph launched on a capturing stream (cuGraphLaunch: the H100's driver
+ *             answers CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED).
  *             A stream that waits on an event of the capture joins it, and must be joined
  *             back (the origin waiting on an event recorded on it) before the capture ends.
  * One mutex guards it all (a driver is thread-safe); no kernel runs under it. */
@@ -166,6 +168,17 @@ static rt_cu_result unsafe_locked(const char *call) {
 rt_cu_result mock_unsafe(const char *call) {
     pthread_mutex_lock(&mu);
     rt_cu_result r = unsafe_locked(call);
+    pthread_mutex_unlock(&mu);
+    return r;
+}
+
+rt_cu_result mock_not_capturable(mock_stream *s) {
+    pthread_mutex_lock(&mu);
+    rt_cu_result r = RT_CU_SUCCESS;
+    if (s->cap) {
+        invalidate(s->cap);
+        r = MOCK_CAPTURE_UNSUPPORTED;
+    }
     pthread_mutex_unlock(&mu);
     return r;
 }
