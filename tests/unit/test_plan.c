@@ -64,7 +64,7 @@ static plan_func *plan_of(const char *name, int nofuse, const plan_options *opt)
     return rc ? NULL : &pm->funcs[0];
 }
 
-static const plan_options cpu = {1, 64}, cuda = {1, 512}, none = {0, 512};
+static const plan_options cpu = {1, 64}, cuda = {1, 2048}, none = {0, 2048};
 
 static void test_layouts(void) {
     const plan_options *opts[] = {&cpu, &cuda, &none};
