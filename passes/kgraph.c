@@ -12,7 +12,9 @@
  *   3. for a full reduction (one result for the whole domain, no block owns all of it):
  *      no node that depends on one of the kernel's own reductions is per element (only
  *      scalar epilogues), and no reduction reads another one's result.
- *   4. the merged unit holds at most PASS_MAX_KERNEL_REDUCTIONS reductions (rewrite.h).
+ *   4. the merged unit holds at most PASS_MAX_KERNEL_REDUCTIONS reductions, in at most
+ *      PASS_MAX_KERNEL_LEVELS levels (rewrite.h): counted over the nodes of both when one
+ *      reads the other, the larger of the two when neither does (siblings).
  * Row and column reductions may hold several reductions that depend on each other and
  * per-element epilogues (softmax, layernorm): one block owns each reduced row or column,
  * and goes over it as often as the chain needs, reading it from memory once.
@@ -45,6 +47,9 @@ struct pass_kgraph {
     vec *succ, *pred; /* of each root: labels (resolve with find) */
     vec *nodes;       /* of each root: node refs */
     int32_t *nreds;   /* of each root: its reductions */
+    int32_t *levels;  /* of each root: its levels of reductions */
+    int32_t *lvl;     /* per node: its level while the levels of a union are counted */
+    vec scratch;      /* the nodes of that union */
     int32_t *trank;   /* topological rank of each label when the graph was built */
     int32_t *ord;     /* of each root: a topological order kept up to date */
     vec fwd, bwd;     /* the units a path check visited, for the reordering */
@@ -119,6 +124,23 @@ static void vec_normalize(pass_kgraph *g, vec *v, int32_t self) {
     v->n = m;
 }
 
+/* The levels of reductions in each label: a node's level is the deepest of its arguments in
+ * the same label, plus one for a reduction (refs are in topological order). */
+static void count_levels(pass_kgraph *g, int32_t nlabels) {
+    const ir_func *f = g->f;
+    int32_t *lvl = g->lvl;
+    for (ir_ref r = 0; r < f->nnodes; r++) {
+        const ir_node *nd = &f->nodes[r];
+        int32_t l = nd->kernel;
+        if (pass_is_leaf(nd) || nd->op == IR_OP_OUTPUT || l < 0 || l >= nlabels) continue;
+        int32_t m = 0;
+        for (int k = 0; k < ir_ops[nd->op].arity; k++)
+            if (f->nodes[nd->args[k]].kernel == l && lvl[nd->args[k]] > m) m = lvl[nd->args[k]];
+        lvl[r] = m + (ir_ops[nd->op].cls == IR_CLASS_REDUCE);
+        if (lvl[r] > g->levels[l]) g->levels[l] = lvl[r];
+    }
+}
+
 pass_kgraph *pass_kgraph_new(ir_func *f, int32_t nlabels, const pass_ksig *sig) {
     ir_arena *A = f->arena;
     pass_kgraph *g = ir_arena_alloc(A, sizeof(*g));
@@ -132,6 +154,8 @@ pass_kgraph *pass_kgraph_new(ir_func *f, int32_t nlabels, const pass_ksig *sig) 
     g->pred = ir_arena_calloc(A, n1, sizeof(vec));
     g->nodes = ir_arena_calloc(A, n1, sizeof(vec));
     g->nreds = ir_arena_calloc(A, n1, sizeof(int32_t));
+    g->levels = ir_arena_calloc(A, n1, sizeof(int32_t));
+    g->lvl = ir_arena_calloc(A, (size_t)f->nnodes + 1, sizeof(int32_t));
     g->trank = ir_arena_calloc(A, n1, sizeof(int32_t));
     g->ord = ir_arena_calloc(A, n1, sizeof(int32_t));
     g->by_rank = ir_arena_calloc(A, n1, sizeof(int32_t));
@@ -140,8 +164,9 @@ pass_kgraph *pass_kgraph_new(ir_func *f, int32_t nlabels, const pass_ksig *sig) 
     g->stack = ir_arena_calloc(A, n1, sizeof(int32_t));
     g->nmark = ir_arena_calloc(A, (size_t)f->nnodes + 1, sizeof(int32_t));
     g->dep = ir_arena_calloc(A, (size_t)f->nnodes + 1, 1);
-    if (!g->parent || !g->sig || !g->succ || !g->pred || !g->nodes || !g->nreds || !g->trank ||
-        !g->ord || !g->by_rank || !g->mark || !g->dmark || !g->stack || !g->nmark || !g->dep)
+    if (!g->parent || !g->sig || !g->succ || !g->pred || !g->nodes || !g->nreds || !g->levels ||
+        !g->lvl || !g->trank || !g->ord || !g->by_rank || !g->mark || !g->dmark || !g->stack ||
+        !g->nmark || !g->dep)
         return NULL;
     g->budget = KG_BUDGET;
     for (int32_t l = 0; l < nlabels; l++) {
@@ -165,6 +190,7 @@ pass_kgraph *pass_kgraph_new(ir_func *f, int32_t nlabels, const pass_ksig *sig) 
         vec_normalize(g, &g->succ[l], l);
         vec_normalize(g, &g->pred[l], l);
     }
+    count_levels(g, nlabels);
     /* a topological order of the labels (Kahn's algorithm), for iteration */
     int32_t *indeg = ir_arena_calloc(A, n1, sizeof(int32_t));
     int32_t *queue = ir_arena_calloc(A, n1, sizeof(int32_t));
@@ -388,6 +414,7 @@ static int unite(pass_kgraph *g, int32_t u, int32_t v, const pass_ksig *s) {
     g->parent[other] = root;
     g->sig[root] = *s;
     g->nreds[root] += g->nreds[other];
+    if (g->levels[other] > g->levels[root]) g->levels[root] = g->levels[other];
     if (vec_join(A, &g->nodes[root], &g->nodes[other]) ||
         vec_join(A, &g->succ[root], &g->succ[other]) ||
         vec_join(A, &g->pred[root], &g->pred[other]))
@@ -407,6 +434,47 @@ static int no_cycle(pass_kgraph *g, int32_t *u, int32_t *v, int independent) {
     return !reach(g, *u, *v, !independent);
 }
 
+/* Whether unit u reads unit v or v reads u (roots; an edge list's labels resolved here). */
+static int adjacent(pass_kgraph *g, int32_t u, int32_t v) {
+    for (int32_t i = 0; i < g->succ[u].n; i++)
+        if (pass_kgraph_find(g, g->succ[u].a[i]) == v) return 1;
+    for (int32_t i = 0; i < g->pred[u].n; i++)
+        if (pass_kgraph_find(g, g->pred[u].a[i]) == v) return 1;
+    return 0;
+}
+
+/* The levels of reductions of the nodes of u and v together, counted over their nodes in
+ * topological order (refs are); the count is charged to the budget. */
+static int32_t count_union_levels(pass_kgraph *g, int32_t u, int32_t v) {
+    const ir_func *f = g->f;
+    g->scratch.n = 0;
+    if (vec_append(f->arena, &g->scratch, &g->nodes[u]) ||
+        vec_append(f->arena, &g->scratch, &g->nodes[v]))
+        return PASS_MAX_KERNEL_LEVELS + 1; /* out of memory: no merge */
+    sort_ints(g->scratch.a, g->scratch.n, NULL);
+    int32_t stamp = ++g->nstamp, most = 0;
+    g->budget -= g->scratch.n;
+    for (int32_t i = 0; i < g->scratch.n; i++) {
+        ir_ref r = g->scratch.a[i];
+        const ir_node *nd = &f->nodes[r];
+        int32_t m = 0;
+        for (int k = 0; k < ir_ops[nd->op].arity; k++)
+            if (g->nmark[nd->args[k]] == stamp && g->lvl[nd->args[k]] > m) m = g->lvl[nd->args[k]];
+        g->lvl[r] = m + (ir_ops[nd->op].cls == IR_CLASS_REDUCE);
+        g->nmark[r] = stamp;
+        if (g->lvl[r] > most) most = g->lvl[r];
+    }
+    return most;
+}
+
+/* The levels of u and v merged (rule 4): the larger when neither reads the other (a merge
+ * leaves no other path between them), else counted over their nodes. */
+static int32_t merged_levels(pass_kgraph *g, int32_t u, int32_t v) {
+    int32_t a = g->levels[u], b = g->levels[v];
+    if (a && b && adjacent(g, u, v)) return count_union_levels(g, u, v);
+    return a > b ? a : b;
+}
+
 int pass_kgraph_try_merge(pass_kgraph *g, int32_t u, int32_t v) {
     u = pass_kgraph_find(g, u);
     v = pass_kgraph_find(g, v);
@@ -414,9 +482,13 @@ int pass_kgraph_try_merge(pass_kgraph *g, int32_t u, int32_t v) {
     pass_ksig s;
     if (!sig_merge(&g->sig[u], &g->sig[v], &s)) return 0;
     if (g->nreds[u] + g->nreds[v] > PASS_MAX_KERNEL_REDUCTIONS) return 0;
+    int32_t levels = merged_levels(g, u, v);
+    if (levels > PASS_MAX_KERNEL_LEVELS) return 0;
     if (!no_cycle(g, &u, &v, 0)) return 0;
     if (!full_reduction_ok(g, u, v, &s)) return 0; /* leaves g->fwd for unite */
-    return unite(g, u, v, &s) == 0;
+    if (unite(g, u, v, &s)) return 0;
+    g->levels[pass_kgraph_find(g, u)] = levels;
+    return 1;
 }
 
 /* The most rounds pass_kgraph_merge_edges makes. A round visits the units in topological

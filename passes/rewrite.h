@@ -76,6 +76,16 @@ typedef struct pass_kgraph pass_kgraph;
  * kernel, which reads the shared inputs again. */
 #define PASS_MAX_KERNEL_REDUCTIONS 16
 
+/* The most levels of reductions one kernel holds, a reduction's level being one more than
+ * the deepest reduction it depends on in the kernel (softmax and layernorm: 2; the second
+ * derivative of a cross-entropy, tests/programs/grad.fuse's d2xent: 5). Each level is one
+ * sweep over a row or column, and a sweep computes the cone of per-element values below its
+ * reductions again from the inputs: d levels cost d(d+1)/2 cones of work per element, and as
+ * much code. Unbounded, a chain of 100 dependent row softmaxes made kernels of 16 levels that
+ * took 11.5 s to compile for the CPU and over 60 s through NVRTC with the gradient; at 5,
+ * 1.2 s and 9 s (d2xent stays one kernel: split at 4, it moved 2.2 times the bytes). */
+#define PASS_MAX_KERNEL_LEVELS 5
+
 /* The graph of the labels in node.kernel (0 .. nlabels-1) with the signatures `sig`
  * (copied): an edge A -> B where a node of B reads a node of A. Node refs must be in
  * topological order. NULL when out of memory. */

@@ -9,6 +9,7 @@
  */
 #include "codegen/cuda/cuda.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -125,8 +126,9 @@ static const char *chunk_args(cg_kernel *k, const char *n) {
     return b.data ? b.data : "";
 }
 
-void cg_emit_function(cg_kernel *k, const char *name, int max_block, const char *body, int templ) {
-    ir_buf *o = &k->m->text;
+/* Appends the kernel functions of cg_emit_function to o. */
+static void put_function(cg_kernel *k, ir_buf *o, const char *name, int max_block, const char *body,
+                         int templ) {
     if (templ == CG_FN_CHUNKED) {
         ir_buf_puts(o, "template <typename I>\n");
         put_header(o, cg_fmt(k, "__device__ __forceinline__ void %s_run(", name), params(k, "I"),
@@ -173,6 +175,124 @@ void cg_emit_function(cg_kernel *k, const char *name, int max_block, const char 
         ir_buf_puts(o, body);
         ir_buf_puts(o, "}\n");
     }
+}
+
+/* Whether c may end a generated local name: fusec numbers its locals and parameters by the
+ * node they hold (v12, a12c, t12, red12, cb12, o3, part0_, ...), so that two kernels doing
+ * the same work on other nodes differ only in those numbers. */
+static int local_prefix(const char *s, size_t n) {
+    static const char *const prefixes[] = {"a", "v", "red", "o",    "s", "cv", "x",
+                                           "u", "t", "r",   "part", "l", "i",  "cb"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strlen(prefixes[i]) == n && memcmp(prefixes[i], s, n) == 0) return 1;
+    return 0;
+}
+
+static uint64_t fnv1a(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211u;
+    return h;
+}
+
+/* Numbers for the distinct names of a text, in order of first appearance (open addressing
+ * in the arena: a kernel of thousands of values stays linear). */
+typedef struct name_ids {
+    const char **key;
+    size_t *len;
+    int32_t *id;
+    uint32_t cap;
+    int32_t n;
+} name_ids;
+
+static int name_ids_room(ir_arena *a, name_ids *t, uint32_t cap) {
+    name_ids g = {ir_arena_calloc(a, cap, sizeof(const char *)),
+                  ir_arena_calloc(a, cap, sizeof(size_t)), ir_arena_calloc(a, cap, sizeof(int32_t)),
+                  cap, t->n};
+    if (!g.key || !g.len || !g.id) return -1;
+    for (uint32_t i = 0; i < t->cap; i++) {
+        if (!t->key[i]) continue;
+        uint32_t j = (uint32_t)fnv1a(t->key[i], t->len[i]) & (cap - 1);
+        while (g.key[j])
+            j = (j + 1) & (cap - 1);
+        g.key[j] = t->key[i];
+        g.len[j] = t->len[i];
+        g.id[j] = t->id[i];
+    }
+    *t = g;
+    return 0;
+}
+
+/* The number of the name p[0..len), given the next one when it is new; -1: out of memory. */
+static int32_t name_id(ir_arena *a, name_ids *t, const char *p, size_t len) {
+    if ((uint32_t)(t->n + 1) * 2 > t->cap && name_ids_room(a, t, t->cap ? t->cap * 2 : 64))
+        return -1;
+    uint32_t j = (uint32_t)fnv1a(p, len) & (t->cap - 1);
+    while (t->key[j] && !(t->len[j] == len && memcmp(t->key[j], p, len) == 0))
+        j = (j + 1) & (t->cap - 1);
+    if (!t->key[j]) {
+        t->key[j] = p;
+        t->len[j] = len;
+        t->id[j] = t->n++;
+    }
+    return t->id[j];
+}
+
+/* `text` with the kernel's name replaced by "@" and each numbered local name (local_prefix,
+ * digits, then letters or '_') by "@<n>", n its order of first appearance: equal for two
+ * kernels exactly when one is the other with its names consistently renamed. NULL: out of
+ * memory. */
+static const char *canonical(cg_module *m, const char *text, const char *name) {
+    ir_buf b;
+    ir_buf_init(&b, m->a);
+    name_ids ids = {0};
+    size_t nlen = strlen(name);
+    for (const char *p = text; *p;) {
+        if (!(isalpha((unsigned char)*p) || *p == '_') ||
+            (p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_'))) {
+            ir_buf_putn(&b, p++, 1);
+            continue;
+        }
+        const char *q = p;
+        while (isalnum((unsigned char)*q) || *q == '_')
+            q++;
+        size_t len = (size_t)(q - p);
+        const char *d = p;
+        while (d < q && isalpha((unsigned char)*d))
+            d++;
+        if (len >= nlen && memcmp(p, name, nlen) == 0) {
+            ir_buf_puts(&b, "@");
+            ir_buf_putn(&b, p + nlen, len - nlen);
+        } else if (d < q && isdigit((unsigned char)*d) && local_prefix(p, (size_t)(d - p))) {
+            int32_t id = name_id(m->a, &ids, p, len);
+            if (id < 0) return NULL;
+            ir_buf_printf(&b, "@%d", (int)id);
+        } else {
+            ir_buf_putn(&b, p, len);
+        }
+        p = q;
+    }
+    return b.data ? b.data : "";
+}
+
+const char *cg_emit_function(cg_kernel *k, const char *name, int max_block, const char *body,
+                             int templ) {
+    cg_module *m = k->m;
+    ir_buf fn;
+    ir_buf_init(&fn, m->a);
+    put_function(k, &fn, name, max_block, body, templ);
+    const char *text = fn.data ? fn.data : "";
+    /* a kernel that is an earlier one renamed (a chain of identical layers) is that one:
+     * NVRTC compiles it once */
+    const char *canon = canonical(m, text, name);
+    uint64_t h = canon ? fnv1a(canon, strlen(canon)) : 0;
+    for (int32_t i = 0; canon && i < m->nemitted; i++)
+        if (m->emitted[i].hash == h && strcmp(m->emitted[i].canon, canon) == 0)
+            return m->emitted[i].name;
+    cg_emitted e = {canon ? canon : "", name, h};
+    IR_VEC_PUSH(m->a, m->emitted, m->nemitted, m->cap_emitted, e);
+    ir_buf_puts(&m->text, text);
+    return name;
 }
 
 void cg_launch_args(cg_kernel *k, cuda_launch *l) {

@@ -68,7 +68,15 @@ typedef struct cg_module {
     /* every __global__ name, for the module's list */
     const char **names;
     int32_t nnames, cap_names;
+    /* the kernel functions emitted, by their text with names made canonical */
+    struct cg_emitted *emitted;
+    int32_t nemitted, cap_emitted;
 } cg_module;
+
+typedef struct cg_emitted {
+    const char *canon, *name;
+    uint64_t hash; /* of canon */
+} cg_emitted;
 
 /* The gather kernels of funcs (one per element size their parameters have) into out, and
  * each fs[i].gather. */
@@ -284,9 +292,12 @@ void cg_launch_args(cg_kernel *k, cuda_launch *l);
  * (I = unsigned) and `name`_i64 (I = unsigned long long). CG_FN_CHUNKED (a flat sweep over
  * one group, no broadcast tracking, the only size argument the element count): one entry
  * point that runs the unsigned body over chunks of 2^30 elements. The signature: the
- * buffers, then the arguments registered so far. */
+ * buffers, then the arguments registered so far. Returns the name to launch: `name`, or
+ * that of an earlier kernel of the module whose functions are these with other names
+ * (emitted once; its _i64 entry point too). */
 enum { CG_FN_PLAIN, CG_FN_TEMPLATE, CG_FN_CHUNKED };
-void cg_emit_function(cg_kernel *k, const char *name, int max_block, const char *body, int templ);
+const char *cg_emit_function(cg_kernel *k, const char *name, int max_block, const char *body,
+                             int templ);
 /* A __global__ name of this kernel (fusec_<function>_k<index><suffix>), recorded. */
 const char *cg_global_name(cg_kernel *k, const char *suffix);
 

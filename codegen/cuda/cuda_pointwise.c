@@ -427,7 +427,8 @@ static void elementwise_variants(cg_kernel *k, cuda_launch *l, int32_t nparts, c
         v[0].parts = grids;
         l->nvariants = 1;
         l->variants = v;
-        cg_emit_function(k, v[0].name, BLOCK, k->body.data ? k->body.data : "", CG_FN_CHUNKED);
+        v[0].name =
+            cg_emit_function(k, v[0].name, BLOCK, k->body.data ? k->body.data : "", CG_FN_CHUNKED);
         ir_buf_init(&k->body, m->a);
         return;
     }
@@ -442,7 +443,9 @@ static void elementwise_variants(cg_kernel *k, cuda_launch *l, int32_t nparts, c
     v[1].conds = NULL;
     l->nvariants = 2;
     l->variants = v;
-    cg_emit_function(k, v[0].name, BLOCK, k->body.data ? k->body.data : "", CG_FN_TEMPLATE);
+    v[0].name =
+        cg_emit_function(k, v[0].name, BLOCK, k->body.data ? k->body.data : "", CG_FN_TEMPLATE);
+    v[1].name = cg_fmt(k, "%s_i64", v[0].name);
     ir_buf_init(&k->body, m->a);
 }
 

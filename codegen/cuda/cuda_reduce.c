@@ -647,8 +647,8 @@ void cg_gen_row(cg_kernel *k, cuda_launch *l) {
         v[0].conds = c;
     }
     for (int i = 0; i < nv; i++)
-        cg_emit_function(k, v[i].name, ROW_MAX_T, ept && i == 0 ? cached_body : stream_body,
-                         CG_FN_PLAIN);
+        v[i].name = cg_emit_function(k, v[i].name, ROW_MAX_T,
+                                     ept && i == 0 ? cached_body : stream_body, CG_FN_PLAIN);
     l->what = "row-reduction";
     l->nvariants = nv;
     l->variants = v;
@@ -797,7 +797,8 @@ void cg_gen_column(cg_kernel *k, cuda_launch *l) {
     v->name = cg_global_name(k, "");
     v->nparts = 1;
     v->parts = column_grid(k, CUDA_GRID_TILES);
-    cg_emit_function(k, v->name, COL_W * COL_H, k->body.data ? k->body.data : "", CG_FN_PLAIN);
+    v->name =
+        cg_emit_function(k, v->name, COL_W * COL_H, k->body.data ? k->body.data : "", CG_FN_PLAIN);
     ir_buf_init(&k->body, m->a);
     l->what = "column-reduction";
     l->nvariants = 1;
@@ -932,8 +933,8 @@ void cg_gen_column_split(cg_kernel *k, cuda_launch *l2) {
     v[1].name = cg_global_name(k, "");
     v[1].nparts = 1;
     v[1].parts = column_grid(k, CUDA_GRID_TILES);
-    cg_emit_function(k, v[0].name, COL_W * COL_H, pieces, CG_FN_PLAIN);
-    cg_emit_function(k, v[1].name, COL_W * COL_H, whole, CG_FN_PLAIN);
+    v[0].name = cg_emit_function(k, v[0].name, COL_W * COL_H, pieces, CG_FN_PLAIN);
+    v[1].name = cg_emit_function(k, v[1].name, COL_W * COL_H, whole, CG_FN_PLAIN);
     l1->what = "column-reduction";
     l1->nvariants = 2;
     l1->variants = v;
@@ -963,7 +964,9 @@ void cg_gen_column_split(cg_kernel *k, cuda_launch *l2) {
     v2[1].nconds = 0;
     v2[1].conds = NULL;
     v2[1].parts = &g2[1];
-    cg_emit_function(k, v2[0].name, FULL_BLOCK, k->body.data ? k->body.data : "", CG_FN_PLAIN);
+    v2[0].name =
+        cg_emit_function(k, v2[0].name, FULL_BLOCK, k->body.data ? k->body.data : "", CG_FN_PLAIN);
+    v2[1].name = v2[0].name; /* the skipped launch's: a name that exists */
     ir_buf_init(&k->body, m->a);
     l2->what = "column-reduction join";
     l2->nvariants = 2;
@@ -1069,7 +1072,9 @@ static void full_partials_launch(cg_kernel *k, cuda_launch *l1, int w) {
     l1->nvariants = 2;
     l1->variants = v1;
     l1->max_block = FULL_BLOCK;
-    cg_emit_function(k, v1[0].name, FULL_BLOCK, k->body.data ? k->body.data : "", CG_FN_TEMPLATE);
+    v1[0].name = cg_emit_function(k, v1[0].name, FULL_BLOCK, k->body.data ? k->body.data : "",
+                                  CG_FN_TEMPLATE);
+    v1[1].name = cg_fmt(k, "%s_i64", v1[0].name);
     ir_buf_init(&k->body, m->a);
     cg_launch_args(k, l1);
 }
@@ -1126,7 +1131,8 @@ static void full_final_launch(cg_kernel *k, cuda_launch *l2) {
     l2->nvariants = 1;
     l2->variants = v2;
     l2->max_block = FULL_BLOCK;
-    cg_emit_function(k, v2->name, FULL_BLOCK, k->body.data ? k->body.data : "", CG_FN_PLAIN);
+    v2->name =
+        cg_emit_function(k, v2->name, FULL_BLOCK, k->body.data ? k->body.data : "", CG_FN_PLAIN);
     ir_buf_init(&k->body, m->a);
 }
 

@@ -19,6 +19,10 @@ DEEP = {
     "erf150_f64_grad": program("chain", "erf", 150, "f64", True),
     "independent_sin150_grad": program("independent", "sin", 150, "f32", True),
     "where100_grad": program("where", "sin", 100, "f32", True),
+    # 100 dependent row softmaxes and their gradient: fused without a bound, kernels of 16
+    # levels each recompute every level below (11.5 s on the CPU, over 60 s through NVRTC);
+    # at most PASS_MAX_KERNEL_LEVELS levels a kernel, identical kernels compiled once
+    "rows100_grad": program("rows", "exp", 100, "f32", True),
 }
 
 # uses of each function in the big kernel: enough that, the heavier functions out of line, the
@@ -117,7 +121,8 @@ def check_against_ref(out, name, fns, target, n=1003):
     path = write(out, name + ".fuse", DEEP[name])
     rng = np.random.default_rng(7)
     dtype = "f64" if "f64" in name else "f32"
-    x = rng.uniform(-2, 2, size=n).astype(np.float64 if dtype == "f64" else np.float32)
+    shape = (7, 143) if name.startswith("rows") else n  # f32[R, C]: odd rows and columns
+    x = rng.uniform(-2, 2, size=shape).astype(np.float64 if dtype == "f64" else np.float32)
     files = [("x", os.path.join(out, name + "_x.npy"))]
     np.save(files[0][1], x)
     if "d" in fns:

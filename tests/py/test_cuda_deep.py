@@ -43,6 +43,11 @@ def cuda_source(path):
 for ex in sorted(glob.glob(os.path.join(SRC, "examples", "*.fuse"))):
     src = cuda_source(ex)
     check("fx_ol_" not in src, f"{os.path.basename(ex)}: a kernel calls math out of line")
+# identical kernels (a chain of identical layers) are one function of the module
+rows = cuda_source(write(OUT, "rows100_grad.fuse", DEEP["rows100_grad"]))
+nglobal = rows.count("__global__")
+check(0 < nglobal <= 40, f"rows100_grad: {nglobal} kernel functions (at most 40: its 60 "
+      "kernels are a few kinds repeated)")
 ops = UNARY + BINARY
 bits = {dt: write(OUT, f"bits_{dt}.fuse", bits_program(dt, ops)) for dt in ("f32", "f64")}
 for dt, path in bits.items():
@@ -81,6 +86,7 @@ if has_device():
     check_bits_run(OUT, "f32", bits["f32"], ops, bits_inputs(OUT, "f32", "f32"), "cuda")
     check_against_ref(OUT, "sin150_grad", ["f", "d"], "cuda")
     check_against_ref(OUT, "erf150_f64_grad", ["f", "d"], "cuda")
+    check_against_ref(OUT, "rows100_grad", ["f", "d"], "cuda")
 else:
     print("no GPU here: the wrappers' results are checked on the emulated one (emu.cuda_deep)")
 finish()

@@ -22,9 +22,10 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
+import deepprog  # noqa: E402
 from deepprog import (BINARY, DEEP, UNARY, bits_inputs, bits_program,  # noqa: E402
                       check_against_ref, check_bits_run, compile_cpu_seconds, write)
-from fusectest import check, finish, target_or_skip, tmpdir  # noqa: E402
+from fusectest import check, finish, run, target_or_skip, tmpdir  # noqa: E402
 
 TARGET = target_or_skip()
 if TARGET != "cpu":
@@ -47,6 +48,26 @@ for name, text in DEEP.items():
     print(f"{name}: {s if s is None else round(s, 2)} s of CPU time")
     check(s is not None and s < CEILING_S, f"{name}: compiled in {s} s of CPU time "
           f"(ceiling {CEILING_S})")
+
+
+def plan_levels(path):
+    """The most levels of reductions in any kernel of path's plan (`--emit=plan`: a line
+    `sweep N: <reductions>` per level, then one for the per-element stores)."""
+    rc, out, err = run(["--emit=plan", path])
+    check(rc == 0, f"{path}: --emit=plan: exit {rc}: {err[-400:]}")
+    most = n = 0
+    for line in out.splitlines():
+        if line.lstrip().startswith("kernel "):
+            n = 0
+        elif re.match(r"\s*sweep \d+: ", line) and "per-element" not in line:
+            n += 1
+            most = max(most, n)
+    return most
+
+
+# a chain of row reductions is cut into kernels of at most PASS_MAX_KERNEL_LEVELS levels
+levels = plan_levels(write(OUT, "rows100_grad.fuse", deepprog.DEEP["rows100_grad"]))
+check(1 <= levels <= 5, f"rows100_grad: a kernel of {levels} levels of reductions (at most 5)")
 
 
 def vector_copies(cache):
@@ -82,4 +103,5 @@ check_against_ref(OUT, "sin150_grad", ["f", "d"], "cpu")
 if not QUICK:
     check_against_ref(OUT, "erf150_f64_grad", ["f", "d"], "cpu")
     check_against_ref(OUT, "where100_grad", ["f"], "cpu")
+    check_against_ref(OUT, "rows100_grad", ["f", "d"], "cpu")
 finish()
