@@ -238,16 +238,36 @@ static int32_t name_id(ir_arena *a, name_ids *t, const char *p, size_t len) {
     return t->id[j];
 }
 
-/* `text` with the kernel's name replaced by "@" and each numbered local name (local_prefix,
- * digits, then letters or '_') by "@<n>", n its order of first appearance: equal for two
- * kernels exactly when one is the other with its names consistently renamed. NULL: out of
- * memory. */
-static const char *canonical(cg_module *m, const char *text, const char *name) {
+/* Whether p[0..len) names a parameter of k (a buffer, p_<parameter> after the user's name,
+ * or a size, <symbol>_). */
+static int is_param(const cg_kernel *k, const char *p, size_t len) {
+    for (int32_t i = 0; i < k->nbufs; i++)
+        if (strlen(k->bufs[i].name) == len && memcmp(k->bufs[i].name, p, len) == 0) return 1;
+    for (int32_t i = 0; i < k->nsizes; i++)
+        if (strlen(k->sizes[i].name) == len && memcmp(k->sizes[i].name, p, len) == 0) return 1;
+    return 0;
+}
+
+/* `text` with the kernel's name replaced by "@" and each parameter and numbered local name
+ * (local_prefix, digits, then letters or '_') by "@<n>", n its order of first appearance:
+ * equal for two kernels exactly when one is the other with its names consistently renamed
+ * (strings, inline PTX, as they are). NULL: out of memory. */
+static const char *canonical(cg_kernel *k, const char *text, const char *name) {
+    cg_module *m = k->m;
     ir_buf b;
     ir_buf_init(&b, m->a);
     name_ids ids = {0};
     size_t nlen = strlen(name);
     for (const char *p = text; *p;) {
+        if (*p == '"') { /* a string (inline PTX): as it is, "u64" and "u32" kept apart */
+            const char *q = p + 1;
+            while (*q && *q != '"')
+                q += q[0] == '\\' && q[1] ? 2 : 1;
+            q += *q == '"';
+            ir_buf_putn(&b, p, (size_t)(q - p));
+            p = q;
+            continue;
+        }
         if (!(isalpha((unsigned char)*p) || *p == '_') ||
             (p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '_'))) {
             ir_buf_putn(&b, p++, 1);
@@ -263,7 +283,8 @@ static const char *canonical(cg_module *m, const char *text, const char *name) {
         if (len >= nlen && memcmp(p, name, nlen) == 0) {
             ir_buf_puts(&b, "@");
             ir_buf_putn(&b, p + nlen, len - nlen);
-        } else if (d < q && isdigit((unsigned char)*d) && local_prefix(p, (size_t)(d - p))) {
+        } else if ((d < q && isdigit((unsigned char)*d) && local_prefix(p, (size_t)(d - p))) ||
+                   is_param(k, p, len)) {
             int32_t id = name_id(m->a, &ids, p, len);
             if (id < 0) return NULL;
             ir_buf_printf(&b, "@%d", (int)id);
@@ -284,7 +305,7 @@ const char *cg_emit_function(cg_kernel *k, const char *name, int max_block, cons
     const char *text = fn.data ? fn.data : "";
     /* a kernel that is an earlier one renamed (a chain of identical layers) is that one:
      * NVRTC compiles it once */
-    const char *canon = canonical(m, text, name);
+    const char *canon = canonical(k, text, name);
     uint64_t h = canon ? fnv1a(canon, strlen(canon)) : 0;
     for (int32_t i = 0; canon && i < m->nemitted; i++)
         if (m->emitted[i].hash == h && strcmp(m->emitted[i].canon, canon) == 0)

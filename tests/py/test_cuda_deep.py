@@ -45,9 +45,28 @@ for ex in sorted(glob.glob(os.path.join(SRC, "examples", "*.fuse"))):
     check("fx_ol_" not in src, f"{os.path.basename(ex)}: a kernel calls math out of line")
 # identical kernels (a chain of identical layers) are one function of the module
 rows = cuda_source(write(OUT, "rows100_grad.fuse", DEEP["rows100_grad"]))
-nglobal = rows.count("__global__")
+nglobal = len(re.findall(r"__global__ void __launch_bounds__\(\d+\) fusec_[^_]", rows))
 check(0 < nglobal <= 40, f"rows100_grad: {nglobal} kernel functions (at most 40: its 60 "
       "kernels are a few kinds repeated)")
+
+def globals_of(text):
+    """The kernel functions of text's module, not counting its gathers (fusec__gather<bits>,
+    one for each element size of its parameters)."""
+    src = cuda_source(write(OUT, f"dedup{abs(hash(text))}.fuse", text))
+    return len(re.findall(r"__global__ void __launch_bounds__\(\d+\) fusec_[^_]", src))
+
+
+# ... and only those: a constant, a dtype or an operation apart, kernels stay apart
+FNS = {"a": "fn a(x: f32[N]) -> f32[N] { return exp(x * 0.5) + 1.0; }",
+       "b": "fn b(x: f32[N]) -> f32[N] { return exp(x * 0.25) + 1.0; }",
+       "c": "fn c(x: f64[N]) -> f64[N] { return exp(x * 0.5) + 1.0; }",
+       "d": "fn d(x: f32[N]) -> f32[N] { return sin(x * 0.5) + 1.0; }",
+       "e": "fn e(y: f32[M]) -> f32[M] { return exp(y * 0.5) + 1.0; }"}  # a, renamed
+one = globals_of(FNS["a"])
+four = globals_of("\n".join(FNS[f] for f in "abcd"))
+check(one > 0 and four == 4 * one, f"a, b, c and d: {four} kernel functions ({4 * one} expected)")
+five = globals_of("\n".join(FNS[f] for f in "abcde"))
+check(five == four, f"e is a renamed: {five} kernel functions ({four} expected)")
 ops = UNARY + BINARY
 bits = {dt: write(OUT, f"bits_{dt}.fuse", bits_program(dt, ops)) for dt in ("f32", "f64")}
 for dt, path in bits.items():
