@@ -434,8 +434,10 @@ static int no_cycle(pass_kgraph *g, int32_t *u, int32_t *v, int independent) {
     return !reach(g, *u, *v, !independent);
 }
 
-/* Whether unit u reads unit v or v reads u (roots; an edge list's labels resolved here). */
+/* Whether unit u reads unit v or v reads u (roots; an edge list's labels resolved here, the
+ * lists' length charged to the budget: a unit of many consumers is asked often). */
 static int adjacent(pass_kgraph *g, int32_t u, int32_t v) {
+    g->budget -= g->succ[u].n + g->pred[u].n;
     for (int32_t i = 0; i < g->succ[u].n; i++)
         if (pass_kgraph_find(g, g->succ[u].a[i]) == v) return 1;
     for (int32_t i = 0; i < g->pred[u].n; i++)
