@@ -136,16 +136,13 @@ int cg_ctype_words(ir_dtype t) {
     return dtype_c[t].words;
 }
 
-/* compute-type classes: which template column of the op table applies */
-typedef enum cclass { CC_FLOAT, CC_DOUBLE, CC_INT, CC_BOOL } cclass;
-
-static cclass class_of(ir_dtype t) {
+cg_cclass cg_class_of(ir_dtype t) {
     switch (t) {
-    case IR_BOOL: return CC_BOOL;
+    case IR_BOOL: return CG_CC_BOOL;
     case IR_I32:
-    case IR_I64: return CC_INT;
-    case IR_F64: return CC_DOUBLE;
-    default: return CC_FLOAT;
+    case IR_I64: return CG_CC_INT;
+    case IR_F64: return CG_CC_DOUBLE;
+    default: return CG_CC_FLOAT;
     }
 }
 
@@ -374,35 +371,35 @@ const char *cg_operand(cg_kernel *k, ir_ref r) {
  * wrapping, anything -> bool as != 0. */
 static const char *cast_expr(cg_kernel *k, ir_dtype from, ir_dtype to, const char *x) {
     if (from == to) return x;
-    cclass cf = class_of(from);
+    cg_cclass cf = cg_class_of(from);
     switch (to) {
     case IR_BOOL:
-        if (cf == CC_FLOAT) return cg_fmt(k, "(%s != 0.0f)", x);
-        if (cf == CC_DOUBLE) return cg_fmt(k, "(%s != 0.0)", x);
+        if (cf == CG_CC_FLOAT) return cg_fmt(k, "(%s != 0.0f)", x);
+        if (cf == CG_CC_DOUBLE) return cg_fmt(k, "(%s != 0.0)", x);
         return cg_fmt(k, "(%s != 0)", x);
     case IR_I32:
     case IR_I64: {
         int w = to == IR_I64;
-        if (cf == CC_BOOL) return cg_fmt(k, "(%s)%s", w ? "long long" : "int", x);
-        if (cf == CC_INT) {
+        if (cf == CG_CC_BOOL) return cg_fmt(k, "(%s)%s", w ? "long long" : "int", x);
+        if (cf == CG_CC_INT) {
             if (w) return cg_fmt(k, "(long long)%s", x);
             cg_use(k, CG_H_INT);
             return cg_fmt(k, "fx_wrap32(%s)", x);
         }
         cg_use(k, CG_H_CVT);
-        if (cf == CC_FLOAT) return cg_fmt(k, w ? "fx_f2ll(%s)" : "fx_f2i(%s)", x);
+        if (cf == CG_CC_FLOAT) return cg_fmt(k, w ? "fx_f2ll(%s)" : "fx_f2i(%s)", x);
         return cg_fmt(k, w ? "fx_d2ll(%s)" : "fx_d2i(%s)", x);
     }
     case IR_F64:
-        if (cf == CC_BOOL) return cg_fmt(k, "(%s ? 1.0 : 0.0)", x);
+        if (cf == CG_CC_BOOL) return cg_fmt(k, "(%s ? 1.0 : 0.0)", x);
         return cg_fmt(k, "(double)%s", x);
     case IR_F32:
     case IR_F16:
     case IR_BF16: {
         const char *f;
-        if (cf == CC_BOOL) {
+        if (cf == CG_CC_BOOL) {
             f = cg_fmt(k, "(%s ? 1.0f : 0.0f)", x);
-        } else if (cf == CC_DOUBLE) {
+        } else if (cf == CG_CC_DOUBLE) {
             if (to == IR_F16) {
                 cg_use(k, CG_H_F64HALF);
                 return cg_fmt(k, "fx_d2h_round(%s)", x);
@@ -412,7 +409,7 @@ static const char *cast_expr(cg_kernel *k, ir_dtype from, ir_dtype to, const cha
                 return cg_fmt(k, "fx_d2b_round(%s)", x);
             }
             return cg_fmt(k, "(float)%s", x);
-        } else if (cf == CC_INT) {
+        } else if (cf == CG_CC_INT) {
             /* to f16 exact: every integer f16 holds is exact in f32; to bf16 an integer past
              * 2^24 rounds twice (within the SPEC's one unit in the last place) */
             f = cg_fmt(k, "(float)%s", x);
@@ -445,9 +442,12 @@ static const char *ew_expr(cg_kernel *k, ir_ref r) {
     /* the class of the computation: the operands' for comparisons and predicates */
     ir_dtype ct =
         (oi->flags & (IR_OPF_CMP | IR_OPF_PRED)) ? k->f->nodes[n->args[0]].dtype : n->dtype;
-    cclass c = class_of(ct);
-    const char *tmpl = c == CC_FLOAT ? t->f : c == CC_DOUBLE ? t->d : c == CC_INT ? t->i : t->b;
-    if (!tmpl && c == CC_BOOL && t->i && (oi->flags & IR_OPF_NUMERIC)) {
+    cg_cclass c = cg_class_of(ct);
+    const char *tmpl = c == CG_CC_FLOAT    ? t->f
+                       : c == CG_CC_DOUBLE ? t->d
+                       : c == CG_CC_INT    ? t->i
+                                           : t->b;
+    if (!tmpl && c == CG_CC_BOOL && t->i && (oi->flags & IR_OPF_NUMERIC)) {
         /* arithmetic on bool (the IR allows it; the front end does not make it): as the
          * reference, in integers, then != 0 */
         const char *iops[4] = {"", "", "", ops[3]};
@@ -461,11 +461,11 @@ static const char *ew_expr(cg_kernel *k, ir_ref r) {
         cg_fail(k->m, "cuda codegen: %s has no form for %s operands", oi->name, ir_dtypes[ct].name);
         return "0";
     }
-    unsigned hs = c == CC_INT ? t->hi : c == CC_BOOL ? 0 : t->hfd;
+    unsigned hs = c == CG_CC_INT ? t->hi : c == CG_CC_BOOL ? 0 : t->hfd;
     for (int h = 0; h < CG_H_COUNT; h++)
         if (hs & (1u << h)) cg_use(k, (cg_helper)h);
-    if (c == CC_FLOAT || c == CC_DOUBLE) {
-        const char *call = cg_outline_call(k, n->op, c == CC_DOUBLE);
+    if (c == CG_CC_FLOAT || c == CG_CC_DOUBLE) {
+        const char *call = cg_outline_call(k, n->op, c == CG_CC_DOUBLE);
         if (call) tmpl = call;
     }
     return subst(k, tmpl, ops);
@@ -593,16 +593,16 @@ const char *cg_red_init(cg_kernel *k, ir_ref r) {
      * the helper in too, unused, which keeps the generated code as it has been */
     if (kind == IR_ID_LOWEST || kind == IR_ID_HIGHEST) cg_use(k, CG_H_BITS);
     ir_scalar id = ir_reduce_identity(n->op, n->dtype);
-    switch (class_of(n->dtype)) {
-    case CC_BOOL: return id.i ? "true" : "false";
-    case CC_INT:
+    switch (cg_class_of(n->dtype)) {
+    case CG_CC_BOOL: return id.i ? "true" : "false";
+    case CG_CC_INT:
         if (id.i == INT64_MIN) return "(-9223372036854775807LL - 1LL)";
         if (id.i == INT32_MIN) return "(-2147483647 - 1)";
         return cg_fmt(k, id.i > INT32_MAX ? "%" PRId64 "LL" : "%" PRId64, id.i);
-    case CC_DOUBLE:
+    case CG_CC_DOUBLE:
         if (isinf(id.f)) return id.f > 0 ? "FX_INF_D" : "(-FX_INF_D)";
         return cg_fmt(k, "%.1f", id.f);
-    case CC_FLOAT:
+    case CG_CC_FLOAT:
         if (isinf(id.f)) return id.f > 0 ? "FX_INF_F" : "(-FX_INF_F)";
         return cg_fmt(k, "%.1ff", id.f);
     }
@@ -611,29 +611,29 @@ const char *cg_red_init(cg_kernel *k, ir_ref r) {
 
 const char *cg_red_combine(cg_kernel *k, ir_ref r, const char *acc, const char *x) {
     const ir_node *n = &k->f->nodes[r];
-    cclass c = class_of(n->dtype);
+    cg_cclass c = cg_class_of(n->dtype);
     switch (n->op) {
     case IR_OP_SUM:
     case IR_OP_MEAN:
-        if (c == CC_INT) {
+        if (c == CG_CC_INT) {
             cg_use(k, CG_H_INT);
             return cg_fmt(k, "fx_add(%s, %s)", acc, x);
         }
-        if (c == CC_BOOL) return cg_fmt(k, "(%s || %s)", acc, x);
+        if (c == CG_CC_BOOL) return cg_fmt(k, "(%s || %s)", acc, x);
         return cg_fmt(k, "%s + %s", acc, x);
     case IR_OP_PROD:
-        if (c == CC_INT) {
+        if (c == CG_CC_INT) {
             cg_use(k, CG_H_INT);
             return cg_fmt(k, "fx_mul(%s, %s)", acc, x);
         }
-        if (c == CC_BOOL) return cg_fmt(k, "(%s && %s)", acc, x);
+        if (c == CG_CC_BOOL) return cg_fmt(k, "(%s && %s)", acc, x);
         return cg_fmt(k, "%s * %s", acc, x);
     case IR_OP_MAX:
-        if (c == CC_BOOL) return cg_fmt(k, "(%s || %s)", acc, x);
+        if (c == CG_CC_BOOL) return cg_fmt(k, "(%s || %s)", acc, x);
         cg_use(k, CG_H_MINMAX);
         return cg_fmt(k, "fx_max(%s, %s)", acc, x);
     case IR_OP_MIN:
-        if (c == CC_BOOL) return cg_fmt(k, "(%s && %s)", acc, x);
+        if (c == CG_CC_BOOL) return cg_fmt(k, "(%s && %s)", acc, x);
         cg_use(k, CG_H_MINMAX);
         return cg_fmt(k, "fx_min(%s, %s)", acc, x);
     default: return acc;
@@ -642,7 +642,7 @@ const char *cg_red_combine(cg_kernel *k, ir_ref r, const char *acc, const char *
 
 int cg_red_compensated(const cg_kernel *k, ir_ref r) {
     const ir_node *n = &k->f->nodes[r];
-    return (n->op == IR_OP_SUM || n->op == IR_OP_MEAN) && class_of(n->dtype) == CC_FLOAT;
+    return (n->op == IR_OP_SUM || n->op == IR_OP_MEAN) && cg_class_of(n->dtype) == CG_CC_FLOAT;
 }
 
 const char *cg_red_finish(cg_kernel *k, ir_ref r, const char *acc, const char *count) {

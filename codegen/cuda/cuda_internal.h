@@ -285,6 +285,11 @@ static inline int32_t cg_real_bufs(const cg_kernel *k) {
         n++;
     return n;
 }
+/* Compute-type classes: which template column of the op table applies (f16 and bf16 compute
+ * in float). */
+typedef enum cg_cclass { CG_CC_FLOAT, CG_CC_DOUBLE, CG_CC_INT, CG_CC_BOOL } cg_cclass;
+cg_cclass cg_class_of(ir_dtype t);
+
 /* The launch's arguments: the kernel's buffers, then its size and special arguments. */
 void cg_launch_args(cg_kernel *k, cuda_launch *l);
 /* Emits kernel functions with `body` (indented one level). CG_FN_PLAIN: one entry point

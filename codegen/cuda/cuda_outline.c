@@ -60,16 +60,11 @@ static int math_weight(int op, int dbl) {
     return 0;
 }
 
-/* The floating class of node r's computation: 0 f32 (f16 and bf16 compute in it), 1 f64, -1
- * neither (an integer or bool op has no math function). */
+/* The floating class of node r's computation: 0 float, 1 double, -1 neither (an integer or
+ * bool op has no math function). */
 static int float_class(const cg_kernel *k, ir_ref r) {
-    switch (k->f->nodes[r].dtype) {
-    case IR_F64: return 1;
-    case IR_F32:
-    case IR_F16:
-    case IR_BF16: return 0;
-    default: return -1;
-    }
+    cg_cclass c = cg_class_of(k->f->nodes[r].dtype);
+    return c == CG_CC_DOUBLE ? 1 : c == CG_CC_FLOAT ? 0 : -1;
 }
 
 void cg_outline_plan(cg_kernel *k) {

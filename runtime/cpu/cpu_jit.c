@@ -311,13 +311,15 @@ static int jit_print_ir(const llvm_module_meta *meta, const llvm_gen_options *o,
     int rc = -1;
     if (tm) {
         LLVMModuleRef mod = generate(ctx, tm, meta, o, arena, err, errlen);
-        if (mod) {
+        if (mod && diag.error[0]) { /* as a build reports it (take_error's kin) */
+            snprintf(err, errlen, "LLVM: %s", diag.error);
+        } else if (mod) {
             char *text = LLVMPrintModuleToString(mod);
             ir_buf_puts(buf, text);
             LLVMDisposeMessage(text);
-            LLVMDisposeModule(mod);
             rc = 0;
         }
+        if (mod) LLVMDisposeModule(mod);
         LLVMDisposeTargetMachine(tm);
     }
     LLVMContextDispose(ctx);
