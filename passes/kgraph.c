@@ -124,21 +124,30 @@ static void vec_normalize(pass_kgraph *g, vec *v, int32_t self) {
     v->n = m;
 }
 
-/* The levels of reductions in each label: a node's level is the deepest of its arguments in
- * the same label, plus one for a reduction (refs are in topological order). */
+/* Sets g->lvl[r], node r's level of reductions within the nodes marked with `stamp` in
+ * g->nmark (lvl holds theirs already: refs are in topological order): the deepest of its
+ * marked arguments, plus one for a reduction; marks r. */
+static int32_t node_level(pass_kgraph *g, ir_ref r, int32_t stamp) {
+    const ir_node *nd = &g->f->nodes[r];
+    int32_t m = 0;
+    for (int k = 0; k < ir_ops[nd->op].arity; k++)
+        if (g->nmark[nd->args[k]] == stamp && g->lvl[nd->args[k]] > m) m = g->lvl[nd->args[k]];
+    g->nmark[r] = stamp;
+    return g->lvl[r] = m + (ir_ops[nd->op].cls == IR_CLASS_REDUCE);
+}
+
+/* The levels of reductions in each label (its nodes marked with stamp l + 1, which no later
+ * stamp reaches: nstamp starts past them). */
 static void count_levels(pass_kgraph *g, int32_t nlabels) {
     const ir_func *f = g->f;
-    int32_t *lvl = g->lvl;
     for (ir_ref r = 0; r < f->nnodes; r++) {
         const ir_node *nd = &f->nodes[r];
         int32_t l = nd->kernel;
         if (pass_is_leaf(nd) || nd->op == IR_OP_OUTPUT || l < 0 || l >= nlabels) continue;
-        int32_t m = 0;
-        for (int k = 0; k < ir_ops[nd->op].arity; k++)
-            if (f->nodes[nd->args[k]].kernel == l && lvl[nd->args[k]] > m) m = lvl[nd->args[k]];
-        lvl[r] = m + (ir_ops[nd->op].cls == IR_CLASS_REDUCE);
-        if (lvl[r] > g->levels[l]) g->levels[l] = lvl[r];
+        int32_t lv = node_level(g, r, l + 1);
+        if (lv > g->levels[l]) g->levels[l] = lv;
     }
+    g->nstamp = nlabels + 1;
 }
 
 pass_kgraph *pass_kgraph_new(ir_func *f, int32_t nlabels, const pass_ksig *sig) {
@@ -457,14 +466,8 @@ static int32_t count_union_levels(pass_kgraph *g, int32_t u, int32_t v) {
     int32_t stamp = ++g->nstamp, most = 0;
     g->budget -= g->scratch.n;
     for (int32_t i = 0; i < g->scratch.n; i++) {
-        ir_ref r = g->scratch.a[i];
-        const ir_node *nd = &f->nodes[r];
-        int32_t m = 0;
-        for (int k = 0; k < ir_ops[nd->op].arity; k++)
-            if (g->nmark[nd->args[k]] == stamp && g->lvl[nd->args[k]] > m) m = g->lvl[nd->args[k]];
-        g->lvl[r] = m + (ir_ops[nd->op].cls == IR_CLASS_REDUCE);
-        g->nmark[r] = stamp;
-        if (g->lvl[r] > most) most = g->lvl[r];
+        int32_t lv = node_level(g, g->scratch.a[i], stamp);
+        if (lv > most) most = lv;
     }
     return most;
 }

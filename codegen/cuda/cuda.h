@@ -188,7 +188,9 @@ typedef struct cuda_module {
     size_t source_len;
     int32_t nfuncs; /* one per function, in the order given */
     const cuda_func *funcs;
-    int32_t nnames; /* every __global__ function of the source */
+    /* every __global__ name given; one a kernel gave up for an earlier identical kernel's
+     * (its launches name that one) is not defined in the source */
+    int32_t nnames;
     const char *const *names;
 } cuda_module;
 

@@ -58,6 +58,12 @@ cuda_size cg_shape_elems(const ir_shape *s);       /* the element count of a sha
 
 /* ---- the module being generated ----------------------------------------------------------- */
 
+/* A kernel function emitted: its text with names made canonical (cuda.c's canonical). */
+typedef struct cg_emitted {
+    const char *canon, *name;
+    uint64_t hash; /* of canon */
+} cg_emitted;
+
 typedef struct cg_module {
     ir_arena *a;
     unsigned helpers; /* bit h: helper h is used */
@@ -65,18 +71,13 @@ typedef struct cg_module {
     unsigned char outlined[IR_OP_COUNT][2];
     ir_buf text; /* the kernels, after the prelude */
     ir_failure fail;
-    /* every __global__ name, for the module's list */
+    /* every __global__ name given, for the module's list (a kernel that an earlier one with
+     * other names stands for is not in the source: cg_emit_function) */
     const char **names;
     int32_t nnames, cap_names;
-    /* the kernel functions emitted, by their text with names made canonical */
-    struct cg_emitted *emitted;
+    cg_emitted *emitted; /* the kernel functions in the source */
     int32_t nemitted, cap_emitted;
 } cg_module;
-
-typedef struct cg_emitted {
-    const char *canon, *name;
-    uint64_t hash; /* of canon */
-} cg_emitted;
 
 /* The gather kernels of funcs (one per element size their parameters have) into out, and
  * each fs[i].gather. */
