@@ -14,13 +14,14 @@
  * base[i] + j where it varies along that axis and base[i] where it does not. Locals live in
  * allocas at the entry (promoted to SSA by the O3 pipeline), as a C front end would emit them.
  *
- * Reductions accumulate in a fixed order: a vectorized inner loop over a block of
- * LG_BLOCK elements (its accumulator lanes combined by LLVM's fixed tree), block results
- * added in order into a group of LG_GROUP blocks, groups added in order. The loop carries
- * llvm.loop.vectorize.enable, which lets the vectorizer reorder the float additions inside
- * a block (the C API has no fast-math flags); nothing else is reassociated. The error of a
- * float sum is then about (LG_BLOCK / lanes + log2(lanes) + LG_GROUP + blocks / LG_GROUP)
- * roundings, far inside the SPEC's 1e-5 * sum(|x|) for rows up to millions of elements.
+ * Reductions with a float sum or product accumulate in the order of
+ * docs/plan.md ("The order of a reduction"), which depends on the count of reduced elements
+ * alone: LG_LANES lanes a block of LG_BLOCK elements, each lane in index order, the lanes
+ * combined by halves, the blocks by the aligned binary tree. The lanes are an array that a
+ * round's inner loop updates element by element, so the vectorizer widens it without
+ * reordering any addition, and every vector width gives the same bits. The error of a sum is
+ * about LG_BLOCK / LG_LANES + log2(LG_LANES) + log2(blocks) roundings. Column reductions
+ * follow the same order over a column's rows, a lane array of the unit's columns each.
  */
 #include <llvm-c/Core.h>
 #include <llvm-c/DebugInfo.h>
@@ -29,8 +30,11 @@
 
 #include "codegen/cpu/llvm_gen.h"
 
-#define LG_BLOCK 1024 /* elements per block of an accumulation */
-#define LG_GROUP 64   /* blocks per group */
+#define LG_BLOCK 1024 /* elements per block of an accumulation (docs/plan.md's order) */
+#define LG_LANES 32   /* accumulator lanes of a block */
+/* levels of the tree over blocks: 2^40 blocks are 2^50 elements, more than any memory holds
+ * (a column sweep keeps them for each of its columns, on the stack) */
+#define LG_LEVELS 40
 
 /* ---- per function state ------------------------------------------------------------------- */
 
@@ -51,8 +55,10 @@ typedef struct lg_fn {
     LLVMValueRef *stride; /* [access * IR_MAX_RANK + axis]; NULL where absent */
     /* the current point */
     LLVMValueRef *base;
-    LLVMValueRef j;    /* along the last collapsed axis; NULL: no axis is walked */
-    LLVMValueRef flat; /* position within the row (the row cache's index) */
+    LLVMValueRef j;         /* along the last collapsed axis; NULL: no axis is walked */
+    LLVMValueRef flat;      /* position within the row (the row cache's index) */
+    LLVMValueRef lane;      /* blocked walks: the accumulator lane of the point (flat % LG_LANES) */
+    LLVMValueRef lanes_end; /* blocked walks: the flat end of the walk, where its last block ends */
     /* values */
     LLVMValueRef *val;
     int *lvl;
@@ -611,6 +617,45 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
     loop_end(g, &B, len, 0);
 }
 
+/* A run of a blocked walk in the reductions' order (docs/plan.md, "The order of a
+ * reduction"): the element of flat index f accumulates into lane f % LG_LANES of block
+ * f / LG_BLOCK, so the run goes a round of lanes at a time, each round an inner loop over its
+ * lanes that the vectorizer widens (the lanes are independent: any vector width gives the
+ * same bits), and a block ends where the flat index reaches a multiple of LG_BLOCK. The walk's
+ * flat range starts at a multiple of LG_BLOCK; its first block was begun by the caller, which
+ * also ends its last one (scalar_sweep). */
+static void walk_lanes(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0, LLVMValueRef j1,
+                       LLVMValueRef flat0) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    lg_loop R, L;
+    LLVMValueRef j = loop_begin(g, &R, j0, j1, "round");
+    LLVMValueRef f = LLVMBuildNSWAdd(b, flat0, j, "");
+    LLVMValueRef l0 = LLVMBuildAnd(b, f, ci64(m, LG_LANES - 1), "");
+    LLVMValueRef cnt =
+        imin(g, LLVMBuildSub(b, ci64(m, LG_LANES), l0, ""), LLVMBuildSub(b, j1, j, ""));
+    LLVMValueRef jl = LLVMBuildSub(b, j, l0, ""); /* j of lane 0 of this round */
+    LLVMValueRef l = loop_begin(g, &L, l0, LLVMBuildNSWAdd(b, l0, cnt, ""), "lane");
+    g->base = base;
+    g->j = LLVMBuildNSWAdd(b, jl, l, "");
+    g->flat = LLVMBuildNSWAdd(b, flat0, g->j, "");
+    g->lane = l;
+    w->point(g, w);
+    g->lane = NULL;
+    /* a round is LG_LANES wide on every CPU: 8 lanes a vector, 4 vectors in flight */
+    loop_end_id(g, &L, ci64(m, 1), lg_loop_id(m->ctx, 1, 8, LG_LANES / 8, NULL));
+    /* a block ends at a multiple of LG_BLOCK, and the walk's last one where the walk ends */
+    LLVMValueRef fe = LLVMBuildNSWAdd(b, f, cnt, "");
+    LLVMValueRef next = LLVMBuildAnd(b, fe, ci64(m, LG_BLOCK - 1), "");
+    LLVMBasicBlockRef after =
+        if_begin(g, LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntEQ, next, ci64(m, 0), ""),
+                                LLVMBuildICmp(b, LLVMIntEQ, fe, g->lanes_end, ""), ""));
+    w->block_end(g, w);
+    w->block_begin(g, w);
+    if_end(g, after);
+    loop_end(g, &R, cnt, 0);
+}
+
 /* The inner loop over j in [j0, j1) of a run whose element offsets are `base`; flat0 is the
  * flat position of j = 0. */
 static void walk_run(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0, LLVMValueRef j1,
@@ -630,18 +675,7 @@ static void walk_run(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0, 
         loop_end(g, &L, ci64(m, 1), w->vectorize);
         return;
     }
-    lg_loop B;
-    LLVMValueRef b0 = loop_begin(g, &B, j0, j1, "blk");
-    LLVMValueRef b1 = imin(g, LLVMBuildNSWAdd(m->b, b0, ci64(m, LG_BLOCK), ""), j1);
-    w->block_begin(g, w);
-    LLVMValueRef j = loop_begin(g, &L, b0, b1, "j");
-    g->base = base;
-    g->j = j;
-    g->flat = LLVMBuildNSWAdd(m->b, flat0, j, "");
-    w->point(g, w);
-    loop_end(g, &L, ci64(m, 1), w->vectorize);
-    w->block_end(g, w);
-    loop_end(g, &B, ci64(m, LG_BLOCK), 0);
+    walk_lanes(g, w, base, j0, j1, flat0);
 }
 
 /* Walks flat indices [lo, hi) over the collapsed axes axes[0 .. n) (row-major; the last of
@@ -657,9 +691,10 @@ static void walk_range(lg_fn *g, lg_walk *w, const int *axes, int n, LLVMValueRe
         g->base = base0;
         g->j = NULL;
         g->flat = lo;
-        if (w->blocked) w->block_begin(g, w);
+        if (w->blocked) g->lane = LLVMBuildAnd(b, lo, ci64(m, LG_LANES - 1), "");
         w->point(g, w);
-        if (w->blocked) w->block_end(g, w);
+        g->lane = NULL;
+        if (w->blocked) w->block_end(g, w); /* the walk's one element */
         if_end(g, after);
         return;
     }
@@ -699,7 +734,11 @@ typedef struct lg_red {
     ir_ref node;
     LLVMTypeRef t;
     int nparts; /* accumulators (lg_red_nparts; 1 in column sweeps) */
-    /* by part: scalars (row, full) or arrays (column) */
+    /* a float sum or product of a blocked sweep, which accumulates in the order of
+     * docs/plan.md: blk[0] holds the block's LG_LANES lanes and grp[0] the finished subtrees
+     * of blocks (LG_LEVELS), scalars or arrays of a unit's columns; any other reduction is
+     * exact in any order and accumulates in tot[k] by part (scalars, or column arrays) */
+    int laned;
     LLVMValueRef tot[LG_RED_PARTS], grp[LG_RED_PARTS], blk[LG_RED_PARTS];
 } lg_red;
 
@@ -707,7 +746,7 @@ typedef struct lg_sweep {
     int s;
     int32_t nred;
     lg_red *red;
-    LLVMValueRef nblocks; /* blocks in the current group */
+    LLVMValueRef nblocks; /* blocks in the current group; blocked scalar sweeps: blocks done */
     ir_ref *roots;
     int32_t nroots;
 } lg_sweep;
@@ -789,6 +828,17 @@ static void sweep_point(lg_fn *g, lg_sweep *sw, LLVMValueRef *acc_ptrs) {
 /* ---- scalar accumulators (row and full reductions) --------------------------------------------
  */
 
+/* Lane l of a laned reduction rd of a scalar sweep, and level l of its tree over blocks. */
+static LLVMValueRef lane_ptr(lg_fn *g, const lg_red *rd, LLVMValueRef l) {
+    LLVMValueRef idx[2] = {ci64(g->m, 0), l};
+    return LLVMBuildInBoundsGEP2(g->m->b, LLVMArrayType(rd->t, LG_LANES), rd->blk[0], idx, 2, "");
+}
+
+static LLVMValueRef level_ptr(lg_fn *g, const lg_red *rd, LLVMValueRef l) {
+    LLVMValueRef idx[2] = {ci64(g->m, 0), l};
+    return LLVMBuildInBoundsGEP2(g->m->b, LLVMArrayType(rd->t, LG_LEVELS), rd->grp[0], idx, 2, "");
+}
+
 /* Prefetches the element at this point of the row g->pf_base gives, for the loads that run
  * along the row and vary along the axes `along`: row kernels fetch their next row while this
  * one is computed in cache, column kernels rows ahead (rows_ahead). Once vectorized, one
@@ -820,7 +870,8 @@ static void scalar_point(lg_fn *g, lg_walk *w) {
         ir_arena_calloc(g->m->arena, (size_t)(sw->nred + 1) * LG_RED_PARTS, sizeof(*pp));
     for (int32_t i = 0; i < sw->nred; i++)
         for (int k = 0; k < sw->red[i].nparts; k++)
-            pp[i * LG_RED_PARTS + k] = w->blocked ? sw->red[i].blk[k] : sw->red[i].tot[k];
+            pp[i * LG_RED_PARTS + k] =
+                sw->red[i].laned ? lane_ptr(g, &sw->red[i], g->lane) : sw->red[i].tot[k];
     sweep_point(g, sw, pp);
 }
 
@@ -839,79 +890,185 @@ static LLVMValueRef part_combine(lg_fn *g, const lg_red *rd, int k, LLVMValueRef
                            : lg_red_part_combine(g->m, g->f, n, k, a, b);
 }
 
-static void scalar_block_begin(lg_fn *g, lg_walk *w) {
-    lg_sweep *sw = w->ctx;
-    for (int32_t i = 0; i < sw->nred; i++)
-        for (int k = 0; k < sw->red[i].nparts; k++)
-            store(g, part_identity(g, &sw->red[i], k), sw->red[i].blk[k]);
+/* The lanes at p (an array of LG_LANES of rd's type) as one vector, to load or store whole. */
+static LLVMValueRef lanes_vector_ptr(lg_fn *g, const lg_red *rd, LLVMValueRef p) {
+    LLVMTypeRef vt = LLVMVectorType(rd->t, LG_LANES);
+    return LLVMBuildBitCast(g->m->b, p, LLVMPointerType(vt, 0), "");
 }
 
-/* A block's result goes into its group; a full group into the total. */
+static unsigned lanes_align(const lg_red *rd) { /* an array's, not a vector's */
+    return LLVMGetTypeKind(rd->t) == LLVMDoubleTypeKind ? 8 : 4;
+}
+
+/* Every lane of the block: the identity (one vector store). */
+static void scalar_block_begin(lg_fn *g, lg_walk *w) {
+    lg_sweep *sw = w->ctx;
+    for (int32_t i = 0; i < sw->nred; i++) {
+        const lg_red *rd = &sw->red[i];
+        if (!rd->laned) continue;
+        LLVMValueRef ids[LG_LANES];
+        for (int l = 0; l < LG_LANES; l++)
+            ids[l] = part_identity(g, rd, 0);
+        LLVMValueRef st = LLVMBuildStore(g->m->b, LLVMConstVector(ids, LG_LANES),
+                                         lanes_vector_ptr(g, rd, rd->blk[0]));
+        LLVMSetAlignment(st, lanes_align(rd));
+    }
+}
+
+/* The lanes at p (an array of LG_LANES of rd's type) combined by halves: lane l with lane
+ * l + 16, then + 8, ... + 1 (a warp's shuffle tree), as vector operations. */
+static LLVMValueRef lane_tree(lg_fn *g, const lg_red *rd, LLVMValueRef p) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    LLVMValueRef v = load(g, LLVMVectorType(rd->t, LG_LANES), lanes_vector_ptr(g, rd, p));
+    LLVMSetAlignment(v, lanes_align(rd));
+    for (unsigned half = LG_LANES / 2; half >= 1; half /= 2) {
+        LLVMValueRef lo[LG_LANES / 2], hi[LG_LANES / 2];
+        for (unsigned l = 0; l < half; l++) {
+            lo[l] = LLVMConstInt(m->t_i32, l, 0);
+            hi[l] = LLVMConstInt(m->t_i32, l + half, 0);
+        }
+        LLVMValueRef u = LLVMGetUndef(LLVMTypeOf(v));
+        LLVMValueRef a = LLVMBuildShuffleVector(b, v, u, LLVMConstVector(lo, half), "");
+        LLVMValueRef c = LLVMBuildShuffleVector(b, v, u, LLVMConstVector(hi, half), "");
+        v = part_combine(g, rd, 0, a, c);
+    }
+    return LLVMBuildExtractElement(b, v, LLVMConstInt(m->t_i32, 0, 0), "");
+}
+
+/* The carries of a binary counter that counts blocks: for (c = count, lv = 0; c & 1;
+ * c >>= 1, lv++) merge(g, ctx, lv), each merge combining the finished subtree at level lv
+ * with the new one; returns the level where the new subtree then waits. */
+typedef void (*lg_merge_fn)(lg_fn *g, void *ctx, LLVMValueRef level);
+static LLVMValueRef carry_loop(lg_fn *g, LLVMValueRef count, lg_merge_fn merge, void *ctx) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    LLVMValueRef cslot = alloca_at_entry(g, m->t_i64, "carry");
+    LLVMValueRef lslot = alloca_at_entry(g, m->t_i64, "level");
+    store(g, count, cslot);
+    store(g, ci64(m, 0), lslot);
+    LLVMBasicBlockRef head = new_block(g, "carry"), body = new_block(g, "merge"),
+                      done = new_block(g, "merged");
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, head);
+    LLVMValueRef c = load(g, m->t_i64, cslot);
+    LLVMValueRef odd = LLVMBuildAnd(b, c, ci64(m, 1), "");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, odd, ci64(m, 0), ""), body, done);
+    LLVMPositionBuilderAtEnd(b, body);
+    LLVMValueRef lv = load(g, m->t_i64, lslot);
+    merge(g, ctx, lv);
+    store(g, LLVMBuildLShr(b, c, ci64(m, 1), ""), cslot);
+    store(g, LLVMBuildNSWAdd(b, lv, ci64(m, 1), ""), lslot);
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, done);
+    return load(g, m->t_i64, lslot);
+}
+
+typedef struct lg_scalar_merge {
+    const lg_red *rd;
+    LLVMValueRef vslot; /* the new subtree */
+} lg_scalar_merge;
+
+static void scalar_merge(lg_fn *g, void *ctx, LLVMValueRef lv) {
+    const lg_scalar_merge *sm = ctx;
+    LLVMValueRef left = load(g, sm->rd->t, level_ptr(g, sm->rd, lv));
+    store(g, part_combine(g, sm->rd, 0, left, load(g, sm->rd->t, sm->vslot)), sm->vslot);
+}
+
+/* The block's lanes combined (lane_tree), and the block's value added to the tree over
+ * blocks: block b completes the subtrees of the levels where b has its trailing ones (a
+ * binary counter), each the subtree left of it combined with the new one, and the result
+ * waits at the next level. */
 static void scalar_block_end(lg_fn *g, lg_walk *w) {
     lg_sweep *sw = w->ctx;
     lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    LLVMValueRef count = load(g, m->t_i64, sw->nblocks);
     for (int32_t i = 0; i < sw->nred; i++) {
         lg_red *rd = &sw->red[i];
-        for (int k = 0; k < rd->nparts; k++)
-            store(g, part_combine(g, rd, k, load(g, rd->t, rd->grp[k]), load(g, rd->t, rd->blk[k])),
-                  rd->grp[k]);
+        if (!rd->laned) continue;
+        lg_scalar_merge sm = {rd, alloca_at_entry(g, rd->t, "subtree")};
+        store(g, lane_tree(g, rd, rd->blk[0]), sm.vslot);
+        LLVMValueRef top = carry_loop(g, count, scalar_merge, &sm);
+        store(g, load(g, rd->t, sm.vslot), level_ptr(g, rd, top));
     }
-    LLVMValueRef nb = LLVMBuildNSWAdd(m->b, load(g, m->t_i64, sw->nblocks), ci64(m, 1), "");
-    store(g, nb, sw->nblocks);
-    LLVMBasicBlockRef after =
-        if_begin(g, LLVMBuildICmp(m->b, LLVMIntEQ, nb, ci64(m, LG_GROUP), ""));
-    for (int32_t i = 0; i < sw->nred; i++) {
-        lg_red *rd = &sw->red[i];
-        for (int k = 0; k < rd->nparts; k++) {
-            store(g, part_combine(g, rd, k, load(g, rd->t, rd->tot[k]), load(g, rd->t, rd->grp[k])),
-                  rd->tot[k]);
-            store(g, part_identity(g, rd, k), rd->grp[k]);
-        }
-    }
-    store(g, ci64(m, 0), sw->nblocks);
-    if_end(g, after);
+    store(g, LLVMBuildNSWAdd(b, count, ci64(m, 1), ""), sw->nblocks);
 }
 
 /* Sweep s over flat [lo, hi) of axes[0 .. n) from base0, with scalar accumulators; returns
- * whether it was blocked (the totals then still lack the last group). */
+ * whether it was blocked (its float sums and products laned). */
 static int scalar_sweep(lg_fn *g, lg_sweep *sw, const int *axes, int n, LLVMValueRef *base0,
                         LLVMValueRef lo, LLVMValueRef hi) {
     lg_mod *m = g->m;
+    lg_walk w = {scalar_point, scalar_block_begin, scalar_block_end, 0, 0, sw, 0,
+                 sw->roots,    sw->nroots};
+    w.blocked = sweep_blocked(g, sw);
     for (int32_t i = 0; i < sw->nred; i++) {
         lg_red *rd = &sw->red[i];
         rd->nparts = lg_red_nparts(m, g->f, &g->f->nodes[rd->node]);
+        rd->laned = w.blocked && sum_like(g, rd->node);
+        if (rd->laned) {
+            rd->blk[0] = alloca_at_entry(g, LLVMArrayType(rd->t, LG_LANES), "lanes");
+            rd->grp[0] = alloca_at_entry(g, LLVMArrayType(rd->t, LG_LEVELS), "levels");
+            continue;
+        }
         for (int k = 0; k < rd->nparts; k++) {
-            LLVMValueRef id = part_identity(g, rd, k);
             rd->tot[k] = alloca_at_entry(g, rd->t, "tot");
-            rd->grp[k] = alloca_at_entry(g, rd->t, "grp");
-            rd->blk[k] = alloca_at_entry(g, rd->t, "acc");
-            store(g, id, rd->tot[k]);
-            store(g, id, rd->grp[k]);
+            store(g, part_identity(g, rd, k), rd->tot[k]);
         }
     }
     sw->nblocks = alloca_at_entry(g, m->t_i64, "nblocks");
     store(g, ci64(m, 0), sw->nblocks);
-    lg_walk w = {scalar_point, scalar_block_begin, scalar_block_end, 0, 0, sw, 0,
-                 sw->roots,    sw->nroots};
-    w.blocked = sweep_blocked(g, sw);
-    /* several vectors of accumulators in flight: the additions' latency is hidden, and the
-     * sums are split further (fixed, so the order still depends on the shape only) */
+    if (w.blocked) scalar_block_begin(g, &w);
+    /* several vectors of accumulators in flight: the additions' latency is hidden (blocked
+     * sweeps: a round of lanes, walk_lanes) */
     w.vectorize = sw->nred > 0 ? LG_INTERLEAVE : 0;
     w.staged = sw->nred == 0 && sw->nroots > 0; /* a last sweep that only writes */
     g->sweep = sw->s;
+    g->lanes_end = hi;
     walk_range(g, &w, axes, n, base0, lo, hi);
+    g->lanes_end = NULL;
     return w.blocked;
 }
 
-/* The finished accumulator of reduction i of a scalar sweep (its parts made one). */
-static LLVMValueRef scalar_total(lg_fn *g, lg_sweep *sw, int32_t i, int blocked) {
+/* The finished accumulator of reduction i of a scalar sweep (its parts made one). Laned:
+ * the subtrees the count of blocks left, combined from the last (the lowest level) to the
+ * first, which completes the tree over blocks (docs/plan.md); no block: the identity. */
+static LLVMValueRef scalar_total(lg_fn *g, lg_sweep *sw, int32_t i) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
     lg_red *rd = &sw->red[i];
-    LLVMValueRef t[LG_RED_PARTS];
-    for (int k = 0; k < rd->nparts; k++) {
-        t[k] = load(g, rd->t, rd->tot[k]);
-        if (blocked) t[k] = part_combine(g, rd, k, t[k], load(g, rd->t, rd->grp[k]));
+    if (!rd->laned) {
+        LLVMValueRef t[LG_RED_PARTS];
+        for (int k = 0; k < rd->nparts; k++)
+            t[k] = load(g, rd->t, rd->tot[k]);
+        return rd->nparts == 1 ? t[0] : lg_red_parts_key(g->m, g->f, &g->f->nodes[rd->node], t);
     }
-    return rd->nparts == 1 ? t[0] : lg_red_parts_key(g->m, g->f, &g->f->nodes[rd->node], t);
+    LLVMValueRef vslot = alloca_at_entry(g, rd->t, "total");
+    LLVMValueRef cslot = alloca_at_entry(g, m->t_i64, "left");
+    LLVMValueRef lslot = alloca_at_entry(g, m->t_i64, "level");
+    store(g, part_identity(g, rd, 0), vslot);
+    store(g, load(g, m->t_i64, sw->nblocks), cslot);
+    store(g, ci64(m, 0), lslot);
+    LLVMBasicBlockRef head = new_block(g, "fold"), body = new_block(g, "folds"),
+                      done = new_block(g, "folded");
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, head);
+    LLVMValueRef c = load(g, m->t_i64, cslot);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, c, ci64(m, 0), ""), body, done);
+    LLVMPositionBuilderAtEnd(b, body);
+    LLVMValueRef lv = load(g, m->t_i64, lslot);
+    LLVMValueRef odd =
+        LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, c, ci64(m, 1), ""), ci64(m, 0), "");
+    LLVMBasicBlockRef after = if_begin(g, odd);
+    LLVMValueRef left = load(g, rd->t, level_ptr(g, rd, lv));
+    store(g, part_combine(g, rd, 0, left, load(g, rd->t, vslot)), vslot);
+    if_end(g, after);
+    store(g, LLVMBuildLShr(b, c, ci64(m, 1), ""), cslot);
+    store(g, LLVMBuildNSWAdd(b, lv, ci64(m, 1), ""), lslot);
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, done);
+    return load(g, rd->t, vslot);
 }
 
 /* ---- function skeletons --------------------------------------------------------------------- */
@@ -1173,14 +1330,14 @@ static void gen_row(lg_fn *g) {
         /* the second sweep (the first computes in cache what the one before brought in)
          * prefetches the next row, when the row is one run */
         g->pf_base = s == 1 && nr == 1 && sweep_blocked(g, &sw) ? nextbase : NULL;
-        int blocked = scalar_sweep(g, &sw, red, nr, rowbase, ci64(m, 0), rowlen);
+        scalar_sweep(g, &sw, red, nr, rowbase, ci64(m, 0), rowlen);
         g->pf_base = NULL;
         if (s == p->pk->nsweeps) break;
         for (int32_t i = 0; i < sw.nred; i++) {
             const ir_node *n = &g->f->nodes[sw.red[i].node];
             set_val(g, sw.red[i].node,
                     as_kept(g, sw.red[i].node,
-                            lg_red_post(m, g->f, n, scalar_total(g, &sw, i, blocked), rowlen)));
+                            lg_red_post(m, g->f, n, scalar_total(g, &sw, i), rowlen)));
         }
         per_result_stage(g, s + 1, rowbase);
     }
@@ -1216,9 +1373,9 @@ static void gen_full(lg_fn *g) {
     LLVMValueRef hi = imin(g, LLVMBuildNSWAdd(m->b, lo, ci64(m, LLVM_FULL_CHUNK), ""), total);
     lg_sweep sw;
     sweep_init(g, &sw, 0);
-    int blocked = scalar_sweep(g, &sw, axes, n, new_bases(g, NULL), lo, hi);
+    scalar_sweep(g, &sw, axes, n, new_bases(g, NULL), lo, hi);
     for (int32_t i = 0; i < sw.nred; i++)
-        store(g, scalar_total(g, &sw, i, blocked), partial_ptr(g, sw.red[i].t, g->scratch, ch, i));
+        store(g, scalar_total(g, &sw, i), partial_ptr(g, sw.red[i].t, g->scratch, ch, i));
     loop_end(g, &L, ci64(m, 1), 0);
 }
 
@@ -1439,47 +1596,155 @@ static void column_stage(lg_fn *g, const lg_colunit *cu, int s) {
         if (g->arr[roots[i]]) g->in_arr[roots[i]] = 1;
 }
 
-/* Sweep s's accumulators, an array of a unit's columns each: the total (tot[0]) and, when
- * the sweep is blocked, the current group of rows (blk[0]); both set to the identity. */
-static void column_acc_init(lg_fn *g, const lg_colunit *cu, lg_sweep *sw) {
+/* Lane l of a column sweep's reduction rd for column c, and level l of its tree over blocks
+ * (blocked sweeps: arrays of LG_LANES and LG_LEVELS rows of the unit's columns). */
+static LLVMValueRef col_lane(lg_fn *g, const lg_red *rd, LLVMValueRef l, LLVMValueRef c) {
+    LLVMValueRef idx[3] = {ci64(g->m, 0), l, c};
+    LLVMTypeRef row = LLVMArrayType(rd->t, LLVM_COLUMN_WIDTH);
+    return LLVMBuildInBoundsGEP2(g->m->b, LLVMArrayType(row, LG_LANES), rd->blk[0], idx, 3, "");
+}
+
+static LLVMValueRef col_level(lg_fn *g, const lg_red *rd, LLVMValueRef l, LLVMValueRef c) {
+    LLVMValueRef idx[3] = {ci64(g->m, 0), l, c};
+    LLVMTypeRef row = LLVMArrayType(rd->t, LLVM_COLUMN_WIDTH);
+    return LLVMBuildInBoundsGEP2(g->m->b, LLVMArrayType(row, LG_LEVELS), rd->grp[0], idx, 3, "");
+}
+
+/* Every lane of every column of the unit: the identity. */
+static void column_lanes_reset(lg_fn *g, const lg_colunit *cu, lg_sweep *sw) {
+    lg_mod *m = g->m;
+    (void)cu;
+    lg_loop C;
+    LLVMValueRef e = loop_begin(g, &C, ci64(m, 0), ci64(m, LG_LANES * LLVM_COLUMN_WIDTH), "e");
+    for (int32_t i = 0; i < sw->nred; i++) {
+        const lg_red *rd = &sw->red[i];
+        if (!rd->laned) continue;
+        LLVMValueRef flat = LLVMBuildBitCast(m->b, rd->blk[0], LLVMPointerType(rd->t, 0), "");
+        store(g, lg_red_identity(m, g->f, &g->f->nodes[rd->node]),
+              LLVMBuildInBoundsGEP2(m->b, rd->t, flat, &e, 1, ""));
+    }
+    loop_end(g, &C, ci64(m, 1), 1);
+}
+
+/* Sweep s's accumulators: an array of the unit's columns (tot[0]) set to the identity; a
+ * float sum or product of a blocked sweep accumulates in lanes instead (docs/plan.md's
+ * order, over the rows) and its blocks in levels, which column_fold makes its totals. */
+static void column_acc_init(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int blocked) {
     lg_mod *m = g->m;
     for (int32_t i = 0; i < sw->nred; i++) {
         lg_red *rd = &sw->red[i];
-        rd->tot[0] = alloca_at_entry(g, LLVMArrayType(rd->t, LLVM_COLUMN_WIDTH), "ctot");
-        rd->blk[0] = alloca_at_entry(g, LLVMArrayType(rd->t, LLVM_COLUMN_WIDTH), "cacc");
+        LLVMTypeRef row = LLVMArrayType(rd->t, LLVM_COLUMN_WIDTH);
+        rd->tot[0] = alloca_at_entry(g, row, "ctot");
+        rd->laned = blocked && sum_like(g, rd->node);
+        if (rd->laned) {
+            rd->blk[0] = alloca_at_entry(g, LLVMArrayType(row, LG_LANES), "clanes");
+            rd->grp[0] = alloca_at_entry(g, LLVMArrayType(row, LG_LEVELS), "clevels");
+        }
     }
     if (sw->nred == 0) return;
+    sw->nblocks = alloca_at_entry(g, m->t_i64, "nblocks");
+    store(g, ci64(m, 0), sw->nblocks);
+    if (blocked) column_lanes_reset(g, cu, sw);
     lg_loop C;
     LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
     for (int32_t i = 0; i < sw->nred; i++) {
         LLVMValueRef id = lg_red_identity(m, g->f, &g->f->nodes[sw->red[i].node]);
         store(g, id, col_acc(g, sw->red[i].tot[0], sw->red[i].t, c));
-        store(g, id, col_acc(g, sw->red[i].blk[0], sw->red[i].t, c));
     }
     loop_end(g, &C, ci64(m, 1), 0);
 }
 
-/* After each row of a blocked sweep: every LG_GROUP rows, the group's sums go into the
- * totals and the group starts again (nb counts the group's rows). */
-static void column_group_end(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, LLVMValueRef nb) {
+typedef struct lg_column_merge {
+    const lg_colunit *cu;
+    lg_sweep *sw;
+} lg_column_merge;
+
+/* carry_loop's merge for columns: each column's lane 0 (the new subtree) combined with the
+ * subtree at level lv. */
+static void column_merge(lg_fn *g, void *ctx, LLVMValueRef lv) {
+    const lg_column_merge *cm = ctx;
     lg_mod *m = g->m;
-    LLVMBuilderRef b = m->b;
-    LLVMValueRef n1 = LLVMBuildNSWAdd(b, load(g, m->t_i64, nb), ci64(m, 1), "");
-    store(g, n1, nb);
-    LLVMBasicBlockRef after = if_begin(g, LLVMBuildICmp(b, LLVMIntEQ, n1, ci64(m, LG_GROUP), ""));
     lg_loop C;
-    LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
-    for (int32_t i = 0; i < sw->nred; i++) {
-        const ir_node *n = &g->f->nodes[sw->red[i].node];
-        LLVMValueRef pt = col_acc(g, sw->red[i].tot[0], sw->red[i].t, c);
-        LLVMValueRef pb = col_acc(g, sw->red[i].blk[0], sw->red[i].t, c);
-        store(g, lg_red_combine(m, g->f, n, load(g, sw->red[i].t, pt), load(g, sw->red[i].t, pb)),
-              pt);
-        store(g, lg_red_identity(m, g->f, n), pb);
+    LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cm->cu->cw, "c");
+    for (int32_t i = 0; i < cm->sw->nred; i++) {
+        const lg_red *rd = &cm->sw->red[i];
+        if (!rd->laned) continue;
+        LLVMValueRef p0 = col_lane(g, rd, ci64(m, 0), c);
+        LLVMValueRef left = load(g, rd->t, col_level(g, rd, lv, c));
+        store(g, lg_red_combine(m, g->f, &g->f->nodes[rd->node], left, load(g, rd->t, p0)), p0);
     }
     loop_end(g, &C, ci64(m, 1), 0);
-    store(g, ci64(m, 0), nb);
+}
+
+/* A block of rows ends: each column's lanes combined by halves into lane 0, which then joins
+ * the tree over blocks as in scalar_block_end (the carries are the same for every column);
+ * the lanes start again. */
+static void column_block_end(lg_fn *g, const lg_colunit *cu, lg_sweep *sw) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    LLVMValueRef count = load(g, m->t_i64, sw->nblocks);
+    lg_loop C, L;
+    /* for (half = 16; half >= 1; half /= 2) lane l (< half) of each column with lane l + half */
+    LLVMValueRef hslot = alloca_at_entry(g, m->t_i64, "half");
+    store(g, ci64(m, LG_LANES / 2), hslot);
+    LLVMBasicBlockRef hhead = new_block(g, "halves"), hbody = new_block(g, "halve"),
+                      hdone = new_block(g, "halved");
+    LLVMBuildBr(b, hhead);
+    LLVMPositionBuilderAtEnd(b, hhead);
+    LLVMValueRef half = load(g, m->t_i64, hslot);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGE, half, ci64(m, 1), ""), hbody, hdone);
+    LLVMPositionBuilderAtEnd(b, hbody);
+    LLVMValueRef l = loop_begin(g, &L, ci64(m, 0), half, "l");
+    LLVMValueRef lh = LLVMBuildNSWAdd(b, l, half, "");
+    LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
+    for (int32_t i = 0; i < sw->nred; i++) {
+        const lg_red *rd = &sw->red[i];
+        const ir_node *n = &g->f->nodes[rd->node];
+        if (!rd->laned) continue;
+        LLVMValueRef pa = col_lane(g, rd, l, c), pb = col_lane(g, rd, lh, c);
+        store(g, lg_red_combine(m, g->f, n, load(g, rd->t, pa), load(g, rd->t, pb)), pa);
+    }
+    loop_end(g, &C, ci64(m, 1), 0);
+    loop_end(g, &L, ci64(m, 1), -1);
+    store(g, LLVMBuildAShr(b, half, ci64(m, 1), ""), hslot);
+    LLVMBuildBr(b, hhead);
+    LLVMPositionBuilderAtEnd(b, hdone);
+    lg_column_merge cm = {cu, sw};
+    LLVMValueRef top = carry_loop(g, count, column_merge, &cm);
+    c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
+    for (int32_t i = 0; i < sw->nred; i++) {
+        const lg_red *rd = &sw->red[i];
+        if (rd->laned)
+            store(g, load(g, rd->t, col_lane(g, rd, ci64(m, 0), c)), col_level(g, rd, top, c));
+    }
+    loop_end(g, &C, ci64(m, 1), 0);
+    store(g, LLVMBuildNSWAdd(b, count, ci64(m, 1), ""), sw->nblocks);
+    column_lanes_reset(g, cu, sw);
+}
+
+/* A blocked sweep's totals (tot[0]): each column's subtrees of blocks combined from the
+ * lowest level up, as scalar_total does. */
+static void column_fold(lg_fn *g, const lg_colunit *cu, lg_sweep *sw) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    lg_loop C, V;
+    /* (tot[0] of a laned reduction still holds the identity) */
+    LLVMValueRef count = load(g, m->t_i64, sw->nblocks);
+    LLVMValueRef lv = loop_begin(g, &V, ci64(m, 0), ci64(m, LG_LEVELS), "level");
+    LLVMValueRef bit = LLVMBuildAnd(b, LLVMBuildLShr(b, count, lv, ""), ci64(m, 1), "");
+    LLVMBasicBlockRef after = if_begin(g, LLVMBuildICmp(b, LLVMIntNE, bit, ci64(m, 0), ""));
+    LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
+    for (int32_t i = 0; i < sw->nred; i++) {
+        const lg_red *rd = &sw->red[i];
+        const ir_node *n = &g->f->nodes[rd->node];
+        if (!rd->laned) continue;
+        LLVMValueRef pt = col_acc(g, rd->tot[0], rd->t, c);
+        LLVMValueRef left = load(g, rd->t, col_level(g, rd, lv, c));
+        store(g, lg_red_combine(m, g->f, n, left, load(g, rd->t, pt)), pt);
+    }
+    loop_end(g, &C, ci64(m, 1), 0);
     if_end(g, after);
+    loop_end(g, &V, ci64(m, 1), 0);
 }
 
 /* The rows of sweep s, in order: at each row a vectorized loop over the unit's columns does
@@ -1488,8 +1753,7 @@ static void column_group_end(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, LLVMV
 static void column_rows(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int blocked) {
     const llvm_kplan *p = g->p;
     lg_mod *m = g->m;
-    LLVMValueRef nb = alloca_at_entry(g, m->t_i64, "nrows");
-    store(g, ci64(m, 0), nb);
+    LLVMBuilderRef b = m->b;
     lg_loop R, C;
     LLVMValueRef rr = loop_begin(g, &R, cu->r0, cu->r1, "r");
     LLVMValueRef *base = new_bases(g, cu->kbase);
@@ -1506,24 +1770,35 @@ static void column_rows(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int blocke
     }
     LLVMValueRef *ptrs =
         ir_arena_calloc(m->arena, (size_t)(sw->nred + 1) * LG_RED_PARTS, sizeof(*ptrs));
+    /* blocked: row rr goes to lane rr % LG_LANES of block rr / LG_BLOCK (the rows of a piece
+     * start at a multiple of LG_BLOCK) */
+    LLVMValueRef lane = LLVMBuildAnd(b, rr, ci64(m, LG_LANES - 1), "");
     for (int32_t i = 0; i < sw->nred; i++)
-        ptrs[i * LG_RED_PARTS] =
-            col_acc(g, blocked ? sw->red[i].blk[0] : sw->red[i].tot[0], sw->red[i].t, c);
+        ptrs[i * LG_RED_PARTS] = sw->red[i].laned ? col_lane(g, &sw->red[i], lane, c)
+                                                  : col_acc(g, sw->red[i].tot[0], sw->red[i].t, c);
     sweep_point(g, sw, ptrs);
     loop_end(g, &C, ci64(m, 1), sw->nred > 0 ? LG_INTERLEAVE : 0);
-    if (blocked) column_group_end(g, cu, sw, nb);
+    if (blocked) {
+        /* a block ends at a multiple of LG_BLOCK rows, and the last one with the rows */
+        LLVMValueRef r1 = LLVMBuildNSWAdd(b, rr, ci64(m, 1), "");
+        LLVMValueRef next = LLVMBuildAnd(b, r1, ci64(m, LG_BLOCK - 1), "");
+        LLVMBasicBlockRef after =
+            if_begin(g, LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntEQ, next, ci64(m, 0), ""),
+                                    LLVMBuildICmp(b, LLVMIntEQ, r1, cu->r1, ""), ""));
+        column_block_end(g, cu, sw);
+        if_end(g, after);
+    }
     loop_end(g, &R, ci64(m, 1), 0);
+    if (blocked) column_fold(g, cu, sw);
 }
 
-/* Sweep s over the unit's rows (sw: its reductions); returns whether it was blocked (the
- * totals then still lack the last group). */
-static int column_sweep(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int s) {
+/* Sweep s over the unit's rows (sw: its reductions), which leaves their totals in tot[0]. */
+static void column_sweep(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int s) {
     sweep_init(g, sw, s);
     g->sweep = s;
     int blocked = sweep_blocked(g, sw);
-    column_acc_init(g, cu, sw);
+    column_acc_init(g, cu, sw, blocked);
     column_rows(g, cu, sw, blocked);
-    return blocked;
 }
 
 /* The sweep's reductions, finished in their column arrays: stored for the columns where
@@ -1549,17 +1824,13 @@ static void column_store_results(lg_fn *g, const lg_colunit *cu, lg_sweep *sw) {
 
 /* The sweep's finished reductions, per column into their column arrays (for the stages and
  * sweeps after), then stored for the columns where they are stored. */
-static void column_results(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int blocked) {
+static void column_results(lg_fn *g, const lg_colunit *cu, lg_sweep *sw) {
     lg_mod *m = g->m;
     lg_loop C;
     LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
     for (int32_t i = 0; i < sw->nred; i++) {
         const ir_node *n = &g->f->nodes[sw->red[i].node];
         LLVMValueRef t = load(g, sw->red[i].t, col_acc(g, sw->red[i].tot[0], sw->red[i].t, c));
-        if (blocked)
-            t = lg_red_combine(
-                m, g->f, n, t,
-                load(g, sw->red[i].t, col_acc(g, sw->red[i].blk[0], sw->red[i].t, c)));
         store(g, as_kept(g, sw->red[i].node, lg_red_post(m, g->f, n, t, cu->nred)),
               arr_ptr(g, sw->red[i].node, c));
     }
@@ -1582,9 +1853,9 @@ static void gen_column(lg_fn *g) {
         column_stage(g, &cu, s);
         if (s == p->pk->nsweeps && !p->pk->final_sweep) break;
         lg_sweep sw;
-        int blocked = column_sweep(g, &cu, &sw, s);
+        column_sweep(g, &cu, &sw, s);
         if (s == p->pk->nsweeps) break;
-        column_results(g, &cu, &sw, blocked);
+        column_results(g, &cu, &sw);
     }
     scope_exit(g);
     loop_end(g, &U, ci64(g->m, 1), 0);
@@ -1592,6 +1863,25 @@ static void gen_column(lg_fn *g) {
 
 /* ---- column reductions cut into pieces (the plan's split) -------------------------------------
  */
+
+/* The least power of two of blocks (LG_BLOCK rows each) that holds `want` rows. */
+static LLVMValueRef pow2_blocks(lg_fn *g, LLVMValueRef want) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    LLVMValueRef slot = alloca_at_entry(g, m->t_i64, "piece_rows");
+    store(g, ci64(m, LG_BLOCK), slot);
+    LLVMBasicBlockRef head = new_block(g, "grow"), body = new_block(g, "double"),
+                      done = new_block(g, "grown");
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, head);
+    LLVMValueRef r = load(g, m->t_i64, slot);
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLT, r, want, ""), body, done);
+    LLVMPositionBuilderAtEnd(b, body);
+    store(g, LLVMBuildNSWMul(b, r, ci64(m, 2), ""), slot);
+    LLVMBuildBr(b, head);
+    LLVMPositionBuilderAtEnd(b, done);
+    return load(g, m->t_i64, slot);
+}
 
 /* The pieces of this launch (flags >> LLVM_TASK_PIECES_SHIFT), and the rows of each. */
 static LLVMValueRef split_pieces(lg_fn *g) {
@@ -1614,8 +1904,10 @@ static LLVMValueRef split_slot(lg_fn *g, const lg_colunit *cu, LLVMTypeRef t, LL
 }
 
 /* The pieces of a split column kernel: item u * pieces + pc reduces the rows of piece pc
- * (ceil(rows / pieces) each, the last shorter) for unit u, writes the per-element values of
- * those rows, and leaves its accumulators, unfinished, in its partial slots. */
+ * for unit u, writes the per-element values of those rows, and leaves its accumulators,
+ * unfinished, in its partial slots. A piece is a power of two of blocks of rows, at least
+ * ceil(rows / pieces) rows (the last shorter, those past the end empty), so that each is a
+ * subtree of the tree over blocks (docs/plan.md) and the join finishes the tree. */
 static void gen_column_pieces(lg_fn *g) {
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
@@ -1623,8 +1915,9 @@ static void gen_column_pieces(lg_fn *g) {
     column_axes(g, &cu);
     column_arrays(g);
     LLVMValueRef np = split_pieces(g);
-    LLVMValueRef rows = LLVMBuildSDiv(
+    LLVMValueRef want = LLVMBuildSDiv(
         b, LLVMBuildNSWAdd(b, cu.nred, LLVMBuildNSWSub(b, np, ci64(m, 1), ""), ""), np, "");
+    LLVMValueRef rows = pow2_blocks(g, want);
     lg_loop U;
     LLVMValueRef it = loop_begin(g, &U, g->begin, g->end, "item");
     LLVMValueRef u = LLVMBuildSDiv(b, it, np, "");
@@ -1634,26 +1927,25 @@ static void gen_column_pieces(lg_fn *g) {
     cu.r1 = imin(g, LLVMBuildNSWAdd(b, cu.r0, rows, ""), cu.nred);
     scope_enter(g);
     lg_sweep sw;
-    int blocked = column_sweep(g, &cu, &sw, 0);
+    column_sweep(g, &cu, &sw, 0);
     lg_loop C;
     LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cu.cw, "c");
     for (int32_t i = 0; i < sw.nred; i++) {
         lg_red *rd = &sw.red[i];
-        const ir_node *n = &g->f->nodes[rd->node];
-        LLVMValueRef t = load(g, rd->t, col_acc(g, rd->tot[0], rd->t, c));
-        if (blocked)
-            t = lg_red_combine(m, g->f, n, t, load(g, rd->t, col_acc(g, rd->blk[0], rd->t, c)));
-        store(g, t, split_slot(g, &cu, rd->t, pc, i, c));
+        store(g, load(g, rd->t, col_acc(g, rd->tot[0], rd->t, c)),
+              split_slot(g, &cu, rd->t, pc, i, c));
     }
     loop_end(g, &C, ci64(m, 1), 0);
     scope_exit(g);
     loop_end(g, &U, ci64(m, 1), 0);
 }
 
-/* The join of a split column kernel, over units: each column's partial results combined in
- * piece order and finished, then the per-result values and stores of both stages. */
+/* The join of a split column kernel, over units: each column's partial results combined
+ * pairwise in index order (piece c with c + 1, then c with c + 2, ...: the top of the tree
+ * over blocks) and finished, then the per-result values and stores of both stages. */
 static void gen_column_join(lg_fn *g) {
     lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
     lg_colunit cu;
     column_axes(g, &cu);
     column_arrays(g);
@@ -1669,15 +1961,16 @@ static void gen_column_join(lg_fn *g) {
     for (int32_t i = 0; i < sw.nred; i++) {
         lg_red *rd = &sw.red[i];
         const ir_node *n = &g->f->nodes[rd->node];
-        LLVMValueRef acc = alloca_at_entry(g, rd->t, "joined");
-        store(g, load(g, rd->t, split_slot(g, &cu, rd->t, ci64(m, 0), i, c)), acc);
-        LLVMValueRef pc = loop_begin(g, &P, ci64(m, 1), np, "piece");
-        store(g,
-              lg_red_combine(m, g->f, n, load(g, rd->t, acc),
-                             load(g, rd->t, split_slot(g, &cu, rd->t, pc, i, c))),
-              acc);
-        loop_end(g, &P, ci64(m, 1), -1);
-        store(g, as_kept(g, rd->node, lg_red_post(m, g->f, n, load(g, rd->t, acc), cu.nred)),
+        lg_loop W;
+        LLVMValueRef w = loop_begin(g, &W, ci64(m, 1), np, "width");
+        LLVMValueRef pc = loop_begin(g, &P, ci64(m, 0), LLVMBuildNSWSub(b, np, w, ""), "piece");
+        LLVMValueRef pa = split_slot(g, &cu, rd->t, pc, i, c);
+        LLVMValueRef pb = split_slot(g, &cu, rd->t, LLVMBuildNSWAdd(b, pc, w, ""), i, c);
+        store(g, lg_red_combine(m, g->f, n, load(g, rd->t, pa), load(g, rd->t, pb)), pa);
+        loop_end(g, &P, LLVMBuildNSWMul(b, w, ci64(m, 2), ""), -1);
+        loop_end(g, &W, w, 0); /* w doubles */
+        LLVMValueRef t = load(g, rd->t, split_slot(g, &cu, rd->t, ci64(m, 0), i, c));
+        store(g, as_kept(g, rd->node, lg_red_post(m, g->f, n, t, cu.nred)),
               arr_ptr(g, rd->node, c));
     }
     loop_end(g, &C, ci64(m, 1), 0);

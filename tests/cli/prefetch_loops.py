@@ -6,7 +6,8 @@ and registers LLVM picked for the CPU the code was built for:
 - each sits in a loop (the innermost backward branch around it) that does vector arithmetic
   matching REGEX: the vectorized loop, not a loop of its own or a scalar remainder;
 - that loop prefetches once per cache line of the vectors it loads: prefetches x 64 bytes =
-  the bytes of its vector loads from memory that is not the stack or a constant (so 2
+  the bytes of its vector loads from memory that is not the stack or a constant, nor an
+  accumulator the loop stores back to the same address (a column sum's lanes) (so 2
   prefetches for four 32-byte loads, 4 for four 64-byte ones, 1 for four 16-byte ones);
 - the prefetches of a loop have distinct addresses;
 - no prefetch address was just moved out of a vector register (vmovq / vpextrq): addresses
@@ -46,11 +47,26 @@ def innermost_loop(insns, addr):
     return best
 
 
-def load_bytes(op, args):
-    """Bytes a vector load from non-stack memory reads; 0 for anything else."""
+def operands(args):
+    return [p.strip() for p in re.split(r",(?![^(]*\))", args)]
+
+
+def stored(body):
+    """The memory operands the loop's vector stores write (AT&T: the last operand)."""
+    out = set()
+    for _, op, args in body:
+        parts = operands(args)
+        if len(parts) >= 2 and VREG.search(parts[0]) and MEM.search(parts[-1]):
+            out.add(parts[-1])
+    return out
+
+
+def load_bytes(op, args, written=()):
+    """Bytes a vector load from non-stack memory reads; 0 for anything else, and for memory
+    the loop writes back (written: an accumulator in memory, not an input)."""
     if op.startswith("prefetch") or SCALAR.match(op):
         return 0
-    parts = [p.strip() for p in re.split(r",(?![^(]*\))", args)]
+    parts = operands(args)
     if len(parts) < 2:
         return 0
     dst = VREG.search(parts[-1])
@@ -58,7 +74,7 @@ def load_bytes(op, args):
     mem = [m for m in mem if m]
     if not dst or not mem or "{" in args:
         return 0
-    if (mem[0].group(2) or "") in ("%rsp", "%rip"):
+    if (mem[0].group(2) or "") in ("%rsp", "%rip") or mem[0].group(0) in written:
         return 0
     return WIDTH[dst.group(1)]
 
@@ -100,7 +116,8 @@ def main(path, arith):
         if not any(re.search(arith, op) for _, op, _ in body):
             print(f"the loop {t:x}-{b:x} with {len(idx)} prefetches does no {arith}")
             return 1
-        loaded = sum(load_bytes(op, args) for _, op, args in body)
+        written = stored(body)
+        loaded = sum(load_bytes(op, args, written) for _, op, args in body)
         addrs = [insns[i][2] for i in idx]
         print(f"loop {t:x}-{b:x}: {len(idx)} prefetches, {loaded} bytes of vector loads")
         if len(set(addrs)) != len(addrs):
