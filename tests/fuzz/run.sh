@@ -2,12 +2,12 @@
 # tests/fuzz/run.sh FUZZER [SECONDS]: a short libFuzzer run of the compiler (ctest's
 # fuzz.compile). Seeds a scratch corpus from tests/fuzz/corpus and the .fuse programs of
 # examples/, tests/programs/ and bench/programs/, runs
-# for SECONDS (default $FUZZ_SECONDS, else 20) and fails if the fuzzer finds a crash, a
+# for SECONDS (default $FUZZ_SECONDS, else 12) and fails if the fuzzer finds a crash, a
 # leak, a hang or a memory blow-up; the input that did it is kept and printed.
 set -euo pipefail
 
 fuzzer=${1:?usage: run.sh FUZZER [SECONDS]}
-seconds=${2:-${FUZZ_SECONDS:-20}}
+seconds=${2:-${FUZZ_SECONDS:-12}}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/fusec-fuzz.XXXXXX")

@@ -289,19 +289,23 @@ def run_case_files(case_dir, path, fn, profile, inputs, env, nofuse_too, repeat)
 ALL = [(path, fn) for path in FILES for fn in functions(path)]
 MINE = [pf for k, pf in enumerate(ALL) if in_shard(k)]
 
-for path, fn in MINE:
+for k, (path, fn) in enumerate(MINE):
     example = os.path.dirname(path).endswith("examples")
     for profile in ("ones", "odd", "mid") + (() if QUICK else ("rows", "cols")):
-        # the big sizes unfused for the examples only, to keep the test near 2 minutes
+        # the big sizes unfused for the examples only, to keep the test near 2 minutes; the
+        # runs again (and on one thread) for the examples and every third function: the
+        # reductions' order is checked bit for bit at every thread count by
+        # test_reduction_order.py, so these look for what else could vary
         big = profile in BIG
         run_case(path, fn, profile, nofuse_too=not big or example,
-                 special=profile == "mid", repeat=profile == "rows")
+                 special=profile == "mid", repeat=profile == "rows" and (example or k % 3 == 0))
     if example and not QUICK and os.path.basename(path) in LONG_ROWS:
         run_case(path, fn, "long_rows", nofuse_too=False, repeat=True)
 
 # tall columns, after all the rest: their inputs come last from the one random stream, so the
 # other cases keep theirs
-for path, fn in MINE:
-    run_case(path, fn, "tall", repeat=True)
+for k, (path, fn) in enumerate(MINE):
+    example = os.path.dirname(path).endswith("examples")
+    run_case(path, fn, "tall", repeat=example or k % 3 == 0)
 
 finish()
