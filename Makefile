@@ -2,6 +2,9 @@
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# tests at once: one more than the cores, since every test spends part of its time starting
+# processes and moving .npy files rather than computing
+TEST_JOBS ?= $(shell echo $$(( $(JOBS) + 1 )))
 CMAKE_FLAGS ?=
 
 GPU_BUILD ?= build-gpu
@@ -25,12 +28,12 @@ build: deps $(BUILD)/CMakeCache.txt
 test: test-fast test-asan
 
 test-fast: build
-	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -LE racecheck
+	cd $(BUILD) && ctest --output-on-failure -j $(TEST_JOBS) -LE racecheck
 
 test-asan: deps
 	CC=clang cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DFUSEC_SANITIZE=ON -DFUSEC_FUZZ=ON $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
-	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(TEST_JOBS)
 
 # The GPU suite alone (tests/gpu: every program on CUDA against the reference, plans, two
 # streams, examples/embed, compute-sanitizer); each test is skipped where there is no GPU.
