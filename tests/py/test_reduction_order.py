@@ -9,7 +9,8 @@ halves, the blocks by the aligned binary tree), which no backend's code shares:
   runs, whose lanes and blocks follow the flat index across the runs' ends), cut into chunks
   and threads;
 - column sums, in units of columns, and cut into pieces of rows that a join combines;
-- row products (the same tree with the multiplication);
+- row means (the sum, then one division by the count) and row products (the same tree with
+  the multiplication);
 - each for the host's CPU and x86-64-v2/v3 (vectors of 4, 8 or 16 floats), and 1, 2 and 7
   threads (with FUSEC_CPU_TEST_QUICK=1, as under the sanitizers, the host with 7 only).
 
@@ -33,6 +34,7 @@ fn full(x: f32[R, C]) -> f32[] { return sum(x); }
 fn weighted(x: f32[R, C], w: f32[C]) -> f32[] { return sum(x * w); }
 fn cols(x: f32[R, C]) -> f32[C] { return sum(x, axis=0); }
 fn rowprod(x: f32[R, C]) -> f32[R] { return prod(x, axis=1); }
+fn rowmean(x: f32[R, C]) -> f32[R] { return mean(x, axis=1); }
 """)
 
 BLOCK, LANES = 1024, 32
@@ -140,6 +142,12 @@ for shape in ((1, 5), (33, 7), (1025, 3), (5000, 300), (3071, 129), (70001, 7), 
     x = data(shape)
     want = np.array([model_sum(x[:, c]) for c in range(shape[1])], dtype=f32)
     run("cols", [("x", x)], want, f"column sums over {shape}")
+
+# means: the sum in the order, then one division by the count (in float32)
+for c in (7, 1000, 3071):
+    x = data((7, c))
+    want = np.array([model_sum(r) / f32(c) for r in x], dtype=f32)
+    run("rowmean", [("x", x)], want, f"means over rows of {c}")
 
 # products: the same tree with the multiplication (values near 1, so nothing overflows)
 for c in (5, 64, 1000, 5000):
