@@ -621,9 +621,9 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
  * reduction"): the element of flat index f accumulates into lane f % LG_LANES of block
  * f / LG_BLOCK, so the run goes a round of lanes at a time, each round an inner loop over its
  * lanes that the vectorizer widens (the lanes are independent: any vector width gives the
- * same bits), and a block ends where the flat index reaches a multiple of LG_BLOCK. The walk's
- * flat range starts at a multiple of LG_BLOCK; its first block was begun by the caller, which
- * also ends its last one (scalar_sweep). */
+ * same bits), and a block ends where the flat index reaches a multiple of LG_BLOCK or the
+ * walk's end (g->lanes_end). The walk's flat range starts at a multiple of LG_BLOCK; its first
+ * block was begun by the caller (scalar_sweep). */
 static void walk_lanes(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0, LLVMValueRef j1,
                        LLVMValueRef flat0) {
     lg_mod *m = g->m;
@@ -746,7 +746,7 @@ typedef struct lg_sweep {
     int s;
     int32_t nred;
     lg_red *red;
-    LLVMValueRef nblocks; /* blocks in the current group; blocked scalar sweeps: blocks done */
+    LLVMValueRef nblocks; /* blocked sweeps: the blocks done (the tree's binary counter) */
     ir_ref *roots;
     int32_t nroots;
 } lg_sweep;
@@ -936,27 +936,34 @@ static LLVMValueRef lane_tree(lg_fn *g, const lg_red *rd, LLVMValueRef p) {
     return LLVMBuildExtractElement(b, v, LLVMConstInt(m->t_i32, 0, 0), "");
 }
 
-/* The carries of a binary counter that counts blocks: for (c = count, lv = 0; c & 1;
- * c >>= 1, lv++) merge(g, ctx, lv), each merge combining the finished subtree at level lv
- * with the new one; returns the level where the new subtree then waits. */
+/* The levels of the tree over blocks that a count of blocks names, from level 0 up, calling
+ * merge(g, ctx, lv) at each, which combines the finished subtree at level lv with a newer
+ * one. carries: the levels of the count's trailing ones, the merges that adding block `count`
+ * makes (a binary counter's carries; returns the level where the new subtree then waits);
+ * otherwise: the levels of every one bit, the subtrees a finished count leaves, combined from
+ * the last to the first, which completes the tree. */
 typedef void (*lg_merge_fn)(lg_fn *g, void *ctx, LLVMValueRef level);
-static LLVMValueRef carry_loop(lg_fn *g, LLVMValueRef count, lg_merge_fn merge, void *ctx) {
+static LLVMValueRef level_walk(lg_fn *g, LLVMValueRef count, int carries, lg_merge_fn merge,
+                               void *ctx) {
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
-    LLVMValueRef cslot = alloca_at_entry(g, m->t_i64, "carry");
+    LLVMValueRef cslot = alloca_at_entry(g, m->t_i64, "bits");
     LLVMValueRef lslot = alloca_at_entry(g, m->t_i64, "level");
     store(g, count, cslot);
     store(g, ci64(m, 0), lslot);
-    LLVMBasicBlockRef head = new_block(g, "carry"), body = new_block(g, "merge"),
-                      done = new_block(g, "merged");
+    LLVMBasicBlockRef head = new_block(g, "levels"), body = new_block(g, "level"),
+                      done = new_block(g, "leveled");
     LLVMBuildBr(b, head);
     LLVMPositionBuilderAtEnd(b, head);
     LLVMValueRef c = load(g, m->t_i64, cslot);
-    LLVMValueRef odd = LLVMBuildAnd(b, c, ci64(m, 1), "");
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, odd, ci64(m, 0), ""), body, done);
+    LLVMValueRef odd =
+        LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, c, ci64(m, 1), ""), ci64(m, 0), "");
+    LLVMBuildCondBr(b, carries ? odd : LLVMBuildICmp(b, LLVMIntNE, c, ci64(m, 0), ""), body, done);
     LLVMPositionBuilderAtEnd(b, body);
     LLVMValueRef lv = load(g, m->t_i64, lslot);
+    LLVMBasicBlockRef after = carries ? NULL : if_begin(g, odd);
     merge(g, ctx, lv);
+    if (after) if_end(g, after);
     store(g, LLVMBuildLShr(b, c, ci64(m, 1), ""), cslot);
     store(g, LLVMBuildNSWAdd(b, lv, ci64(m, 1), ""), lslot);
     LLVMBuildBr(b, head);
@@ -989,16 +996,16 @@ static void scalar_block_end(lg_fn *g, lg_walk *w) {
         if (!rd->laned) continue;
         lg_scalar_merge sm = {rd, alloca_at_entry(g, rd->t, "subtree")};
         store(g, lane_tree(g, rd, rd->blk[0]), sm.vslot);
-        LLVMValueRef top = carry_loop(g, count, scalar_merge, &sm);
+        LLVMValueRef top = level_walk(g, count, 1, scalar_merge, &sm);
         store(g, load(g, rd->t, sm.vslot), level_ptr(g, rd, top));
     }
     store(g, LLVMBuildNSWAdd(b, count, ci64(m, 1), ""), sw->nblocks);
 }
 
-/* Sweep s over flat [lo, hi) of axes[0 .. n) from base0, with scalar accumulators; returns
- * whether it was blocked (its float sums and products laned). */
-static int scalar_sweep(lg_fn *g, lg_sweep *sw, const int *axes, int n, LLVMValueRef *base0,
-                        LLVMValueRef lo, LLVMValueRef hi) {
+/* Sweep s over flat [lo, hi) of axes[0 .. n) from base0, with scalar accumulators (a blocked
+ * sweep's float sums and products laned). */
+static void scalar_sweep(lg_fn *g, lg_sweep *sw, const int *axes, int n, LLVMValueRef *base0,
+                         LLVMValueRef lo, LLVMValueRef hi) {
     lg_mod *m = g->m;
     lg_walk w = {scalar_point, scalar_block_begin, scalar_block_end, 0, 0, sw, 0,
                  sw->roots,    sw->nroots};
@@ -1028,15 +1035,12 @@ static int scalar_sweep(lg_fn *g, lg_sweep *sw, const int *axes, int n, LLVMValu
     g->lanes_end = hi;
     walk_range(g, &w, axes, n, base0, lo, hi);
     g->lanes_end = NULL;
-    return w.blocked;
 }
 
 /* The finished accumulator of reduction i of a scalar sweep (its parts made one). Laned:
  * the subtrees the count of blocks left, combined from the last (the lowest level) to the
  * first, which completes the tree over blocks (docs/plan.md); no block: the identity. */
 static LLVMValueRef scalar_total(lg_fn *g, lg_sweep *sw, int32_t i) {
-    lg_mod *m = g->m;
-    LLVMBuilderRef b = m->b;
     lg_red *rd = &sw->red[i];
     if (!rd->laned) {
         LLVMValueRef t[LG_RED_PARTS];
@@ -1044,31 +1048,10 @@ static LLVMValueRef scalar_total(lg_fn *g, lg_sweep *sw, int32_t i) {
             t[k] = load(g, rd->t, rd->tot[k]);
         return rd->nparts == 1 ? t[0] : lg_red_parts_key(g->m, g->f, &g->f->nodes[rd->node], t);
     }
-    LLVMValueRef vslot = alloca_at_entry(g, rd->t, "total");
-    LLVMValueRef cslot = alloca_at_entry(g, m->t_i64, "left");
-    LLVMValueRef lslot = alloca_at_entry(g, m->t_i64, "level");
-    store(g, part_identity(g, rd, 0), vslot);
-    store(g, load(g, m->t_i64, sw->nblocks), cslot);
-    store(g, ci64(m, 0), lslot);
-    LLVMBasicBlockRef head = new_block(g, "fold"), body = new_block(g, "folds"),
-                      done = new_block(g, "folded");
-    LLVMBuildBr(b, head);
-    LLVMPositionBuilderAtEnd(b, head);
-    LLVMValueRef c = load(g, m->t_i64, cslot);
-    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntNE, c, ci64(m, 0), ""), body, done);
-    LLVMPositionBuilderAtEnd(b, body);
-    LLVMValueRef lv = load(g, m->t_i64, lslot);
-    LLVMValueRef odd =
-        LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, c, ci64(m, 1), ""), ci64(m, 0), "");
-    LLVMBasicBlockRef after = if_begin(g, odd);
-    LLVMValueRef left = load(g, rd->t, level_ptr(g, rd, lv));
-    store(g, part_combine(g, rd, 0, left, load(g, rd->t, vslot)), vslot);
-    if_end(g, after);
-    store(g, LLVMBuildLShr(b, c, ci64(m, 1), ""), cslot);
-    store(g, LLVMBuildNSWAdd(b, lv, ci64(m, 1), ""), lslot);
-    LLVMBuildBr(b, head);
-    LLVMPositionBuilderAtEnd(b, done);
-    return load(g, rd->t, vslot);
+    lg_scalar_merge sm = {rd, alloca_at_entry(g, rd->t, "total")};
+    store(g, part_identity(g, rd, 0), sm.vslot);
+    level_walk(g, load(g, g->m->t_i64, sw->nblocks), 0, scalar_merge, &sm);
+    return load(g, rd->t, sm.vslot);
 }
 
 /* ---- function skeletons --------------------------------------------------------------------- */
@@ -1611,9 +1594,8 @@ static LLVMValueRef col_level(lg_fn *g, const lg_red *rd, LLVMValueRef l, LLVMVa
 }
 
 /* Every lane of every column of the unit: the identity. */
-static void column_lanes_reset(lg_fn *g, const lg_colunit *cu, lg_sweep *sw) {
+static void column_lanes_reset(lg_fn *g, lg_sweep *sw) {
     lg_mod *m = g->m;
-    (void)cu;
     lg_loop C;
     LLVMValueRef e = loop_begin(g, &C, ci64(m, 0), ci64(m, LG_LANES * LLVM_COLUMN_WIDTH), "e");
     for (int32_t i = 0; i < sw->nred; i++) {
@@ -1644,7 +1626,7 @@ static void column_acc_init(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int bl
     if (sw->nred == 0) return;
     sw->nblocks = alloca_at_entry(g, m->t_i64, "nblocks");
     store(g, ci64(m, 0), sw->nblocks);
-    if (blocked) column_lanes_reset(g, cu, sw);
+    if (blocked) column_lanes_reset(g, sw);
     lg_loop C;
     LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
     for (int32_t i = 0; i < sw->nred; i++) {
@@ -1657,10 +1639,11 @@ static void column_acc_init(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int bl
 typedef struct lg_column_merge {
     const lg_colunit *cu;
     lg_sweep *sw;
+    int into_tot; /* the newer subtree: the totals (tot[0]), or else lane 0 */
 } lg_column_merge;
 
-/* carry_loop's merge for columns: each column's lane 0 (the new subtree) combined with the
- * subtree at level lv. */
+/* level_walk's merge for columns: each column's newer subtree combined with the subtree at
+ * level lv. */
 static void column_merge(lg_fn *g, void *ctx, LLVMValueRef lv) {
     const lg_column_merge *cm = ctx;
     lg_mod *m = g->m;
@@ -1669,7 +1652,8 @@ static void column_merge(lg_fn *g, void *ctx, LLVMValueRef lv) {
     for (int32_t i = 0; i < cm->sw->nred; i++) {
         const lg_red *rd = &cm->sw->red[i];
         if (!rd->laned) continue;
-        LLVMValueRef p0 = col_lane(g, rd, ci64(m, 0), c);
+        LLVMValueRef p0 =
+            cm->into_tot ? col_acc(g, rd->tot[0], rd->t, c) : col_lane(g, rd, ci64(m, 0), c);
         LLVMValueRef left = load(g, rd->t, col_level(g, rd, lv, c));
         store(g, lg_red_combine(m, g->f, &g->f->nodes[rd->node], left, load(g, rd->t, p0)), p0);
     }
@@ -1709,8 +1693,8 @@ static void column_block_end(lg_fn *g, const lg_colunit *cu, lg_sweep *sw) {
     store(g, LLVMBuildAShr(b, half, ci64(m, 1), ""), hslot);
     LLVMBuildBr(b, hhead);
     LLVMPositionBuilderAtEnd(b, hdone);
-    lg_column_merge cm = {cu, sw};
-    LLVMValueRef top = carry_loop(g, count, column_merge, &cm);
+    lg_column_merge cm = {cu, sw, 0};
+    LLVMValueRef top = level_walk(g, count, 1, column_merge, &cm);
     c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
     for (int32_t i = 0; i < sw->nred; i++) {
         const lg_red *rd = &sw->red[i];
@@ -1719,32 +1703,15 @@ static void column_block_end(lg_fn *g, const lg_colunit *cu, lg_sweep *sw) {
     }
     loop_end(g, &C, ci64(m, 1), 0);
     store(g, LLVMBuildNSWAdd(b, count, ci64(m, 1), ""), sw->nblocks);
-    column_lanes_reset(g, cu, sw);
+    column_lanes_reset(g, sw);
 }
 
 /* A blocked sweep's totals (tot[0]): each column's subtrees of blocks combined from the
  * lowest level up, as scalar_total does. */
 static void column_fold(lg_fn *g, const lg_colunit *cu, lg_sweep *sw) {
-    lg_mod *m = g->m;
-    LLVMBuilderRef b = m->b;
-    lg_loop C, V;
     /* (tot[0] of a laned reduction still holds the identity) */
-    LLVMValueRef count = load(g, m->t_i64, sw->nblocks);
-    LLVMValueRef lv = loop_begin(g, &V, ci64(m, 0), ci64(m, LG_LEVELS), "level");
-    LLVMValueRef bit = LLVMBuildAnd(b, LLVMBuildLShr(b, count, lv, ""), ci64(m, 1), "");
-    LLVMBasicBlockRef after = if_begin(g, LLVMBuildICmp(b, LLVMIntNE, bit, ci64(m, 0), ""));
-    LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
-    for (int32_t i = 0; i < sw->nred; i++) {
-        const lg_red *rd = &sw->red[i];
-        const ir_node *n = &g->f->nodes[rd->node];
-        if (!rd->laned) continue;
-        LLVMValueRef pt = col_acc(g, rd->tot[0], rd->t, c);
-        LLVMValueRef left = load(g, rd->t, col_level(g, rd, lv, c));
-        store(g, lg_red_combine(m, g->f, n, left, load(g, rd->t, pt)), pt);
-    }
-    loop_end(g, &C, ci64(m, 1), 0);
-    if_end(g, after);
-    loop_end(g, &V, ci64(m, 1), 0);
+    lg_column_merge cm = {cu, sw, 1};
+    level_walk(g, load(g, g->m->t_i64, sw->nblocks), 0, column_merge, &cm);
 }
 
 /* The rows of sweep s, in order: at each row a vectorized loop over the unit's columns does
