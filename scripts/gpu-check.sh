@@ -405,7 +405,9 @@ bg_step random 240 env FUSEC_RANDOM_PROGRAMS="${FUSEC_RANDOM_PROGRAMS:-$RANDOM_N
 bg_step grad 240 env "$J" python3 "$S/tests/py/test_grad.py"
 bg_step python 150 "${DEV[@]}" PYTHONPATH="$S/python" FUSEC_LIBRARY="$BIN/libfusec.so" \
     python3 "$S/tests/python/test_package.py"
-for t in rand argmax cli_views cuda_deep; do bg_step $t 120 python3 "$S/tests/py/test_$t.py"; done
+for t in rand argmax cli_views cuda_deep; do
+    bg_step $t 180 env "$J" python3 "$S/tests/py/test_$t.py"
+done
 wait_steps
 
 # 3. compute-sanitizer on the runtime test (plans, two streams, softmax; a few replays)

@@ -8,12 +8,15 @@ vectors. Cases: a dropout, two draws over one shape (streams 0 and 1), a draw ov
 broadcast [C] operand, a helper called twice (its draw counted at each call) and mapped over
 a batch axis, rank 3 with odd sizes, seeds with their high word set and negative, a literal
 seed, a scalar draw. (Indexes past 2^32, which no test array reaches, are checked in
-tests/unit/test_philox.c against words this file's implementation gives.)"""
+tests/unit/test_philox.c against words this file's implementation gives.) Each seed on each
+target, fused or not, and the literal seed on each target is a case of its own, handed to
+fusectest's later(): FUSEC_TEST_JOBS=N runs N at once."""
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fusectest import check, finish, fusec_run, np, target_or_skip, tmpdir  # noqa: E402
+from fusectest import (check, finish, fusec_run, later, np, progress,  # noqa: E402
+                       target_or_skip, tmpdir)
 
 TARGET = target_or_skip()
 OUT = tmpdir()
@@ -90,8 +93,9 @@ def save(name, a, case=""):
     return (name, p)
 
 
-def run_fn(fn, inputs, nres, target, nofuse):
-    outs = [os.path.join(OUT, f"{fn}_{target}_{nofuse}_{i}.npy") for i in range(nres)]
+def run_fn(fn, inputs, nres, target, nofuse, case):
+    """Runs fn of case `case` (a name no other case uses: its results go to files of its own)."""
+    outs = [os.path.join(OUT, f"{fn}_{case}_{target}_{nofuse}_{i}.npy") for i in range(nres)]
     rc, err = fusec_run(PROGRAM, fn, inputs, outs, target, ["--no-fuse"] if nofuse else [])
     check(rc == 0, f"{fn} on {target}{' --no-fuse' if nofuse else ''}: exit {rc}\n{err}")
     return [np.load(o) if rc == 0 else None for o in outs]
@@ -107,44 +111,59 @@ def same_bits(tag, got, want):
     check(ok, tag)
 
 
+def seed_case(k, seed, target, nofuse, dropout, cases):
+    """Seed number k on target, fused or not: the dropout, then each of cases."""
+    flags = " --no-fuse" if nofuse else ""
+    progress(f"seed {seed} on {target}{flags}")
+    inputs, x, p, r0 = dropout
+    got = run_fn("dropout", inputs, 1, target, nofuse, k)[0]
+    if got is None:
+        return
+    tag = f"dropout seed {seed} on {target}{flags}"
+    check(np.array_equal(got == 0, r0 < p), f"{tag}: the dropped elements")
+    check(np.allclose(got, np.where(r0 < p, 0, x / (1 - p)), rtol=1e-6), f"{tag}: values")
+    for fn, inputs, want in cases:
+        got = run_fn(fn, inputs, len(want), target, nofuse, k)
+        for i, w in enumerate(want):
+            same_bits(f"{fn} seed {seed} on {target}{flags} result {i}", got[i], w)
+
+
+def lit_case(target, x):
+    progress(f"lit on {target}")
+    got = run_fn("lit", [x], 2, target, False, "lit")
+    same_bits(f"lit on {target} result 0", got[0], rand_expected(-3, (4099,), 0))
+    same_bits(f"lit on {target} result 1", got[1], rand_expected(5, (), 1))
+
+
+# each seed's inputs drawn and saved (under names of the seed's own) before its cases are
+# handed to later(), which may run them on FUSEC_TEST_JOBS threads
 B, C, A = 37, 1001, 3
-for seed in (0, 123456789012345, -987654321987, (1 << 63) - 1, -(1 << 63)):
+for k, seed in enumerate((0, 123456789012345, -987654321987, (1 << 63) - 1, -(1 << 63))):
     x = rng.uniform(-2, 2, (B, C)).astype(np.float32)
     x3 = rng.uniform(-2, 2, (A, 5, 7)).astype(np.float32)
     b = rng.uniform(-2, 2, C).astype(np.float32)
     p = np.array(0.3, np.float32)
-    sd = save("seed", np.array(seed, np.int64))
+    sd = save("seed", np.array(seed, np.int64), f"{k}")
     cases = [
-        ("two", [save("x", x3, "two"), sd], [rand_expected(seed, (A, 5, 7), 0),
-                                      rand_expected(seed, (A, 5, 7), 1)]),
-        ("bcast", [save("x", x, "bcast"), save("b", b), sd], [x + rand_expected(seed, (C,), 0)]),
+        ("two", [save("x", x3, f"two{k}"), sd], [rand_expected(seed, (A, 5, 7), 0),
+                                           rand_expected(seed, (A, 5, 7), 1)]),
+        ("bcast", [save("x", x, f"bcast{k}"), save("b", b, f"{k}"), sd],
+         [x + rand_expected(seed, (C,), 0)]),
         # noise is inlined twice (streams 0 and 1), each over the [B, C] it is mapped over
-        ("helper", [save("x", x, "helper"), sd], [rand_expected(seed, (B, C), 0) * np.float32(2),
-                                        rand_expected(seed, (B, C), 1) * np.float32(2) +
-                                        rand_expected(seed, (B, C), 2)]),
+        ("helper", [save("x", x, f"helper{k}"), sd],
+         [rand_expected(seed, (B, C), 0) * np.float32(2),
+          rand_expected(seed, (B, C), 1) * np.float32(2) + rand_expected(seed, (B, C), 2)]),
     ]
     # the dropout: exactly the elements whose draw is below p are zero (the kept ones are
     # x / (1 - p), which the reference computes in float64: close, not the same bits)
     r0 = rand_expected(seed, (B, C), 0)
     x = np.where(x == 0, np.float32(1), x)
+    dropout = ([save("x", x, f"dropout{k}"), sd, save("p", p, f"{k}")], x, p, r0)
     for target in sorted({"ref", TARGET}):
         for nofuse in (False, True):
-            got = run_fn("dropout", [save("x", x, "dropout"), sd, save("p", p)], 1, target,
-                         nofuse)[0]
-            if got is None:
-                continue
-            tag = f"dropout seed {seed} on {target}{' --no-fuse' if nofuse else ''}"
-            check(np.array_equal(got == 0, r0 < p), f"{tag}: the dropped elements")
-            check(np.allclose(got, np.where(r0 < p, 0, x / (1 - p)), rtol=1e-6), f"{tag}: values")
-            for fn, inputs, want in cases:
-                got = run_fn(fn, inputs, len(want), target, nofuse)
-                for i, w in enumerate(want):
-                    same_bits(f"{fn} seed {seed} on {target}{' --no-fuse' if nofuse else ''} "
-                              f"result {i}", got[i], w)
+            later(seed_case, k, seed, target, nofuse, dropout, cases)
 
 for target in sorted({"ref", TARGET}):
-    got = run_fn("lit", [save("x", np.zeros(4099, np.float32))], 2, target, False)
-    same_bits(f"lit on {target} result 0", got[0], rand_expected(-3, (4099,), 0))
-    same_bits(f"lit on {target} result 1", got[1], rand_expected(5, (), 1))
+    later(lit_case, target, save("x", np.zeros(4099, np.float32), f"lit_{target}"))
 
 finish()
