@@ -129,6 +129,8 @@ static const char *chunk_args(cg_kernel *k, const char *n) {
 /* Appends the kernel functions of cg_emit_function to o. */
 static void put_function(cg_kernel *k, ir_buf *o, const char *name, int max_block, const char *body,
                          int templ) {
+    const char *bounds =
+        k->min_blocks ? cg_fmt(k, "%d, %d", max_block, k->min_blocks) : cg_fmt(k, "%d", max_block);
     if (templ == CG_FN_CHUNKED) {
         ir_buf_puts(o, "template <typename I>\n");
         put_header(o, cg_fmt(k, "__device__ __forceinline__ void %s_run(", name), params(k, "I"),
@@ -136,7 +138,7 @@ static void put_function(cg_kernel *k, ir_buf *o, const char *name, int max_bloc
         ir_buf_puts(o, body);
         ir_buf_puts(o, "}\n");
         put_header(
-            o, cg_fmt(k, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", max_block, name),
+            o, cg_fmt(k, "extern \"C\" __global__ void __launch_bounds__(%s) %s(", bounds, name),
             params(k, "long long"), ") {\n");
         const char *n = k->nsizes ? k->sizes[0].name : NULL;
         if (!n) {
@@ -162,15 +164,15 @@ static void put_function(cg_kernel *k, ir_buf *o, const char *name, int max_bloc
         static const char *const idx[2][2] = {{"", "unsigned"}, {"_i64", "unsigned long long"}};
         for (int v = 0; v < 2; v++) {
             put_header(o,
-                       cg_fmt(k, "extern \"C\" __global__ void __launch_bounds__(%d) %s%s(",
-                              max_block, name, idx[v][0]),
+                       cg_fmt(k, "extern \"C\" __global__ void __launch_bounds__(%s) %s%s(", bounds,
+                              name, idx[v][0]),
                        params(k, "long long"), ") {\n");
             ir_buf_printf(o, "    %s_run<%s>(%s);\n}\n", name, idx[v][1],
                           call_args(k, cg_fmt(k, "(%s)", idx[v][1])));
         }
     } else {
         put_header(
-            o, cg_fmt(k, "extern \"C\" __global__ void __launch_bounds__(%d) %s(", max_block, name),
+            o, cg_fmt(k, "extern \"C\" __global__ void __launch_bounds__(%s) %s(", bounds, name),
             params(k, "long long"), ") {\n");
         ir_buf_puts(o, body);
         ir_buf_puts(o, "}\n");
@@ -709,6 +711,7 @@ static int cond_holds(const cuda_launch *l, const cuda_cond *c, const int64_t *s
     int64_t x = cuda_size_eval(&c->size, syms);
     if (x < 0) return 0;
     if (c->kind == CUDA_COND_AT_MOST) return x <= c->value;
+    if (c->kind == CUDA_COND_AT_LEAST) return x >= c->value;
     return c->value > 0 && x % c->value == 0;
 }
 
@@ -774,7 +777,7 @@ int cuda_resolve(const cuda_func *f, const int64_t *syms, const uint64_t *params
         }
         c->grid = (uint32_t)grid;
         c->block = (uint32_t)block;
-        c->smem_bytes = (uint32_t)l->smem_bytes;
+        c->smem_bytes = (uint32_t)cv->smem_bytes;
         c->skip = grid == 0;
         for (int32_t j = 0; j < l->nargs; j++) {
             const cuda_arg *a = &l->args[j];

@@ -104,6 +104,7 @@ typedef struct cuda_grid {
 /* A condition a variant needs. */
 typedef enum cuda_cond_kind {
     CUDA_COND_AT_MOST,  /* size <= value */
+    CUDA_COND_AT_LEAST, /* size >= value */
     CUDA_COND_MULTIPLE, /* size % value == 0 */
     CUDA_COND_ALIGNED,  /* the device pointer of launch argument `arg` % value == 0 */
     CUDA_COND_SPLIT,    /* the launch's split cuts the reduced elements into pieces (> 1) */
@@ -126,6 +127,9 @@ typedef struct cuda_variant {
     const cuda_cond *conds;
     int32_t nparts;
     const cuda_grid *parts;
+    /* dynamic shared memory a block (0: its shared memory is static); over 48 KiB the
+     * launcher raises the function's limit (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) */
+    int32_t smem_bytes;
 } cuda_variant;
 
 /* One kernel launch. */
@@ -136,8 +140,7 @@ typedef struct cuda_launch {
     const cuda_variant *variants;
     int32_t nargs;
     const cuda_arg *args;
-    int32_t smem_bytes; /* dynamic shared memory: 0, every kernel's shared memory is static */
-    int32_t max_block;  /* the __launch_bounds__ of its functions */
+    int32_t max_block; /* the __launch_bounds__ of its functions */
     /* a column reduction the plan lets split: its reduced and kept element counts, whose
      * pieces (plan_split_pieces over its tiles of 32 columns) the launch resolves */
     int32_t split;

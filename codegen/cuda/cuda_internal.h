@@ -168,9 +168,11 @@ struct cg_kernel {
     int flat_tracked;   /* the last flat sweep tracked positions in groups (broadcasts) */
 
     /* engine state */
-    int reduce_single;        /* reductions have one element: computed as element-wise ops */
-    int32_t *cache_first;     /* row engine: the sweep that first computes a cached node */
-    int cur_const;            /* full reduction: the partials are read, not written */
+    int reduce_single;    /* reductions have one element: computed as element-wise ops */
+    int32_t *cache_first; /* row engine: the sweep that first computes a cached node */
+    int min_blocks;       /* the functions emitted next: blocks an SM that __launch_bounds__ asks
+                             for (0: none; the compiler then spends registers freely) */
+    int cur_const;        /* full reduction: the partials are read, not written */
     int32_t partials_scratch; /* full reduction: its scratch buffer */
     int32_t launch_index;     /* the index of this kernel's (last) launch in the function */
     unsigned char outlined[IR_OP_COUNT][2]; /* [op][f64]: its math is called out of line */

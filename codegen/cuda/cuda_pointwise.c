@@ -21,7 +21,7 @@
 
 #include "codegen/cuda/cuda_internal.h"
 
-enum { BLOCK = 256, BLOCKS_PER_SM = 8 };
+enum { BLOCK = 256 };
 
 typedef struct flat {
     int vec;               /* in the vector path */
@@ -350,7 +350,10 @@ static cuda_grid flat_grid(cg_kernel *k, int w) {
     g.work = cg_groups_extent(k, (1u << k->ngroups) - 1);
     g.per_thread = w;
     g.block = BLOCK;
-    g.blocks_per_sm = BLOCKS_PER_SM;
+    /* as many blocks as the data needs, each thread one step of the loop (or a few, past
+     * 2^30 elements): on an H100 GELU went from 93% to 100% of the copy's bandwidth, f16 from
+     * 86% to 99%, against 8 blocks an SM looping over the data (2026-11-27) */
+    g.blocks_per_sm = 0;
     return g;
 }
 

@@ -10,11 +10,14 @@
  *
  * Row reductions (the reduced axes are the innermost): T threads own a row, T a power of two
  * from 1 to 1024 picked at launch from the row length (a warp or less per row for short rows,
- * a block per row for long ones). Two variants:
+ * a block per row for long ones). Three variants:
  *   cached  the row's inputs that several sweeps read, and the expensive values several
  *           sweeps need (softmax's exp), stay in registers: EPT elements a thread, EPT from a
  *           budget of 32 registers, so rows up to 1024 * EPT elements are read from memory
  *           once. Loads and stores move 16-byte vectors where the row allows.
+ *   shared  the same for rows that take a whole block (over 512 * EPT elements), the cached
+ *           values in dynamic shared memory instead: two blocks an SM at 32 registers, one
+ *           loading while the other reduces.
  *   stream  any length: each sweep reads the row again (from L2 when it fits there). The only
  *           variant when nothing is read twice (a plain row sum reads each element once).
  * Column reductions (outer or middle axes reduced): a block owns 32 adjacent results and its
@@ -34,9 +37,17 @@ enum {
     ROW_BLOCKS_PER_SM = 8,
     CACHE_WORDS = 16, /* registers a thread spends on cached rows (64 in all at 1024 threads) */
     CACHE_EPT = 16,   /* elements a thread caches, at least, when that is possible */
-    STREAM_EPT = 16,  /* elements per thread that size T for streamed rows */
-    COL_W = 32,       /* results a column block owns */
-    COL_H = 8,        /* warps that split the reduced elements */
+    /* rows of a whole block cached in shared memory instead of registers: 32 registers a
+     * thread, so that two blocks share an SM and one's loads overlap the other's reductions
+     * (one 1024-thread block an SM, the row in 57 registers, ran softmax over rows of 16384
+     * at 64% of the copy's bandwidth on an H100) */
+    ROW_SHARED_BLOCKS = 2,
+    /* bytes: a block's share on every GPU from sm_80 (99 KiB a block at least), two blocks an
+     * SM on sm_80 and sm_90 (164 and 228 KiB an SM), one on sm_86 and sm_89 (100 KiB) */
+    ROW_SHARED_MAX = 64 * 1024,
+    STREAM_EPT = 16, /* elements per thread that size T for streamed rows */
+    COL_W = 32,      /* results a column block owns */
+    COL_H = 8,       /* warps that split the reduced elements */
     FULL_BLOCK = 256,
 };
 
@@ -290,9 +301,12 @@ static void per_result_stage(cg_kernel *k, const rplan *p, int32_t s, unsigned c
 
 /* ---- rows ------------------------------------------------------------------------------------ */
 
+/* Where the cached variants keep the row between sweeps. */
+enum { ROW_STREAM, ROW_REGISTERS, ROW_SHARED };
+
 typedef struct rowctx {
     const rplan *p;
-    int cached;            /* the variant */
+    int cached;            /* the variant: ROW_STREAM, or where the row is cached */
     int elem;              /* in the element scope */
     const char *e;         /* the element index of the current lane (elem scope) */
     unsigned char *vecbuf; /* per buffer: loaded as a vector before the lanes */
@@ -483,6 +497,37 @@ static void row_combine(cg_kernel *k, const rplan *p, int32_t s, int compensated
     cg_line(k, "}");
 }
 
+/* The cached values' arrays, each read as NAME[k][j] (chunk k of the thread's K, element j of
+ * its vector of w). In registers: an array a thread. In shared memory (the block is one row of
+ * ROW_MAX_T threads, which the variant's condition guarantees): chunk k of every thread side
+ * by side, so that a warp's vector accesses are adjacent (no bank conflicts), NAME a pointer
+ * to arrays of ROW_MAX_T * w elements offset by the thread's vector. */
+static void row_cache_decls(cg_kernel *k, const rplan *p, int cached, int K, int w) {
+    int32_t nn = k->f->nnodes, off = 0;
+    if (cached == ROW_SHARED) {
+        cg_line(k, "/* the row in dynamic shared memory */");
+        cg_line(k, "#ifdef __CUDA_ARCH__");
+        cg_line(k, "extern __shared__ __align__(16) unsigned char fx_row[];");
+        cg_line(k, "#else");
+        cg_line(k, "static unsigned char fx_row[%d] __attribute__((aligned(16)));",
+                ROW_MAX_T * K * w * p->cache_words * 4);
+        cg_line(k, "#endif");
+    }
+    for (int32_t i = 0; i < nn + k->nbufs; i++) {
+        int node = i < nn;
+        if (node ? !p->cached_node[i] : !p->cached_buf[i - nn]) continue;
+        ir_dtype t = node ? k->f->nodes[i].dtype : k->bufs[i - nn].dtype;
+        const char *name = cg_fmt(k, "%s%d", node ? "cv" : "cb", (int)(node ? i : i - nn));
+        if (cached == ROW_REGISTERS) {
+            cg_line(k, "%s %s[%d][%d];", cg_ctype(t), name, K, w);
+            continue;
+        }
+        cg_line(k, "%s (*const %s)[%d] = (%s (*)[%d])((%s *)(fx_row + %d) + threadIdx.x * %d);",
+                cg_ctype(t), name, ROW_MAX_T * w, cg_ctype(t), ROW_MAX_T * w, cg_ctype(t), off, w);
+        off += ROW_MAX_T * K * w * cg_ctype_words(t) * 4;
+    }
+}
+
 static void gen_row_variant(cg_kernel *k, const rplan *p, int cached, int ept) {
     cg_module *m = k->m;
     int w = p->vec, K = ept / w;
@@ -505,8 +550,8 @@ static void gen_row_variant(cg_kernel *k, const rplan *p, int cached, int ept) {
     if (cached)
         cg_line(k,
                 "/* rows of at most %d elements, aligned vectors of %d: the row fits the "
-                "registers */",
-                ROW_MAX_T * ept, w);
+                "%s */",
+                ROW_MAX_T * ept, w, cached == ROW_SHARED ? "shared memory" : "registers");
     cg_line(k, "const %s L = %s;", cached ? "int" : "long long",
             cached ? cg_fmt(k, "(int)%s", len) : len);
     shared_decls(k, p, "[32]");
@@ -539,15 +584,11 @@ static void gen_row_variant(cg_kernel *k, const rplan *p, int cached, int ept) {
     per_result_stage(k, p, 0, written, "lane == 0 && live", "row");
 
     if (cached) {
-        /* the row in registers */
-        for (ir_ref r = 0; r < k->f->nnodes; r++)
-            if (p->cached_node[r])
-                cg_line(k, "%s cv%d[%d][%d];", cg_ctype(k->f->nodes[r].dtype), (int)r, K, w);
+        row_cache_decls(k, p, cached, K, w);
         for (int32_t b = 0; b < k->nbufs; b++) {
             if (!p->cached_buf[b]) continue;
             const cg_buf *bf = &k->bufs[b];
             cg_use(k, CG_H_TYPES);
-            cg_line(k, "%s cb%d[%d][%d];", cg_ctype(bf->dtype), (int)b, K, w);
             cg_line(k, "#pragma unroll");
             cg_line(k, "for (int k = 0; k < %d; k++) {", K);
             k->ind++;
@@ -575,6 +616,34 @@ static void gen_row_variant(cg_kernel *k, const rplan *p, int cached, int ept) {
     k->ctx = NULL;
 }
 
+/* The conditions of a cached variant: rows that fit, of whole vectors, every row buffer
+ * aligned; in shared memory, rows that need a whole block too (so T = ROW_MAX_T, the block is
+ * the row, which its arrays' layout assumes: row_cache_decls). */
+static void row_cached_conds(cg_kernel *k, const rplan *p, cuda_variant *v, cuda_size len, int ept,
+                             int shared) {
+    cuda_cond *c = ir_arena_calloc(k->m->a, (size_t)(k->nbufs + 3), sizeof(cuda_cond));
+    int32_t nc = 0;
+    if (shared) {
+        c[nc].kind = CUDA_COND_AT_LEAST;
+        c[nc].size = len;
+        c[nc++].value = (int64_t)ROW_MAX_T / 2 * ept + 1;
+    }
+    c[nc].kind = CUDA_COND_AT_MOST;
+    c[nc].size = len;
+    c[nc++].value = (int64_t)ROW_MAX_T * ept;
+    c[nc].kind = CUDA_COND_MULTIPLE;
+    c[nc].size = len;
+    c[nc++].value = p->vec;
+    for (int32_t b = 0; b < k->nbufs; b++) {
+        if (!cg_buf_used(k, b) || !row_linear(k, b)) continue;
+        c[nc].kind = CUDA_COND_ALIGNED;
+        c[nc].arg = b; /* buffers are the first arguments */
+        c[nc++].value = (int64_t)p->vec * ir_dtypes[k->bufs[b].dtype].bytes;
+    }
+    v->nconds = nc;
+    v->conds = c;
+}
+
 void cg_gen_row(cg_kernel *k, cuda_launch *l) {
     cg_module *m = k->m;
     rplan p;
@@ -597,58 +666,51 @@ void cg_gen_row(cg_kernel *k, cuda_launch *l) {
     cuda_size rows = cg_groups_extent(k, ((1u << k->ngroups) - 1) & ~k->reduced);
     cuda_size len = cg_groups_extent(k, k->reduced);
 
-    /* both bodies first: the signature holds every size either needs */
+    /* every body first: the signature holds every size any needs. The variants, first fit
+     * first: the row in shared memory (rows that need a whole block), in registers, streamed */
+    enum { NV = 3 };
+    static const int where[NV] = {ROW_SHARED, ROW_REGISTERS, ROW_STREAM};
+    int32_t smem = ROW_MAX_T * ept * p.cache_words * 4;
+    const char *body[NV] = {0};
     k->cache_first = ir_arena_calloc(m->a, (size_t)k->f->nnodes, sizeof(int32_t));
-    const char *cached_body = NULL;
     if (ept) {
         uint32_t *sweeps = ir_arena_calloc(m->a, (size_t)k->f->nnodes, sizeof(uint32_t));
         plan_needs(k, &p, p.cached_node, sweeps, k->cache_first);
-        gen_row_variant(k, &p, 1, ept);
-        cached_body = k->body.data ? k->body.data : "";
-        ir_buf_init(&k->body, m->a);
+        for (int i = 0; i < 2; i++) {
+            if (where[i] == ROW_SHARED && smem > ROW_SHARED_MAX) continue;
+            gen_row_variant(k, &p, where[i], ept);
+            body[i] = k->body.data ? k->body.data : "";
+            ir_buf_init(&k->body, m->a);
+        }
     }
     memset(k->cache_first, 0, sizeof(int32_t) * (size_t)k->f->nnodes);
-    gen_row_variant(k, &p, 0, STREAM_EPT);
-    const char *stream_body = k->body.data ? k->body.data : "";
+    gen_row_variant(k, &p, ROW_STREAM, STREAM_EPT);
+    body[2] = k->body.data ? k->body.data : "";
     ir_buf_init(&k->body, m->a);
 
-    int nv = ept ? 2 : 1;
-    cuda_variant *v = ir_arena_calloc(m->a, 2, sizeof(cuda_variant));
-    cuda_grid *g = ir_arena_calloc(m->a, 2, sizeof(cuda_grid));
-    for (int i = 0; i < nv; i++) {
-        int is_cached = ept && i == 0;
-        g[i].kind = CUDA_GRID_ROWS;
-        g[i].work = rows;
-        g[i].row_len = len;
-        g[i].per_thread = is_cached ? ept : STREAM_EPT;
-        g[i].block = ROW_MIN_BLOCK;
-        g[i].blocks_per_sm = ROW_BLOCKS_PER_SM;
-        v[i].name = cg_global_name(k, is_cached ? "" : "_stream");
-        v[i].nparts = 1;
-        v[i].parts = &g[i];
+    cuda_variant *v = ir_arena_calloc(m->a, NV, sizeof(cuda_variant));
+    cuda_grid *g = ir_arena_calloc(m->a, NV, sizeof(cuda_grid));
+    int nv = 0;
+    for (int i = 0; i < NV; i++) {
+        if (!body[i]) continue;
+        cuda_variant *vi = &v[nv];
+        cuda_grid *gi = &g[nv++];
+        gi->kind = CUDA_GRID_ROWS;
+        gi->work = rows;
+        gi->row_len = len;
+        gi->per_thread = where[i] == ROW_STREAM ? STREAM_EPT : ept;
+        gi->block = ROW_MIN_BLOCK;
+        gi->blocks_per_sm = where[i] == ROW_SHARED ? ROW_SHARED_BLOCKS : ROW_BLOCKS_PER_SM;
+        vi->nparts = 1;
+        vi->parts = gi;
+        static const char *const suffix[NV] = {"_shared", "", "_stream"};
+        if (where[i] != ROW_STREAM) row_cached_conds(k, &p, vi, len, ept, where[i] == ROW_SHARED);
+        if (where[i] == ROW_SHARED) vi->smem_bytes = smem;
+        k->min_blocks = where[i] == ROW_SHARED ? ROW_SHARED_BLOCKS : 0;
+        vi->name =
+            cg_emit_function(k, cg_global_name(k, suffix[i]), ROW_MAX_T, body[i], CG_FN_PLAIN);
+        k->min_blocks = 0;
     }
-    if (ept) {
-        /* the cached variant: rows that fit, of whole vectors, every row buffer aligned */
-        cuda_cond *c = ir_arena_calloc(m->a, (size_t)(k->nbufs + 2), sizeof(cuda_cond));
-        int32_t nc = 0;
-        c[nc].kind = CUDA_COND_AT_MOST;
-        c[nc].size = len;
-        c[nc++].value = (int64_t)ROW_MAX_T * ept;
-        c[nc].kind = CUDA_COND_MULTIPLE;
-        c[nc].size = len;
-        c[nc++].value = p.vec;
-        for (int32_t b = 0; b < k->nbufs; b++) {
-            if (!cg_buf_used(k, b) || !row_linear(k, b)) continue;
-            c[nc].kind = CUDA_COND_ALIGNED;
-            c[nc].arg = b; /* buffers are the first arguments */
-            c[nc++].value = (int64_t)p.vec * ir_dtypes[k->bufs[b].dtype].bytes;
-        }
-        v[0].nconds = nc;
-        v[0].conds = c;
-    }
-    for (int i = 0; i < nv; i++)
-        v[i].name = cg_emit_function(k, v[i].name, ROW_MAX_T,
-                                     ept && i == 0 ? cached_body : stream_body, CG_FN_PLAIN);
     l->what = "row-reduction";
     l->nvariants = nv;
     l->variants = v;

@@ -33,6 +33,8 @@ enum {
     RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
     RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
     RT_CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115,
+    RT_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8,
+    RT_CU_DEFAULT_SHARED_BYTES = 48 * 1024, /* dynamic shared memory a block without opting in */
     RT_CU_STREAM_NON_BLOCKING = 1,
     RT_CU_EVENT_DEFAULT = 0,
     RT_CU_EVENT_DISABLE_TIMING = 2,
@@ -94,6 +96,8 @@ typedef struct rt_cu_mempool_props {
     X(ModuleUnload, "cuModuleUnload", NULL, (rt_cu_module module))                                 \
     X(ModuleGetFunction, "cuModuleGetFunction", NULL,                                              \
       (rt_cu_function * func, rt_cu_module module, const char *name))                              \
+    X(FuncSetAttribute, "cuFuncSetAttribute", NULL,                                                \
+      (rt_cu_function func, int attribute, int value))                                             \
     X(LaunchKernel, "cuLaunchKernel", NULL,                                                        \
       (rt_cu_function f, unsigned grid_x, unsigned grid_y, unsigned grid_z, unsigned block_x,      \
        unsigned block_y, unsigned block_z, unsigned shared_mem_bytes, rt_cu_stream stream,         \

@@ -148,11 +148,21 @@ static fusec_status fn_load(rt_cuda_gpu *g, const cuda_func *meta, rt_cuda_fn *f
         a += ln->nargs;
         if (ln->nargs > fn->max_args) fn->max_args = ln->nargs;
         for (int32_t k = 0; k < ln->nvariants; k++, v++) {
-            rt_cu_result r = cu->ModuleGetFunction(&fn->funcs[v], g->module, ln->variants[k].name);
+            const cuda_variant *cv = &ln->variants[k];
+            const char *call = "cuModuleGetFunction";
+            rt_cu_result r = cu->ModuleGetFunction(&fn->funcs[v], g->module, cv->name);
+            /* a block may take more than 48 KiB of dynamic shared memory only once its
+             * function says so (every GPU from sm_80 has 99 KiB a block at least) */
+            if (r == RT_CU_SUCCESS && cv->smem_bytes > RT_CU_DEFAULT_SHARED_BYTES) {
+                call = "cuFuncSetAttribute";
+                r = cu->FuncSetAttribute(fn->funcs[v],
+                                         RT_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                         cv->smem_bytes);
+            }
             if (r != RT_CU_SUCCESS) {
                 char why[256];
-                snprintf(err, errlen, "kernel %s of '%s': %s", ln->variants[k].name, meta->name,
-                         rt_cuda_error(r, "cuModuleGetFunction", why, sizeof why));
+                snprintf(err, errlen, "kernel %s of '%s': %s", cv->name, meta->name,
+                         rt_cuda_error(r, call, why, sizeof why));
                 return FUSEC_ERR_DRIVER;
             }
         }

@@ -39,6 +39,7 @@ typedef struct mock_func {
     const mock_module *module;
     emu_kernel_fn run; /* NULL: the launch is only recorded */
     int nargs;
+    int max_smem; /* cuFuncSetAttribute's dynamic shared memory a block; 0: the default */
 } mock_func;
 
 static _Thread_local int ctx_depth; /* a driver's context stack is the calling thread's */
@@ -366,6 +367,21 @@ static rt_cu_result run_on(mock_stream *s, const mock_node *nodes, int n) {
     return r;
 }
 
+/* A driver refuses more dynamic shared memory than 48 KiB, unless the function opted in
+ * (cuFuncSetAttribute), and more than the device has a block (an H100's 227 KiB here). */
+enum { MOCK_SMEM_DEFAULT = 48 * 1024, MOCK_SMEM_OPTIN = 227 * 1024 };
+MOCK_API rt_cu_result cuFuncSetAttribute(rt_cu_function f, int attribute, int value) {
+    if (!f || attribute != RT_CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES || value < 0 ||
+        value > MOCK_SMEM_OPTIN)
+        return MOCK_INVALID_VALUE; /* (the only attribute fusec sets) */
+    ((mock_func *)f)->max_smem = value;
+    OK;
+}
+static int smem_ok(rt_cu_function f, unsigned smem) {
+    const mock_func *mf = (const mock_func *)f;
+    return smem <= MOCK_SMEM_DEFAULT || (int64_t)smem <= mf->max_smem;
+}
+
 MOCK_API rt_cu_result cuLaunchKernel(rt_cu_function f, unsigned gx, unsigned gy, unsigned gz,
                                      unsigned bx, unsigned by, unsigned bz, unsigned smem,
                                      rt_cu_stream s, void **params, void **extra) {
@@ -373,6 +389,7 @@ MOCK_API rt_cu_result cuLaunchKernel(rt_cu_function f, unsigned gx, unsigned gy,
     mock_stream *ms = mock_stream_of(s, "cuLaunchKernel");
     if (ctx_depth == 0) return MOCK_INVALID_CONTEXT;
     if (gy != 1 || gz != 1 || by != 1 || bz != 1) abort(); /* fusec's grids are 1-D */
+    if (!smem_ok(f, smem)) return MOCK_INVALID_VALUE;
     record(f, gx, bx, params);
     mock_node n;
     rt_cu_kernel_node_params p = {f, gx, 1, 1, bx, 1, 1, smem, params, NULL, NULL, NULL};
@@ -474,6 +491,7 @@ MOCK_API rt_cu_result cuGraphAddKernelNode_v2(rt_cu_graph_node *node, rt_cu_grap
     mock_graph *mg = (mock_graph *)g;
     if (mg->nnodes == MOCK_MAX_NODES || (ndeps && !deps) || ndeps > 1) return MOCK_INVALID_VALUE;
     if (ndeps && (uintptr_t)deps[0] > (uintptr_t)mg->nnodes) return 1; /* an unknown node */
+    if (!smem_ok(p->func, p->shared_mem_bytes)) return MOCK_INVALID_VALUE;
     record(p->func, p->grid_x, p->block_x, p->kernel_params);
     kernel_node(&mg->nodes[mg->nnodes], p);
     *node = (rt_cu_graph_node)(uintptr_t)(++mg->nnodes); /* 1-based: never NULL */
@@ -495,7 +513,8 @@ MOCK_API rt_cu_result cuGraphExecKernelNodeSetParams_v2(rt_cu_graph_exec e, rt_c
                                                         const rt_cu_kernel_node_params *p) {
     mock_graph *mg = (mock_graph *)e;
     uintptr_t i = (uintptr_t)n;
-    if (i < 1 || i > (uintptr_t)mg->nnodes) return MOCK_INVALID_VALUE;
+    if (i < 1 || i > (uintptr_t)mg->nnodes || !smem_ok(p->func, p->shared_mem_bytes))
+        return MOCK_INVALID_VALUE;
     record(p->func, p->grid_x, p->block_x, p->kernel_params);
     kernel_node(&mg->nodes[i - 1], p);
     COUNT(mock_st.node_updates, 1);

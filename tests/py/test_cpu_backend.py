@@ -63,6 +63,9 @@ PROFILES["long_rows"] = dict(N=3, M=3, B=3, C=300007, R=3, A=2, D=3)
 # columns few and long enough to be cut into pieces (the plan's split), the last one shorter
 PROFILES["tall"] = dict(N=3, M=1031, B=1031, C=5, R=1031, A=3, D=3)
 LONG_ROWS = {"softmax.fuse", "layernorm.fuse"}
+# rows that take a whole CUDA block and fit its cache: on CUDA the row lies in shared memory
+# (8193 to 16384 elements of whole 16-byte vectors: of 8 for bf16), even in the quick runs
+PROFILES["block_rows"] = dict(N=3, M=3, B=3, C=12008, R=3, A=2, D=3)
 # inputs a function means to have: an optimizer's hyper-parameters and second moments (random
 # ones make 1 - beta^step cancel, and the reference then differs from f32 by its own rounding)
 FIXED_INPUTS = {("adamw", "lr"): 1e-3, ("adamw", "beta1"): 0.9, ("adamw", "beta2"): 0.999,
@@ -307,5 +310,7 @@ for k, (path, fn) in enumerate(MINE):
 for k, (path, fn) in enumerate(MINE):
     example = os.path.dirname(path).endswith("examples")
     run_case(path, fn, "tall", repeat=example or k % 3 == 0)
+    if example and os.path.basename(path) in LONG_ROWS:
+        run_case(path, fn, "block_rows", nofuse_too=False)
 
 finish()

@@ -125,14 +125,15 @@ static void test_resolve(void) {
     uint64_t odd[4] = {0x10004, 0x20000, 0x30000, 0x40000};
     resolved r;
 
-    /* gelu: one chunked variant, a grid-stride grid of 8 blocks an SM at most */
+    /* gelu: one chunked variant, a grid-stride loop over as many blocks as the data needs */
     const cuda_module *m = generate(&a, "examples/gelu.fuse", 0);
     const cuda_func *f = find_func(m, "gelu");
     if (f) {
         CHECK(f->nlaunches == 1 && f->launches[0].nvariants == 1 && f->nscratch == 0);
         int64_t n = (int64_t)1 << 28;
         resolve(f, &n, aligned, aligned, &r);
-        CHECK(r.rc == 0 && r.c[0].block == 256 && r.c[0].grid == 132 * 8 && !r.c[0].skip);
+        CHECK(r.rc == 0 && r.c[0].block == 256 && r.c[0].grid == (1 << 28) / (256 * 4) &&
+              !r.c[0].skip);
         CHECK(arg_value(f, &r, 0, "N_") == n);
         n = 1000; /* ceil(1000 / (256 * 4)) */
         resolve(f, &n, aligned, aligned, &r);
@@ -156,14 +157,15 @@ static void test_resolve(void) {
         s[1] = 4096;
         resolve(f, s, aligned, aligned, &r);
         CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_bias_relu_k0") == 0);
-        CHECK(r.c[0].grid == 132 * 8); /* ceil(2^24 / (256 * 8)) = 8192, capped */
+        CHECK(r.c[0].grid == (1 << 24) / (256 * 8)); /* f16: vectors of 8, one a thread */
     }
 
-    /* softmax: the cached variant for aligned rows that fit, else the streamed one */
+    /* softmax: the cached variants for aligned rows that fit (rows of a whole block in shared
+     * memory, two blocks an SM), else the streamed one */
     m = generate(&a, "examples/softmax.fuse", 0);
     f = find_func(m, "softmax");
     if (f) {
-        CHECK(f->nlaunches == 1 && f->launches[0].nvariants == 2);
+        CHECK(f->nlaunches == 1 && f->launches[0].nvariants == 3);
         int64_t s[2] = {65536, 4096}; /* R, C */
         resolve(f, s, aligned, aligned, &r);
         CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0") == 0);
@@ -177,6 +179,17 @@ static void test_resolve(void) {
         s[1] = 4098; /* not whole vectors */
         resolve(f, s, aligned, aligned, &r);
         CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0_stream") == 0);
+        s[1] = 16384; /* a block a row: the row in shared memory */
+        resolve(f, s, aligned, aligned, &r);
+        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0_shared") == 0);
+        CHECK(r.c[0].row_threads == 1024 && r.c[0].block == 1024 && r.c[0].grid == 132 * 2);
+        CHECK(r.c[0].smem_bytes == 16384 * 4);
+        s[1] = 8192; /* half a block a row: registers */
+        resolve(f, s, aligned, aligned, &r);
+        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0") == 0 && !r.c[0].smem_bytes);
+        s[1] = 8196;
+        resolve(f, s, aligned, aligned, &r);
+        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0_shared") == 0);
         s[1] = 100000; /* longer than the registers hold */
         resolve(f, s, aligned, aligned, &r);
         CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0_stream") == 0);
@@ -217,8 +230,8 @@ static void test_resolve(void) {
     if (f) {
         int64_t s[2] = {1 << 22, 4096}; /* N, M */
         resolve(f, s, aligned, aligned, &r);
-        CHECK(r.rc == 0 && r.c[0].grid == 132 * 8 + 4);
-        CHECK(arg_value(f, &r, 0, "part1_") == 132 * 8);
+        CHECK(r.rc == 0 && r.c[0].grid == (1 << 22) / (256 * 4) + 4);
+        CHECK(arg_value(f, &r, 0, "part1_") == (1 << 22) / (256 * 4));
     }
     f = find_func(m, "softmax_cols");
     if (f) {
