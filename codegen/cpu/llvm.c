@@ -341,7 +341,8 @@ static void eval(lg_fn *g, const ir_ref *roots, int32_t nroots) {
         for (int a = 0; a < ir_ops[n->op].arity; a++)
             args[a] = value_of(g, n->args[a]);
         LLVMValueRef v;
-        if (n->op == IR_OP_DIV && ir_dtype_is_float(n->dtype) && outer_value(g, n->args[1]))
+        if (g->m->fast_math && n->op == IR_OP_DIV && ir_dtype_is_float(n->dtype) &&
+            outer_value(g, n->args[1]))
             v = lg_fdiv_invariant(g->m, args[0], args[1]);
         else
             v = lg_emit_op(g->m, g->f, n, args);

@@ -405,9 +405,13 @@ static const char *math_name(lg_mod *m, const lg_args *a, const char *f32, const
 static LLVMValueRef op_DIV(lg_mod *m, const lg_args *a) {
     return a_float(a) ? LLVMBuildFDiv(m->b, a->v[0], a->v[1], "") : int_divrem(m, a, 0);
 }
-/* x / r for a float r computed outside the loop that divides by it (a row's sum in
- * softmax): one division per row instead of one per element, whose throughput is a
- * fraction of a multiply's (softmax gained a tenth: bench/RESULTS.md).
+/* Under --fast-math only, x / r for a float r computed outside the loop that divides by it (a
+ * row's sum in softmax): one division per row instead of one per element, whose throughput
+ * is a fraction of a multiply's (softmax gained a tenth: bench/RESULTS.md). Without it the
+ * division is the program's, one correctly rounded division an element, as --no-fuse and the
+ * CUDA target divide: the product below differs from it in the last bit of about a quarter of
+ * softmax's results, and SPEC §5 asks for one answer, bit for bit (1-3% of softmax's time at
+ * two threads, 8% on one core: bench/RESULTS.md).
  * x / r becomes (x * s) * inv with inv = 1 / (r * s), built right after r so that it is
  * hoisted before the loop is vectorized. s is 1, or 2^64 (2^512 for double) where |r| is so
  * small that 1 / r would overflow: both scalings are exact, so the result is rounded twice

@@ -15,8 +15,11 @@ halves, the blocks by the aligned binary tree), which no backend's code shares:
   threads (with FUSEC_CPU_TEST_QUICK=1, as under the sanitizers, the host with 7 only).
 
 Inputs are random non-zero values of mixed magnitude (so that another order gives other
-bits), with negative zeros among them. A mismatch names the first element that differs. Only
-the CPU target: the CUDA kernels do not follow the order yet (issue 30)."""
+bits), with negative zeros among them. A mismatch names the first element that differs. Then
+softmax and a division by a row's root mean square, fused, bit for bit against --no-fuse at
+the same CPU level (a division by a value computed once a row is a division an element, not
+a multiplication by its reciprocal). Only the CPU target: the CUDA kernels do not follow the
+order yet (issue 30)."""
 import os
 import sys
 
@@ -35,6 +38,8 @@ fn weighted(x: f32[R, C], w: f32[C]) -> f32[] { return sum(x * w); }
 fn cols(x: f32[R, C]) -> f32[C] { return sum(x, axis=0); }
 fn rowprod(x: f32[R, C]) -> f32[R] { return prod(x, axis=1); }
 fn rowmean(x: f32[R, C]) -> f32[R] { return mean(x, axis=1); }
+fn softmax(x: f32[R, C]) -> f32[R, C] { let e = exp(x - max(x, axis=1)); return e / sum(e, axis=1); }
+fn scaled(x: f32[R, C]) -> f32[R, C] { return x / sqrt(mean(x * x, axis=1) + 1e-5); }
 """)
 
 BLOCK, LANES = 1024, 32
@@ -85,15 +90,16 @@ def data(shape):
 
 
 def first_difference(got, want):
-    g, w = np.atleast_1d(got).view(np.uint32), np.atleast_1d(want).view(np.uint32)
-    if g.shape != w.shape:
-        return f"shape {g.shape} against {w.shape}"
+    if np.shape(got) != np.shape(want):
+        return f"shape {np.shape(got)} against {np.shape(want)}"
+    got, want = np.ravel(got), np.ravel(want)  # (flat indexes below)
+    g, w = got.view(np.uint32), want.view(np.uint32)
     bad = np.flatnonzero(g != w)
     if bad.size == 0:
         return None
     i = bad[0]
-    return (f"{bad.size} of {g.size} differ; first at {i}: got {np.atleast_1d(got)[i]!r} "
-            f"({g[i]:#010x}), the order gives {np.atleast_1d(want)[i]!r} ({w[i]:#010x})")
+    return (f"{bad.size} of {g.size} differ; first at flat index {i}: got {got[i]!r} "
+            f"({g[i]:#010x}), expected {want[i]!r} ({w[i]:#010x})")
 
 
 CONFIGS = [("host", 1), ("host", 2), ("host", 7), ("x86-64-v3", 2), ("x86-64-v2", 7)]
@@ -154,5 +160,39 @@ for c in (5, 64, 1000, 5000):
     x = rng.uniform(0.97, 1.03, size=(7, c)).astype(f32)
     want = np.array([model(r, np.multiply, 1.0) for r in x], dtype=f32)
     run("rowprod", [("x", x)], want, f"products over rows of {c}")
+
+# a division by a value computed once a row (softmax's sum) is the program's division, element
+# by element, in the fused kernel as in --no-fuse's (SPEC §5: fused and --no-fuse give the same
+# bits); the exponential's bits depend on the CPU level (FMA or not), so each level against
+# --no-fuse at the same level
+def run_against_nofuse(fn, x, what):
+    p = os.path.join(OUT, "x.npy")
+    np.save(p, x)
+    for level in dict.fromkeys(cpu for cpu, _ in CONFIGS):
+        env = dict(os.environ, FUSEC_NUM_THREADS="1")
+        if level != "host":
+            env["FUSEC_CPU"] = level
+        ref = os.path.join(OUT, "nofuse.npy")
+        rc, err = fusec_run(PROGRAM, fn, [("x", p)], [ref], "cpu", ["--no-fuse"], env=env)
+        check(rc == 0, f"{what} --no-fuse ({level}): exit {rc}: {err.strip()}")
+        if rc != 0:
+            continue
+        want = np.load(ref)
+        for cpu, threads in CONFIGS:
+            if cpu != level:
+                continue
+            env["FUSEC_NUM_THREADS"] = str(threads)
+            out = os.path.join(OUT, "out.npy")
+            rc, err = fusec_run(PROGRAM, fn, [("x", p)], [out], "cpu", env=env)
+            check(rc == 0, f"{what} ({cpu}, {threads} threads): exit {rc}: {err.strip()}")
+            if rc == 0:
+                diff = first_difference(np.load(out), want)
+                check(diff is None, f"{what} ({cpu}, {threads} threads) against --no-fuse: {diff}")
+
+
+for c in (7, 64, 1000, 3071):
+    x = rng.uniform(-4, 4, size=(37, c)).astype(f32)
+    run_against_nofuse("softmax", x, f"softmax over rows of {c}")
+    run_against_nofuse("scaled", x, f"x / sqrt(mean(x * x)) over rows of {c}")
 
 finish()
