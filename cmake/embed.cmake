@@ -1,9 +1,17 @@
 # cmake/embed.cmake: writes a binary file as a C byte array (cmake -P, with IN, OUT, NAME):
 #   const unsigned char NAME[] = {...}; const size_t NAME_size = N;
-# Used for the math bitcode of the CPU backend; the output lives in the build tree only.
+# Used for the math bitcode of the CPU backend and, with -DNUL=1 (a 0 byte after the N, so that
+# the array is a C string), the math's source for the CUDA code generator; the output lives in
+# the build tree only.
 file(READ "${IN}" hex HEX)
+if(NUL)
+  string(APPEND hex "00")
+endif()
 string(LENGTH "${hex}" nhex)
 math(EXPR nbytes "${nhex} / 2")
+if(NUL)
+  math(EXPR nbytes "${nbytes} - 1")
+endif()
 # 32 bytes to a line
 string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," body "${hex}")
 string(REGEX REPLACE "((0x[0-9a-f][0-9a-f],){32})" "\\1\n" body "${body}")

@@ -7,6 +7,8 @@
 #               package, the GPU suite's scripts, the benchmarks' programs and scripts, this
 #               script and gpu-check.sh (tracked files only: no caches, no build outputs)
 #   DEST/BUNDLE.txt  the commit, the build's settings and each binary's `ldd`
+#   DEST/one_answer/ with ONE_ANSWER=DIR, a copy of DIR: the CPU target's results of
+#               tests/py/test_one_answer.py (`--write DIR`), which CUDA's are compared with
 #
 # `make gpu-bundle` builds BUILD=build-gpu without LLVM and with xxHash linked in, then runs
 # this with DEST=gpu-bundle (git-ignored) and --check: under 15 MB, and no binary needing a
@@ -51,6 +53,11 @@ else
 fi
 # embed.c is built, not run from source; the check reads no example's C
 rm -f "$D/src/examples/"*.c
+# the CPU target's results that tests/py/test_one_answer.py compares CUDA's with (make
+# gpu-bundle writes them with the LLVM build: the bundle has no CPU target)
+if [ -n "${ONE_ANSWER:-}" ]; then
+    cp -r "$ONE_ANSWER" "$D/one_answer" || exit 1
+fi
 
 {
     echo "commit: $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo unknown)"

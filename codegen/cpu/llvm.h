@@ -128,6 +128,9 @@ typedef struct llvm_gen_options {
     int f16c;         /* the target converts f16 in hardware: fpext/fptrunc (else integer code) */
     int x86;          /* the target is x86 (sfence after streaming stores) */
     int vector_bytes; /* the widest vector the target has: streaming stores move this many */
+    /* the target has fused multiply-add instructions; without them the math's fused
+     * multiply-adds are computed unfused (other bits: outside SPEC §5's one answer) */
+    int fma;
     /* the processor and feature string LLVM compiles for; NULL: the host's own */
     const char *cpu, *cpu_features;
 } llvm_gen_options;

@@ -12,12 +12,19 @@
  * name of each fit is given with its table, with the fitted relative error); the degrees
  * are the lowest that keep that error well under half an ulp of the result.
  */
+#ifndef LLVM_MATH_CUDA
 #include "codegen/cpu/llvm_math.h"
 #include "ir/philox.h"
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
+#endif
+/* LLVM_MATH_CUDA: this file in a CUDA module (the CUDA code generator puts it there, CG_H_MATH in
+ * codegen/cuda/cuda.c), C++ compiled by NVRTC with every function a device function
+ * (-default-device, --fmad=false), or by the emulator's host compiler (tests/emu); the CUDA
+ * prelude gives it the fixed-width integers and GCC's builtins, and rand is left out (CUDA's
+ * is the prelude's own). */
 
 /* The CPU backend may compile this file with LLVM_MATH_API defined to attributes of its
  * own; normally every function is an ordinary external definition. */
@@ -61,28 +68,41 @@ static inline double u2d(uint64_t u) {
 #define MAGIC_F 0x1.8p23f
 #define MAGIC_D 0x1.8p52
 
+/* A fused multiply-add, a * b + c rounded once, of floats or doubles. The bitcode is built
+ * with -ffp-contract=off, so that these are the only fused operations: the sequence of IEEE
+ * operations is the source's, whatever CPU the kernel is compiled for (SPEC §5; a CPU without
+ * FMA instructions computes them unfused: runtime/cpu/cpu_jit.c). */
+#ifdef __cplusplus
+#define FMA(a, b, c) fma(a, b, c) /* C++'s overloads: fmaf for floats */
+#else
+/* chosen by the type of c, which POLYn keeps small: a macro argument named twice doubles its
+ * text, and POLYn's nested first arguments would grow as 2^n */
+#define FMA(a, b, c) _Generic((c), float : __builtin_fmaf, default : __builtin_fma)(a, b, c)
+#endif
+
 /* Horner's rule on a coefficient table c (c[0] the constant term), written out so that
- * no loop is left to unroll: POLYn(x, c) = c[0] + x * (c[1] + ... + x * c[n]). */
-#define POLY1(x, c)  ((c)[1] * (x) + (c)[0])
-#define POLY2(x, c)  (POLY1(x, (c) + 1) * (x) + (c)[0])
-#define POLY3(x, c)  (POLY2(x, (c) + 1) * (x) + (c)[0])
-#define POLY4(x, c)  (POLY3(x, (c) + 1) * (x) + (c)[0])
-#define POLY5(x, c)  (POLY4(x, (c) + 1) * (x) + (c)[0])
-#define POLY6(x, c)  (POLY5(x, (c) + 1) * (x) + (c)[0])
-#define POLY7(x, c)  (POLY6(x, (c) + 1) * (x) + (c)[0])
-#define POLY8(x, c)  (POLY7(x, (c) + 1) * (x) + (c)[0])
-#define POLY9(x, c)  (POLY8(x, (c) + 1) * (x) + (c)[0])
-#define POLY10(x, c) (POLY9(x, (c) + 1) * (x) + (c)[0])
-#define POLY11(x, c) (POLY10(x, (c) + 1) * (x) + (c)[0])
-#define POLY12(x, c) (POLY11(x, (c) + 1) * (x) + (c)[0])
-#define POLY13(x, c) (POLY12(x, (c) + 1) * (x) + (c)[0])
-#define POLY14(x, c) (POLY13(x, (c) + 1) * (x) + (c)[0])
-#define POLY15(x, c) (POLY14(x, (c) + 1) * (x) + (c)[0])
-#define POLY16(x, c) (POLY15(x, (c) + 1) * (x) + (c)[0])
-#define POLY17(x, c) (POLY16(x, (c) + 1) * (x) + (c)[0])
-#define POLY18(x, c) (POLY17(x, (c) + 1) * (x) + (c)[0])
-#define POLY19(x, c) (POLY18(x, (c) + 1) * (x) + (c)[0])
-#define POLY20(x, c) (POLY19(x, (c) + 1) * (x) + (c)[0])
+ * no loop is left to unroll: POLYn(x, c) = c[0] + x * (c[1] + ... + x * c[n]), one fused
+ * multiply-add a degree. */
+#define POLY1(x, c)  FMA((c)[1], (x), (c)[0])
+#define POLY2(x, c)  FMA(POLY1(x, (c) + 1), (x), (c)[0])
+#define POLY3(x, c)  FMA(POLY2(x, (c) + 1), (x), (c)[0])
+#define POLY4(x, c)  FMA(POLY3(x, (c) + 1), (x), (c)[0])
+#define POLY5(x, c)  FMA(POLY4(x, (c) + 1), (x), (c)[0])
+#define POLY6(x, c)  FMA(POLY5(x, (c) + 1), (x), (c)[0])
+#define POLY7(x, c)  FMA(POLY6(x, (c) + 1), (x), (c)[0])
+#define POLY8(x, c)  FMA(POLY7(x, (c) + 1), (x), (c)[0])
+#define POLY9(x, c)  FMA(POLY8(x, (c) + 1), (x), (c)[0])
+#define POLY10(x, c) FMA(POLY9(x, (c) + 1), (x), (c)[0])
+#define POLY11(x, c) FMA(POLY10(x, (c) + 1), (x), (c)[0])
+#define POLY12(x, c) FMA(POLY11(x, (c) + 1), (x), (c)[0])
+#define POLY13(x, c) FMA(POLY12(x, (c) + 1), (x), (c)[0])
+#define POLY14(x, c) FMA(POLY13(x, (c) + 1), (x), (c)[0])
+#define POLY15(x, c) FMA(POLY14(x, (c) + 1), (x), (c)[0])
+#define POLY16(x, c) FMA(POLY15(x, (c) + 1), (x), (c)[0])
+#define POLY17(x, c) FMA(POLY16(x, (c) + 1), (x), (c)[0])
+#define POLY18(x, c) FMA(POLY17(x, (c) + 1), (x), (c)[0])
+#define POLY19(x, c) FMA(POLY18(x, (c) + 1), (x), (c)[0])
+#define POLY20(x, c) FMA(POLY19(x, (c) + 1), (x), (c)[0])
 
 /* ---- constants ------------------------------------------------------------------------ */
 
@@ -238,11 +258,11 @@ typedef struct {
 } expf_red;
 
 static inline expf_red expf_reduce(float x, float xlo) {
-    float t = x * LOG2E_F + MAGIC_F;
+    float t = FMA(x, LOG2E_F, MAGIC_F);
     float k = t - MAGIC_F;
-    float r = x - k * LN2_HI_F;
-    r = (r - k * LN2_LO_F) + xlo;
-    expf_red red = {r + (r * r) * POLY5(r, EXPM1F_P), f2u(t) - f2u(MAGIC_F)};
+    float r = FMA(-k, LN2_HI_F, x);
+    r = FMA(-k, LN2_LO_F, r) + xlo;
+    expf_red red = {FMA(r * r, POLY5(r, EXPM1F_P), r), f2u(t) - f2u(MAGIC_F)};
     return red;
 }
 
@@ -259,7 +279,7 @@ static inline float scale2f(float p, uint32_t n) {
  * cancellation near x = 0 (n = 0 gives em itself). */
 static inline float expm1f_from(expf_red k) {
     float u = u2f((k.n + 126u) << 23);
-    return 2.0f * (u * k.em + (u - 0.5f));
+    return 2.0f * FMA(u, k.em, u - 0.5f);
 }
 
 /* expf has a reduction of its own, four operations cheaper than expf_reduce + scale2f:
@@ -272,11 +292,11 @@ static inline float expm1f_from(expf_red k) {
 LLVM_MATH_API float llvm_math_expf(float x) {
     x = x < -104.0f ? -104.0f : x; /* e^-104 rounds to 0; NaN passes the clamps */
     x = x > 89.0f ? 89.0f : x;     /* e^89 overflows */
-    float t = x * LOG2E_F + MAGIC_BIAS_F;
+    float t = FMA(x, LOG2E_F, MAGIC_BIAS_F);
     float k = t - MAGIC_BIAS_F;
-    float r = x - k * LN2_HI_F;
-    r = r - k * LN2_LO_F;
-    float p = 1.0f + r * POLY4(r, EXPF_P);
+    float r = FMA(-k, LN2_HI_F, x);
+    r = FMA(-k, LN2_LO_F, r);
+    float p = FMA(r, POLY4(r, EXPF_P), 1.0f);
     /* m = n + 127 in [-23, 255] as a 9-bit two's complement number in a's top bits; 2^n =
      * 2^(h - 63) 2^(m - h - 64) with h = floor(m / 2), both factors normal */
     uint32_t a = f2u(t) << 23;
@@ -300,11 +320,11 @@ static const float EXPF_P_2M64[5] = EXPF_COEFFS(0x1p-64f);
 
 LLVM_MATH_API float llvm_math_expf_nonpos(float x) {
     float xc = x < -104.0f ? -104.0f : x; /* NaN passes */
-    float t = xc * LOG2E_F + MAGIC_BIAS_F;
+    float t = FMA(xc, LOG2E_F, MAGIC_BIAS_F);
     float k = t - MAGIC_BIAS_F;
-    float r = xc - k * LN2_HI_F;
-    r = r - k * LN2_LO_F;
-    float p = 0x1p-64f + r * POLY4(r, EXPF_P_2M64);
+    float r = FMA(-k, LN2_HI_F, xc);
+    r = FMA(-k, LN2_LO_F, r);
+    float p = FMA(r, POLY4(r, EXPF_P_2M64), 0x1p-64f);
     /* (n + 127) << 23 with n in [-150, 0]; 64 more is in [41, 191], a normal exponent */
     float y = p * u2f((f2u(t) << 23) + (64u << 23));
     return x < EXPF_NORMAL_MIN ? 0.0f : y; /* NaN passes */
@@ -315,7 +335,7 @@ LLVM_MATH_API float llvm_math_exp2f(float x) {
     x = x > 129.0f ? 129.0f : x;
     float t = x + MAGIC_F;
     float r = x - (t - MAGIC_F); /* exact, in [-1/2, 1/2] */
-    return scale2f(1.0f + r * POLY5(r, EXP2F_P), f2u(t) - f2u(MAGIC_F));
+    return scale2f(FMA(r, POLY5(r, EXP2F_P), 1.0f), f2u(t) - f2u(MAGIC_F));
 }
 
 LLVM_MATH_API float llvm_math_expm1f(float x) {
@@ -343,7 +363,7 @@ static inline logf_red logf_reduce(float x) {
     logf_red red;
     red.e = (float)((int32_t)(ix >> 23) - 127);
     red.f = u2f((ix & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
-    red.c = (red.f * red.f) * (red.f * POLY7(red.f, LOGF_P) - 0.5f);
+    red.c = (red.f * red.f) * FMA(red.f, POLY7(red.f, LOGF_P), -0.5f);
     return red;
 }
 
@@ -371,7 +391,7 @@ static inline onep one_plus(float t) {
 }
 
 static inline float logf_combine(logf_red k, float corr) {
-    return k.e * LN2_HI_F + (k.f + (k.c + (k.e * LN2_LO_F + corr)));
+    return FMA(k.e, LN2_HI_F, k.f + (k.c + FMA(k.e, LN2_LO_F, corr)));
 }
 
 /* log1p(t) for t > -1 finite; the special values are the callers' */
@@ -395,7 +415,7 @@ LLVM_MATH_API float llvm_math_logf(float x) {
  * 12-bit hi, then everything else, so that the product costs no rounding of its own */
 static inline float mul_split_f(logf_red k, float hi, float lo, float full) {
     float fh = u2f(f2u(k.f) & 0xfffff000u);
-    return fh * hi + ((k.f - fh) * hi + (k.f * lo + k.c * full));
+    return FMA(fh, hi, FMA(k.f - fh, hi, FMA(k.f, lo, k.c * full)));
 }
 
 LLVM_MATH_API float llvm_math_log2f(float x) {
@@ -407,8 +427,9 @@ LLVM_MATH_API float llvm_math_log2f(float x) {
 LLVM_MATH_API float llvm_math_log10f(float x) {
     logf_red k = logf_reduce_sub(x);
     float fh = u2f(f2u(k.f) & 0xfffff000u);
-    float lo = (k.f - fh) * LOG10E_HI_F + (k.f * LOG10E_LO_F + (k.c * LOG10E_F + k.e * LG2_LO_F));
-    float res = k.e * LG2_HI_F + (fh * LOG10E_HI_F + lo);
+    float lo =
+        FMA(k.f - fh, LOG10E_HI_F, FMA(k.f, LOG10E_LO_F, FMA(k.c, LOG10E_F, k.e * LG2_LO_F)));
+    float res = FMA(k.e, LG2_HI_F, FMA(fh, LOG10E_HI_F, lo));
     return logf_special(x, res);
 }
 
@@ -432,7 +453,7 @@ static inline double log2d_kernel(double x) {
     double m = u2d((ix & UINT64_C(0x000fffffffffffff)) + UINT64_C(0x3fe6a09e667f3bcd));
     double s = (m - 1.0) / (m + 1.0);
     double s2 = s * s;
-    return e + s * POLY5(s2, LOG2S_P);
+    return FMA(s, POLY5(s2, LOG2S_P), e);
 }
 
 /* 2^z as a float: z = n + r, |r| <= 1/2, 2^r = 1 + r P(r); the double result rounds once
@@ -442,7 +463,7 @@ static inline float exp2d_to_float(double z) {
     z = z > 130.0 ? 130.0 : z;
     double t = z + MAGIC_D;
     double r = z - (t - MAGIC_D);
-    double p = 1.0 + r * POLY6(r, EXP2D_P);
+    double p = FMA(r, POLY6(r, EXP2D_P), 1.0);
     return (float)(p * u2d((d2u(t) - d2u(MAGIC_D) + 1023u) << 52));
 }
 
@@ -472,7 +493,7 @@ LLVM_MATH_API float llvm_math_powf(float x, float y) {
 
 LLVM_MATH_API float llvm_math_hypotf(float x, float y) {
     double dx = x, dy = y; /* squares are exact, and cannot overflow, in double */
-    float res = (float)__builtin_sqrt(dx * dx + dy * dy);
+    float res = (float)__builtin_sqrt(FMA(dx, dx, dy * dy));
     int inf = __builtin_fabsf(x) == INF_F || __builtin_fabsf(y) == INF_F;
     return inf ? INF_F : res; /* hypot(inf, NaN) = inf */
 }
@@ -519,7 +540,7 @@ static inline trigf_red trigf_reduce(float a) {
     uint64_t fr = d & ((UINT64_C(1) << 62) - 1u);
     double fh = u2d((fr >> 31) | UINT64_C(0x4330000000000000)) - 0x1p52;
     double fl = u2d((fr & 0x7fffffffu) | UINT64_C(0x4330000000000000)) - 0x1p52;
-    double frac = (fh * 0x1p31 - 0x1p61) + fl;
+    double frac = FMA(fh, 0x1p31, -0x1p61) + fl;
     trigf_red red;
     int small = a < PIO4_F;
     double r = frac * 0x1.921fb54442d18p-62; /* * pi/2 2^-62 */
@@ -544,8 +565,8 @@ static inline sincosf_t sincosf_red(trigf_red k) {
     float hz = 0.5f * r2;
     float w = 1.0f - hz;
     sincosf_t sc;
-    sc.s = r + (r * (r2 * POLY2(r2, SINF_P)) + k.rlo * w);
-    sc.c = w + ((((1.0f - w) - hz) + (r2 * r2) * POLY2(r2, COSF_P)) - k.rlo * r);
+    sc.s = r + FMA(r, r2 * POLY2(r2, SINF_P), k.rlo * w);
+    sc.c = w + FMA(-k.rlo, r, FMA(r2 * r2, POLY2(r2, COSF_P), (1.0f - w) - hz));
     return sc;
 }
 
@@ -580,7 +601,7 @@ LLVM_MATH_API float llvm_math_tanf(float x) {
 
 /* asin(s) = s + s^3 P(s^2) for s in [0, 1/2] */
 static inline float asinf_poly(float s, float z) {
-    return s + s * (z * POLY4(z, ASINF_P));
+    return FMA(s, z * POLY4(z, ASINF_P), s);
 }
 
 LLVM_MATH_API float llvm_math_asinf(float x) {
@@ -594,9 +615,9 @@ LLVM_MATH_API float llvm_math_asinf(float x) {
     double sd = __builtin_sqrt((double)z); /* a > 1: NaN */
     float sh = big ? (float)sd : a;
     float sl = big ? (float)(sd - (double)sh) : 0.0f;
-    float corr = sl + sh * (z * POLY4(z, ASINF_P)); /* asin(s) - sh */
-    float q = PIO4_F - 2.0f * sh;
-    float res = big ? PIO4_F - ((2.0f * corr - PIO2_LO_F) - q) : sh + corr;
+    float corr = FMA(sh, z * POLY4(z, ASINF_P), sl); /* asin(s) - sh */
+    float q = FMA(-2.0f, sh, PIO4_F);
+    float res = big ? PIO4_F - (FMA(2.0f, corr, -PIO2_LO_F) - q) : sh + corr;
     return __builtin_copysignf(res, x);
 }
 
@@ -608,7 +629,7 @@ LLVM_MATH_API float llvm_math_acosf(float x) {
     float z = big ? 0.5f * (1.0f - a) : x * x;
     float s = big ? __builtin_sqrtf(z) : x;
     float p = asinf_poly(s, z);
-    float neg = PI_HI_F - (2.0f * p - PI_LO_F);
+    float neg = PI_HI_F - FMA(2.0f, p, -PI_LO_F);
     float res = big ? (x > 0.0f ? 2.0f * p : neg) : PIO2_HI_F - (p - PIO2_LO_F);
     return res;
 }
@@ -616,7 +637,7 @@ LLVM_MATH_API float llvm_math_acosf(float x) {
 /* atan(t) for t in [0, 1] */
 static inline float atanf_poly(float t) {
     float t2 = t * t;
-    return t + t * (t2 * POLY8(t2, ATANF_P));
+    return FMA(t, t2 * POLY8(t2, ATANF_P), t);
 }
 
 LLVM_MATH_API float llvm_math_atanf(float x) {
@@ -651,7 +672,7 @@ LLVM_MATH_API float llvm_math_sinhf(float x) {
     /* below 1 a polynomial; above, h - 1 / (4 h) with h = e^a / 2 (scaled so that it
      * does not overflow before sinh does) */
     float a2 = a * a;
-    float small = a + a * (a2 * POLY3(a2, SINHF_P));
+    float small = FMA(a, a2 * POLY3(a2, SINHF_P), a);
     expf_red k = expf_reduce(a, 0.0f);
     float h = scale2f(1.0f + k.em, k.n - 1u);
     float res = a < 1.0f ? small : h - 0.25f / h;
@@ -702,17 +723,19 @@ static inline float expf_neg_sq(float a) {
     return u2f((k.n + 127u) << 23) * (1.0f + k.em); /* n in [-24, -1] */
 }
 
+#ifndef LLVM_MATH_CUDA
 LLVM_MATH_API float llvm_math_rand(long long seed, long long index, int stream) {
     return ir_philox_u01((int64_t)seed, (int64_t)index, (int32_t)stream);
 }
+#endif
 
 LLVM_MATH_API float llvm_math_erff(float x) {
     float a = __builtin_fabsf(x);
     float a2 = a * a;
-    float small = a + a * POLY6(a2, ERF0F_P); /* below 1 */
+    float small = FMA(a, POLY6(a2, ERF0F_P), a); /* below 1 */
     float al = a < 1.0f ? 1.0f : (a > 4.0f ? 4.0f : a);
     float t = al - 2.5f;
-    float large = 1.0f - expf_neg_sq(al) * POLY8(t, ERFCF_P); /* 1 - erfc */
+    float large = FMA(-expf_neg_sq(al), POLY8(t, ERFCF_P), 1.0f); /* 1 - erfc */
     /* erf rounds to 1 from 3.9193 on */
     float res = a < 1.0f ? small : (a < 3.92f ? large : 1.0f);
     res = a != a ? a : res;
@@ -751,7 +774,7 @@ LLVM_MATH_API float llvm_math_atanhf(float x) {
      * the rounding of 1 - a only touches a small term; one division for both */
     int small = a < 0.5f;
     float q = (small ? 2.0f * a * a : 2.0f * a) / (1.0f - a);
-    float res = 0.5f * log1pf_core(small ? 2.0f * a + q : q);
+    float res = 0.5f * log1pf_core(small ? FMA(2.0f, a, q) : q);
     res = a == 1.0f ? INF_F : res;
     res = a <= 1.0f ? res : NAN_F; /* above 1, or NaN */
     return __builtin_copysignf(res, x);
@@ -827,7 +850,7 @@ static inline double fmod_step(double ax, double ay, double inv, uint64_t eyb) {
     double ys = ay * u2d((1023u + k) << 52);
     double q = (ax * inv) * u2d((1023u - k) << 52);
     double n = (q + MAGIC_D) - MAGIC_D;
-    double r = ax - n * ys;
+    double r = FMA(-n, ys, ax);
     return r < 0.0 ? r + ys : r;
 }
 
@@ -860,10 +883,10 @@ LLVM_MATH_API float llvm_math_fmodf(float x, float y) {
 /* e^x for x in [-86.9, 88.8] (clamped by the caller), one scaling: 2^(n-1) * 2 covers
  * n = 128 without a second factor */
 static inline float fast_exp_core(float x) {
-    float t = x * LOG2E_F + MAGIC_F;
+    float t = FMA(x, LOG2E_F, MAGIC_F);
     float k = t - MAGIC_F;
-    float r = (x - k * LN2_HI_F) - k * LN2_LO_F;
-    float p = 1.0f + (r + (r * r) * POLY2(r, EXPF_FAST_P));
+    float r = FMA(-k, LN2_LO_F, FMA(-k, LN2_HI_F, x));
+    float p = 1.0f + FMA(r * r, POLY2(r, EXPF_FAST_P), r);
     return (p * u2f((f2u(t) - f2u(MAGIC_F) + 126u) << 23)) * 2.0f;
 }
 
@@ -878,7 +901,8 @@ LLVM_MATH_API float llvm_math_fast_logf(float x) {
     uint32_t ix = f2u(sub ? x * 0x1p23f : x) + (0x3f800000u - 0x3f3504f3u);
     float e = (float)((int32_t)(ix >> 23) - 127) - (sub ? 23.0f : 0.0f);
     float f = u2f((ix & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
-    float res = e * LN2_HI_F + (f + ((f * f) * (f * POLY3(f, LOGF_FAST_P) - 0.5f) + e * LN2_LO_F));
+    float res =
+        FMA(e, LN2_HI_F, f + FMA(f * f, FMA(f, POLY3(f, LOGF_FAST_P), -0.5f), e * LN2_LO_F));
     return logf_special(x, res);
 }
 
@@ -899,7 +923,7 @@ LLVM_MATH_API float llvm_math_fast_erff(float x) {
     float small = a * POLY3(a * a, ERF0F_FAST_P);
     float al = a < 1.0f ? 1.0f : (a > 4.0f ? 4.0f : a);
     float t = al - 2.5f;
-    float large = 1.0f - fast_exp_core(-(al * al)) * POLY4(t, ERFCF_FAST_P);
+    float large = FMA(-fast_exp_core(-(al * al)), POLY4(t, ERFCF_FAST_P), 1.0f);
     float res = a < 1.0f ? small : (a < 3.92f ? large : 1.0f);
     res = a != a ? a : res;
     return __builtin_copysignf(res, x);
@@ -909,9 +933,9 @@ LLVM_MATH_API float llvm_math_fast_erff(float x) {
  * exact for |q| < 2^20): accurate to |x| ~ 2^20, finite (r clamped) beyond */
 static inline trigf_red fast_trigf_reduce(float a) {
     double d = a;
-    double t = d * 0x1.45f306dc9c883p-1 + MAGIC_D; /* 2/pi */
+    double t = FMA(d, 0x1.45f306dc9c883p-1, MAGIC_D); /* 2/pi */
     double q = t - MAGIC_D;
-    double r = (d - q * 0x1.921fb544p+0) - q * 0x1.0b4611a626331p-34;
+    double r = FMA(-q, 0x1.0b4611a626331p-34, FMA(-q, 0x1.921fb544p+0, d));
     trigf_red red;
     float rf = (float)r;
     red.r = rf > 1.0f ? 1.0f : (rf < -1.0f ? -1.0f : rf);
@@ -922,12 +946,12 @@ static inline trigf_red fast_trigf_reduce(float a) {
 
 static inline float fast_sin_poly(float r) {
     float r2 = r * r;
-    return r + r * (r2 * POLY1(r2, SINF_FAST_P));
+    return FMA(r, r2 * POLY1(r2, SINF_FAST_P), r);
 }
 
 static inline float fast_cos_poly(float r) {
     float r2 = r * r;
-    return (1.0f - 0.5f * r2) + (r2 * r2) * POLY1(r2, COSF_FAST_P);
+    return FMA(r2 * r2, POLY1(r2, COSF_FAST_P), FMA(-0.5f, r2, 1.0f));
 }
 
 LLVM_MATH_API float llvm_math_fast_sinf(float x) {
@@ -954,7 +978,7 @@ LLVM_MATH_API float llvm_math_fast_powf(float x, float y) {
     z = z < -151.0f ? -151.0f : (z > 129.0f ? 129.0f : z);
     float t = z + MAGIC_F;
     float r = z - (t - MAGIC_F);
-    float mag = scale2f(1.0f + r * POLY3(r, EXP2F_FAST_P), f2u(t) - f2u(MAGIC_F));
+    float mag = scale2f(FMA(r, POLY3(r, EXP2F_FAST_P), 1.0f), f2u(t) - f2u(MAGIC_F));
     return powf_special(x, y, mag);
 }
 
@@ -970,11 +994,11 @@ typedef struct {
 /* e^(x + xlo) = 2^n (1 + em), |x| <= 1100 or NaN; LN2_HI_D has 32 bits, so k LN2_HI_D is
  * exact for |k| < 2^21 */
 static inline exp_red exp_reduce(double x, double xlo) {
-    double t = x * LOG2E_D + MAGIC_D;
+    double t = FMA(x, LOG2E_D, MAGIC_D);
     double k = t - MAGIC_D;
-    double r = x - k * LN2_HI_D;
-    r = (r - k * LN2_LO_D) + xlo;
-    exp_red red = {r + (r * r) * POLY10(r, EXPM1_P), d2u(t) - d2u(MAGIC_D)};
+    double r = FMA(-k, LN2_HI_D, x);
+    r = FMA(-k, LN2_LO_D, r) + xlo;
+    exp_red red = {FMA(r * r, POLY10(r, EXPM1_P), r), d2u(t) - d2u(MAGIC_D)};
     return red;
 }
 
@@ -988,7 +1012,7 @@ static inline double scale2d(double p, uint64_t n) {
 /* expm1 from a reduction with n in [-60, 1024], as expm1f_from */
 static inline double expm1_from(exp_red k) {
     double u = u2d((k.n + 1022u) << 52);
-    return 2.0 * (u * k.em + (u - 0.5));
+    return 2.0 * FMA(u, k.em, u - 0.5);
 }
 
 LLVM_MATH_API double llvm_math_exp(double x) {
@@ -1003,7 +1027,7 @@ LLVM_MATH_API double llvm_math_exp2(double x) {
     x = x > 1025.0 ? 1025.0 : x;
     double t = x + MAGIC_D;
     double r = (x - (t - MAGIC_D)) * LN2_D; /* |r| <= ln2/2, one rounding */
-    double em = r + (r * r) * POLY10(r, EXPM1_P);
+    double em = FMA(r * r, POLY10(r, EXPM1_P), r);
     return scale2d(1.0 + em, d2u(t) - d2u(MAGIC_D));
 }
 
@@ -1027,7 +1051,7 @@ static inline log_red log_reduce(double x) {
     red.f = u2d((ix & UINT64_C(0x000fffffffffffff)) + UINT64_C(0x3fe6a09e667f3bcd)) - 1.0;
     double s = red.f / (2.0 + red.f);
     double z = s * s;
-    red.c = -s * (red.f - z * POLY6(z, LOGS_P));
+    red.c = -s * FMA(-z, POLY6(z, LOGS_P), red.f);
     return red;
 }
 
@@ -1039,7 +1063,7 @@ static inline log_red log_reduce_sub(double x) {
 }
 
 static inline double log_combine(log_red k, double corr) {
-    return k.e * LN2_HI_D + (k.f + (k.c + (k.e * LN2_LO_D + corr)));
+    return FMA(k.e, LN2_HI_D, k.f + (k.c + FMA(k.e, LN2_LO_D, corr)));
 }
 
 typedef struct {
@@ -1071,14 +1095,14 @@ LLVM_MATH_API double llvm_math_log(double x) {
 
 LLVM_MATH_API double llvm_math_log2(double x) {
     log_red k = log_reduce_sub(x);
-    double res = k.e + (k.f * LOG2E_D + (k.f * LOG2E_LO_D + k.c * LOG2E_D));
+    double res = k.e + FMA(k.f, LOG2E_D, FMA(k.f, LOG2E_LO_D, k.c * LOG2E_D));
     return log_special(x, res);
 }
 
 LLVM_MATH_API double llvm_math_log10(double x) {
     log_red k = log_reduce_sub(x);
-    double lo = k.f * LOG10E_LO_D + (k.c * LOG10E_D + k.e * LG2_LO_D);
-    double res = k.e * LG2_HI_D + (k.f * LOG10E_D + lo);
+    double lo = FMA(k.f, LOG10E_LO_D, FMA(k.c, LOG10E_D, k.e * LG2_LO_D));
+    double res = FMA(k.e, LG2_HI_D, FMA(k.f, LOG10E_D, lo));
     return log_special(x, res);
 }
 
@@ -1136,7 +1160,7 @@ LLVM_MATH_API double llvm_math_sigmoid(double x) {
 LLVM_MATH_API double llvm_math_erf(double x) {
     double a = __builtin_fabs(x);
     double a2 = a * a;
-    double small = a + a * POLY11(a2, ERF0_P); /* below 1 */
+    double small = FMA(a, POLY11(a2, ERF0_P), a); /* below 1 */
     /* 1 - exp(-a^2) P(a - 7/2) on [1, 6], a^2 = hi + lo exactly (26-bit halves) */
     double al = a < 1.0 ? 1.0 : (a > 6.0 ? 6.0 : a);
     double ah = u2d(d2u(al) & UINT64_C(0xfffffffff8000000));
@@ -1144,7 +1168,7 @@ LLVM_MATH_API double llvm_math_erf(double x) {
     exp_red k = exp_reduce(-(ah * ah), -(at * (ah + al)));
     double ex = u2d((k.n + 1023u) << 52) * (1.0 + k.em); /* n in [-52, -1] */
     double t = al - 3.5;
-    double large = 1.0 - ex * POLY20(t, ERFC_P);
+    double large = FMA(-ex, POLY20(t, ERFC_P), 1.0);
     double res = a < 1.0 ? small : (a < 6.0 ? large : 1.0); /* erf rounds to 1 from 5.92 */
     res = a != a ? a : res;
     return __builtin_copysign(res, x);
@@ -1177,7 +1201,7 @@ LLVM_MATH_API double llvm_math_atanh(double x) {
     double a = __builtin_fabs(x);
     int small = a < 0.5;
     double q = (small ? 2.0 * a * a : 2.0 * a) / (1.0 - a);
-    double res = 0.5 * log1p_core(small ? 2.0 * a + q : q);
+    double res = 0.5 * log1p_core(small ? FMA(2.0, a, q) : q);
     res = a == 1.0 ? INF_D : res;
     res = a <= 1.0 ? res : NAN_D;
     return __builtin_copysign(res, x);

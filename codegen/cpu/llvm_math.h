@@ -6,10 +6,18 @@
  * CPU backend compiles codegen/cpu/llvm_math.c to bitcode when fusec is built, links it into
  * each JIT module and marks these functions always-inline (past a budget a kernel calls them
  * instead: codegen/cpu/llvm_outline.c); the same file is compiled into the library, which is
- * how tests/unit/test_llvm_math.c measures the accuracy.
+ * how tests/unit/test_llvm_math.c measures the accuracy; and the CUDA code generator puts the
+ * file itself into its modules (CG_H_MATH), so that both targets compute the same bits.
  *
- * Building the bitcode: `clang -O2 -fno-math-errno -fno-vectorize -fno-slp-vectorize
- * -emit-llvm -c codegen/cpu/llvm_math.c` for the generic target (no -march): no errno, so
+ * Fused multiply-adds: every one is written out (FMA in llvm_math.c) and the bitcode is built
+ * with -ffp-contract=off, so that nothing else is fused, on any CPU or GPU (NVRTC runs with
+ * --fmad=false). A CPU without FMA instructions (x86-64-v2) computes them as a multiplication
+ * and an addition (runtime/cpu/cpu_jit.c, unfuse_math): other bits, outside SPEC §5's one
+ * answer, which the docs say.
+ *
+ * Building the bitcode: `clang -O2 -fno-math-errno -ffp-contract=off -fno-vectorize
+ * -fno-slp-vectorize -emit-llvm -c codegen/cpu/llvm_math.c` for the generic target (no
+ * -march): no errno, so
  * that sqrt is an instruction; no vector code inside a function, which would stop the
  * loop vectorizer after inlining; only baseline target features, so that the functions
  * inline into kernels compiled for any x86-64 CPU. No fast-math flag may be put on their

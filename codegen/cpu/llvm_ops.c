@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "codegen/cpu/llvm_gen.h"
+#include "codegen/plan_math.h"
 #include "ir/scalar.h"
 
 /* ---- types and constants ----------------------------------------------------------------- */
@@ -563,54 +564,20 @@ static LLVMValueRef op_COPYSIGN(lg_mod *m, const lg_args *a) {
     return intr2(m, "llvm.copysign", a->v[0], a->v[1]);
 }
 
-/* The transcendentals: op, then the llvm_math function for f32, f64 and f32 --fast-math. */
-#define LG_MATH_OPS(X)                                                                             \
-    X(EXP2, exp2f, exp2, exp2f)                                                                    \
-    X(EXPM1, expm1f, expm1, expm1f)                                                                \
-    X(LOG, logf, log, fast_logf)                                                                   \
-    X(LOG2, log2f, log2, log2f)                                                                    \
-    X(LOG10, log10f, log10, log10f)                                                                \
-    X(LOG1P, log1pf, log1p, log1pf)                                                                \
-    X(SIN, sinf, sin, fast_sinf)                                                                   \
-    X(COS, cosf, cos, fast_cosf)                                                                   \
-    X(TAN, tanf, tan, tanf)                                                                        \
-    X(ASIN, asinf, asin, asinf)                                                                    \
-    X(ACOS, acosf, acos, acosf)                                                                    \
-    X(ATAN, atanf, atan, atanf)                                                                    \
-    X(SINH, sinhf, sinh, sinhf)                                                                    \
-    X(COSH, coshf, cosh, coshf)                                                                    \
-    X(TANH, tanhf, tanh, tanhf)                                                                    \
-    X(ASINH, asinhf, asinh, asinhf)                                                                \
-    X(ACOSH, acoshf, acosh, acoshf)                                                                \
-    X(ATANH, atanhf, atanh, atanhf)                                                                \
-    X(ERF, erff, erf, fast_erff)                                                                   \
-    X(SIGMOID, sigmoidf, sigmoid, fast_sigmoidf)                                                   \
-    X(POW, powf, pow, fast_powf)                                                                   \
-    X(ATAN2, atan2f, atan2, atan2f)                                                                \
-    X(HYPOT, hypotf, hypot, hypotf)
-
+/* The transcendentals: op, then the llvm_math function for f32, f64 and f32 --fast-math, from
+ * the table both code generators read (codegen/plan_math.h). */
 #define LG_MATH_OP(E, F32, F64, FAST)                                                              \
     static LLVMValueRef op_##E(lg_mod *m, const lg_args *a) {                                      \
         return math_call(                                                                          \
             m, math_name(m, a, "llvm_math_" #F32, "llvm_math_" #F64, "llvm_math_" #FAST), a->v,    \
             ir_ops[IR_OP_##E].arity);                                                              \
     }
-LG_MATH_OPS(LG_MATH_OP)
+PLAN_MATH_OPS(LG_MATH_OP)
 #undef LG_MATH_OP
-
-/* Whether node r is x - max(x) (over any axes, broadcast back): at most 0, or NaN. */
-static int minus_own_max(const ir_func *f, ir_ref r) {
-    const ir_node *n = &f->nodes[r];
-    if (n->op != IR_OP_SUB) return 0;
-    ir_ref b = n->args[1];
-    while (f->nodes[b].op == IR_OP_BROADCAST)
-        b = f->nodes[b].args[0];
-    return f->nodes[b].op == IR_OP_MAX && f->nodes[b].args[0] == n->args[0];
-}
 
 static LLVMValueRef op_EXP(lg_mod *m, const lg_args *a) {
     const char *f32 =
-        minus_own_max(a->f, a->n->args[0]) ? "llvm_math_expf_nonpos" : "llvm_math_expf";
+        plan_exp_nonpositive(a->f, a->n->args[0]) ? "llvm_math_expf_nonpos" : "llvm_math_expf";
     return math_call(m, math_name(m, a, f32, "llvm_math_exp", "llvm_math_fast_expf"), a->v, 1);
 }
 

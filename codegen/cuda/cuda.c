@@ -15,6 +15,41 @@
 #include <string.h>
 
 #include "codegen/cuda/cuda_internal.h"
+#include "codegen/plan_math.h"
+
+/* codegen/cpu/llvm_math.c as a C string (generated/cuda_math_source.c, made by the build) */
+extern const unsigned char cuda_math_source[];
+
+/* The math library itself, then the names the op table calls (cuda_expr.c's FD): fx_NAME is
+ * llvm_math_NAME, the CPU's function (codegen/plan_math.h), or under --use_fast_math CUDA's
+ * own f32 function, which that option makes approximate (sigmoid has none: always the
+ * library's). */
+static void math_macros(ir_buf *src) {
+    /* its C library #includes, inactive here (LLVM_MATH_CUDA), left out: a module includes
+     * nothing */
+    for (const char *l = (const char *)cuda_math_source; *l;) {
+        const char *e = strchr(l, '\n');
+        size_t n = e ? (size_t)(e - l) + 1 : strlen(l);
+        if (strncmp(l, "#include", 8) != 0) ir_buf_putn(src, l, n);
+        l += n;
+    }
+    ir_buf_puts(src, "\n/* the op table's names */\n#ifdef __USE_FAST_MATH__\n");
+#define FAST(E, F32, F64, FASTF)                                                                   \
+    ir_buf_puts(src, IR_OP_##E == IR_OP_SIGMOID ? "#define fx_" #F32 " llvm_math_" #F32 "\n"       \
+                                                : "#define fx_" #F32 " " #F32 "\n");
+    PLAN_MATH_OPS(FAST)
+#undef FAST
+    ir_buf_puts(src, "#define fx_expf expf\n#define fx_expf_nonpos expf\n#else\n");
+#define PRECISE(E, F32, F64, FASTF) ir_buf_puts(src, "#define fx_" #F32 " llvm_math_" #F32 "\n");
+    PLAN_MATH_OPS(PRECISE)
+#undef PRECISE
+    ir_buf_puts(src,
+                "#define fx_expf llvm_math_expf\n#define fx_expf_nonpos llvm_math_expf_nonpos\n"
+                "#endif\n#define fx_exp llvm_math_exp\n");
+#define F64(E, F32, F64, FASTF) ir_buf_puts(src, "#define fx_" #F64 " llvm_math_" #F64 "\n");
+    PLAN_MATH_OPS(F64)
+#undef F64
+}
 
 /* 2048 units of 32 columns: about 16 blocks of 8 warps an SM on a 132-SM GPU, so that two
  * waves of full occupancy keep enough loads in flight (on an H100 a column sum over
@@ -606,6 +641,7 @@ int cuda_generate(ir_arena *a, ir_func *const *funcs, int nfuncs, cuda_module **
         if (used & (1u << h)) {
             ir_buf_puts(&src, "\n");
             ir_buf_puts(&src, cg_helper_text((cg_helper)h, NULL));
+            if (h == CG_H_MATH) math_macros(&src);
         }
     cg_outline_emit(&mod, &src);
     if (mod.text.data) ir_buf_puts(&src, mod.text.data);

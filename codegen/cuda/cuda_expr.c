@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "codegen/cuda/cuda_internal.h"
+#include "codegen/plan_math.h"
 #include "ir/scalar.h"
 
 /* ---- sizes --------------------------------------------------------------------------------- */
@@ -180,11 +181,15 @@ typedef struct op_tmpl {
     unsigned hfd, hi; /* helpers the float/double templates and the integer one call */
 } op_tmpl;
 
-#define H(x)          (1u << CG_H_##x)
-#define NONE          NULL, NULL, NULL, NULL, 0, 0
-#define SAME(t)       t, t, t, t, 0, 0
-#define FD(fn)        fn "f($0)", fn "($0)", NULL, NULL, 0, 0
-#define FD2(fn)       fn "f($0, $1)", fn "($0, $1)", NULL, NULL, 0, 0
+#define H(x)    (1u << CG_H_##x)
+#define NONE    NULL, NULL, NULL, NULL, 0, 0
+#define SAME(t) t, t, t, t, 0, 0
+/* the math library's function (fx_NAME: llvm_math_NAME, or CUDA's own under --use_fast_math:
+ * math_macros in cuda.c); C's function where it is one IEEE operation or exact */
+#define FD(fn)        "fx_" fn "f($0)", "fx_" fn "($0)", NULL, NULL, H(MATH), 0
+#define FD2(fn)       "fx_" fn "f($0, $1)", "fx_" fn "($0, $1)", NULL, NULL, H(MATH), 0
+#define FC(fn)        fn "f($0)", fn "($0)", NULL, NULL, 0, 0
+#define FC2(fn)       fn "f($0, $1)", fn "($0, $1)", NULL, NULL, 0, 0
 #define ARITH(op, fn) "($0 " op " $1)", "($0 " op " $1)", "fx_" fn "($0, $1)", NULL, 0, H(INT)
 /* minimum, maximum and clamp: NaN-propagating helpers; on bool, logic */
 #define MINMAX(t, b) t, t, t, b, H(MINMAX), H(MINMAX)
@@ -220,8 +225,8 @@ typedef struct op_tmpl {
 #define TMPL_LOG2      FD("log2")
 #define TMPL_LOG10     FD("log10")
 #define TMPL_LOG1P     FD("log1p")
-#define TMPL_SQRT      FD("sqrt")
-#define TMPL_RSQRT     FD("rsqrt")
+#define TMPL_SQRT      FC("sqrt")
+#define TMPL_RSQRT     "(1.0f / sqrtf($0))", "(1.0 / sqrt($0))", NULL, NULL, 0, 0 /* as the CPU */
 #define TMPL_SIN       FD("sin")
 #define TMPL_COS       FD("cos")
 #define TMPL_TAN       FD("tan")
@@ -235,18 +240,18 @@ typedef struct op_tmpl {
 #define TMPL_ACOSH     FD("acosh")
 #define TMPL_ATANH     FD("atanh")
 #define TMPL_ERF       FD("erf")
-#define TMPL_SIGMOID   "fx_sigmoid($0)", "fx_sigmoid($0)", NULL, NULL, H(FLOAT), 0
+#define TMPL_SIGMOID   FD("sigmoid")
 #define TMPL_RELU      "fx_relu($0)", "fx_relu($0)", NULL, NULL, H(FLOAT), 0
-#define TMPL_FLOOR     FD("floor")
-#define TMPL_CEIL      FD("ceil")
-#define TMPL_ROUND     FD("rint") /* half to even in the default rounding mode */
-#define TMPL_TRUNC     FD("trunc")
+#define TMPL_FLOOR     FC("floor")
+#define TMPL_CEIL      FC("ceil")
+#define TMPL_ROUND     FC("rint") /* half to even in the default rounding mode */
+#define TMPL_TRUNC     FC("trunc")
 #define TMPL_ISNAN     "isnan($0)", "isnan($0)", NULL, NULL, 0, 0
 #define TMPL_ISINF     "isinf($0)", "isinf($0)", NULL, NULL, 0, 0
 #define TMPL_POW       FD2("pow")
 #define TMPL_ATAN2     FD2("atan2")
 #define TMPL_HYPOT     FD2("hypot")
-#define TMPL_COPYSIGN  FD2("copysign")
+#define TMPL_COPYSIGN  FC2("copysign")
 #define TMPL_RAND      "fx_rand($0, $1, $Su)", NULL, NULL, NULL, H(RAND), 0
 #define TMPL_CAST      NONE
 #define TMPL_BROADCAST NONE
@@ -271,6 +276,8 @@ static const op_tmpl op_table[IR_OP_COUNT] = {
 #undef SAME
 #undef FD
 #undef FD2
+#undef FC
+#undef FC2
 #undef ARITH
 #undef MINMAX
 
@@ -464,7 +471,9 @@ static const char *ew_expr(cg_kernel *k, ir_ref r) {
     unsigned hs = c == CG_CC_INT ? t->hi : c == CG_CC_BOOL ? 0 : t->hfd;
     for (int h = 0; h < CG_H_COUNT; h++)
         if (hs & (1u << h)) cg_use(k, (cg_helper)h);
-    if (c == CG_CC_FLOAT || c == CG_CC_DOUBLE) {
+    if (n->op == IR_OP_EXP && c == CG_CC_FLOAT && plan_exp_nonpositive(k->f, n->args[0])) {
+        tmpl = "fx_expf_nonpos($0)"; /* as the CPU chooses it (never outlined: small) */
+    } else if (c == CG_CC_FLOAT || c == CG_CC_DOUBLE) {
         const char *call = cg_outline_call(k, n->op, c == CG_CC_DOUBLE);
         if (call) tmpl = call;
     }

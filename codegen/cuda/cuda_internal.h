@@ -36,12 +36,13 @@ typedef enum cg_helper {
     CG_H_BF16,    /* bf16 storage <-> f32 */
     CG_H_F64HALF, /* f64 -> f16 / bf16 with one rounding */
     CG_H_MINMAX,  /* NaN-propagating minimum and maximum */
-    CG_H_FLOAT,   /* sign, relu, sigmoid */
+    CG_H_FLOAT,   /* sign, relu */
     CG_H_INT,     /* wrapping integer arithmetic, division by zero gives 0 */
     CG_H_CVT,     /* float -> integer: truncate, saturate, NaN -> 0 */
     CG_H_NSUM,    /* compensated (Neumaier) summation */
     CG_H_SHFL,    /* warp shuffles of any 4- or 8-byte value */
     CG_H_RAND,    /* rand: Philox4x32-10 (ir/philox.h's code in CUDA C) */
+    CG_H_MATH,    /* the llvm_math_* functions: codegen/cpu/llvm_math.c, the CPU's own */
     CG_H_COUNT
 } cg_helper;
 

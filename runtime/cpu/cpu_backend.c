@@ -156,6 +156,7 @@ static int target_setup(const rt_backend_request *req, llvm_gen_options *o, cons
         o->f16c = req->cpu->f16c;
         o->x86 = 1;
         o->vector_bytes = req->cpu->vector_bytes;
+        o->fma = (req->cpu->needs & ((rt_cpu_features)1 << RT_CPU_F_FMA)) != 0;
         o->cpu = req->cpu->llvm_cpu;
         o->cpu_features = req->cpu->llvm_features;
         *arch =
@@ -166,6 +167,7 @@ static int target_setup(const rt_backend_request *req, llvm_gen_options *o, cons
         o->f16c = rt_cpu_host_f16c();
         o->x86 = 1;
         o->vector_bytes = rt_cpu_host_vector_bytes();
+        o->fma = (rt_cpu_host_features() & ((rt_cpu_features)1 << RT_CPU_F_FMA)) != 0;
         *arch = rt_cpu_host_id();
         return 0;
     }

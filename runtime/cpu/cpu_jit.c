@@ -136,6 +136,8 @@ static void jit_host_options(llvm_gen_options *o) {
     o->f16c = host.f16c;
     o->x86 = host.x86;
     o->vector_bytes = host.vector_bytes;
+    const char *f = strstr(host.features, "+fma");
+    o->fma = !host.x86 || (f && (f[4] == ',' || f[4] == 0));
 }
 
 /* A target machine for the CPU o names (o->cpu, o->cpu_features), else the host's: O3,
@@ -183,9 +185,25 @@ static LLVMModuleRef generate(LLVMContextRef ctx, LLVMTargetMachineRef tm,
     return mod;
 }
 
+/* On a target without fused multiply-add instructions, the math's explicit fused
+ * multiply-adds (llvm.fma, which would become calls of libm's exact fmaf, one element at a
+ * time) become llvm.fmuladd: a multiplication and an addition there. The sequence of operations
+ * is otherwise the same, so only those roundings differ from an FMA target's. */
+static void unfuse_math(LLVMModuleRef mod) {
+    static const char *const names[] = {"llvm.fma.f32", "llvm.fma.f64"};
+    for (int i = 0; i < 2; i++) {
+        LLVMValueRef fma = LLVMGetNamedFunction(mod, names[i]);
+        if (!fma) continue;
+        LLVMTypeRef t = LLVMTypeOf(LLVMGetParam(fma, 0));
+        unsigned id = LLVMLookupIntrinsicID("llvm.fmuladd", 12);
+        LLVMReplaceAllUsesWith(fma, LLVMGetIntrinsicDeclaration(mod, id, &t, 1));
+        LLVMDeleteFunction(fma);
+    }
+}
+
 /* Links the math functions `mod` declares from the embedded bitcode, internal and
- * always-inline. */
-static int link_math(LLVMContextRef ctx, LLVMModuleRef mod, char *err, size_t errlen) {
+ * always-inline (see unfuse_math for a target without FMA). */
+static int link_math(LLVMContextRef ctx, LLVMModuleRef mod, int fma, char *err, size_t errlen) {
     LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(
         (const char *)llvm_math_bitcode, llvm_math_bitcode_size, "llvm_math.bc", 0);
     LLVMModuleRef math = NULL;
@@ -214,6 +232,7 @@ static int link_math(LLVMContextRef ctx, LLVMModuleRef mod, char *err, size_t er
         snprintf(err, errlen, "internal error: linking the math bitcode failed");
         return -1;
     }
+    if (!fma) unfuse_math(mod);
     unsigned always = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
     unsigned noinline = LLVMGetEnumAttributeKindForName("noinline", 8);
     unsigned optnone = LLVMGetEnumAttributeKindForName("optnone", 7);
@@ -248,7 +267,7 @@ static int jit_build(const llvm_module_meta *meta, const llvm_gen_options *o, ir
     mod = generate(ctx, tm, meta, o, arena, err, errlen);
     if (!mod) goto done;
     double t1 = now_ms();
-    if (link_math(ctx, mod, err, errlen)) goto done;
+    if (link_math(ctx, mod, o->fma, err, errlen)) goto done;
     llvm_outline_math(mod, o ? o->vector_bytes : 0);
     double t2 = now_ms();
     po = LLVMCreatePassBuilderOptions();

@@ -388,7 +388,12 @@ static int build_options(const char *arch, int fast_math, int want_ptx, const ch
         snprintf(archopt, archlen, "--gpu-architecture=%s_%d", want_ptx ? "compute" : "sm", num);
     opts[n++] = archopt;
     opts[n++] = "--minimal";
-    if (fast_math) opts[n++] = "--use_fast_math";
+    /* the math library (codegen/cpu/llvm_math.c, the CPU's) is plain C: its functions are
+     * device functions */
+    opts[n++] = "-default-device";
+    /* no multiply-add contracted but those written as fma: the CPU's sequence of IEEE
+     * operations, so its bits (SPEC §5); --use_fast_math contracts again */
+    opts[n++] = fast_math ? "--use_fast_math" : "--fmad=false";
     return n;
 }
 
