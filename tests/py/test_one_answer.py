@@ -50,14 +50,27 @@ COMPOSED = {
 }
 
 
+def ops_of(t):
+    """(name, function, its expressions, its parameters) of dtype t: one function for the
+    unary ops, one for the binary ones and the operators, one for the compositions, each
+    result one op (so a few processes compare every op, in one fused kernel each)."""
+    lib = (lambda op: t == "f32" or op not in LIBM_F64)
+    un = [(op, f"{op}(x)") for op in UNARY if lib(op)]
+    bi = [(op, f"{op}(x, y)") for op in BINARY if lib(op)]
+    bi += [(o, f"x {o} y") for o in OPERATORS.values()]
+    fns = [("unary", un, ["x"]), ("binary", bi, ["x", "y"])]
+    if t == "f32":
+        fns.append(("composed", list(COMPOSED.items()), ["x", "y"]))
+    return fns
+
+
 def program(t):
-    lines = [f"fn f_{op}(x: {t}[N]) -> {t}[N] {{ return {op}(x); }}" for op in UNARY]
-    lines += [f"fn f_{op}(x: {t}[N], y: {t}[N]) -> {t}[N] {{ return {op}(x, y); }}"
-              for op in BINARY]
-    lines += [f"fn f_{n}(x: {t}[N], y: {t}[N]) -> {t}[N] {{ return x {o} y; }}"
-              for n, o in OPERATORS.items()]
-    lines += [f"fn f_{n}(x: {t}[N]{f', y: {t}[N]' if 'y' in e else ''}) -> {t}[N] "
-              f"{{ return {e}; }}" for n, e in COMPOSED.items()]
+    lines = []
+    for name, exprs, params in ops_of(t):
+        sig = ", ".join(f"{p}: {t}[N]" for p in params)
+        res = ", ".join(f"{t}[N]" for _ in exprs)
+        lines.append(f"fn {name}({sig}) -> ({res}) {{\n    return "
+                     + ", ".join(e for _, e in exprs) + ";\n}")
     path = os.path.join(OUT, f"ops_{t}.fuse")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -85,9 +98,9 @@ def same(a, b):
     return None if bad.size == 0 else int(bad[0])
 
 
-def run_both(path, fn, inputs, tag):
-    key = tag.replace(" ", "_").replace("/", "div").replace("%", "mod").replace("*", "mul")
-    key = key.replace("+", "add").replace("-", "sub")
+def run_both(path, fn, key, inputs, tags):
+    """fn on both targets (the CPU's from FUSEC_ONE_ANSWER_CPU where set), result i compared as
+    op tags[i]; its files are named by key."""
     if SAVED:  # the inputs the CPU's results are of
         inputs = [(name, np.load(os.path.join(SAVED, f"{key}_{name}.npy"))) for name, _ in inputs]
     files = []
@@ -97,47 +110,39 @@ def run_both(path, fn, inputs, tag):
         files.append((name, p))
     got = {}
     for target in ("cpu",) if WRITE else ("cpu", "cuda"):
-        out = os.path.join(WRITE or OUT, f"{key}_{target}.npy")
+        outs = [os.path.join(WRITE or OUT, f"{key}_{target}_{i}.npy") for i in range(len(tags))]
         if target == "cpu" and SAVED:
-            got[target] = np.load(os.path.join(SAVED, f"{key}_cpu.npy"))
+            got[target] = [np.load(os.path.join(SAVED, f"{key}_cpu_{i}.npy"))
+                           for i in range(len(tags))]
             continue
-        rc, err = fusec_run(path, fn, files, [out], target)
-        check(rc == 0, f"{tag} on {target}: exit {rc}: {err.strip()}")
+        rc, err = fusec_run(path, fn, files, outs, target)
+        check(rc == 0, f"{fn} on {target}: exit {rc}: {err.strip()}")
         if rc != 0:
             return
-        got[target] = np.load(out)
+        got[target] = [np.load(o) for o in outs]
     if WRITE:
         return
-    i = same(got["cpu"], got["cuda"])
-    if i is None:
-        check(True, tag)
-        return
-    u = np.uint32 if got["cpu"].dtype == np.float32 else np.uint64
-    args = ", ".join(f"{a[i]!r}" for _, a in inputs)
-    n = np.count_nonzero(got["cpu"].view(u) != got["cuda"].view(u))
-    check(False, f"{tag}: {n} of {got['cpu'].size} differ; first {fn}({args}): cpu "
-                 f"{got['cpu'][i]!r} ({got['cpu'].view(u)[i]:#x}), cuda {got['cuda'][i]!r} "
-                 f"({got['cuda'].view(u)[i]:#x})")
+    for i, tag in enumerate(tags):
+        c, g = got["cpu"][i], got["cuda"][i]
+        j = same(c, g)
+        if j is None:
+            check(True, tag)
+            continue
+        u = np.uint32 if c.dtype == np.float32 else np.uint64
+        args = ", ".join(f"{a[j]!r}" for _, a in inputs)
+        n = np.count_nonzero(c.view(u) != g.view(u))
+        check(False, f"{tag}: {n} of {c.size} differ; first at ({args}): cpu {c[j]!r} "
+                     f"({c.view(u)[j]:#x}), cuda {g[j]!r} ({g.view(u)[j]:#x})")
 
 
 N = 4001
 for t, dt in (("f32", np.float32), ("f64", np.float64)):
     path = program(t)
     x, y = values(dt, N), values(dt, N)[::-1].copy()
-    for op in UNARY:
-        if t == "f64" and op in LIBM_F64:
-            continue
-        run_both(path, f"f_{op}", [("x", x)], f"{op} {t}")
-    for op in BINARY:
-        if t == "f64" and op in LIBM_F64:
-            continue
-        run_both(path, f"f_{op}", [("x", x), ("y", y)], f"{op} {t}")
-    for n in OPERATORS:
-        run_both(path, f"f_{n}", [("x", x), ("y", y)], f"{OPERATORS[n]} {t}")
-    if t == "f32":
-        small = rng.uniform(-6, 6, N).astype(dt)
-        for n in COMPOSED:
-            ins = [("x", small)] + ([("y", small[::-1].copy())] if "y" in COMPOSED[n] else [])
-            run_both(path, f"f_{n}", ins, f"{n} {t}")
+    small = rng.uniform(-6, 6, N).astype(dt)
+    for fn, exprs, params in ops_of(t):
+        ins = [("x", x), ("y", y)] if fn != "composed" else [("x", small),
+                                                             ("y", small[::-1].copy())]
+        run_both(path, fn, f"{fn}_{t}", ins[:len(params)], [f"{e} {t}" for e, _ in exprs])
 
 finish()
