@@ -497,6 +497,12 @@ static void row_combine(cg_kernel *k, const rplan *p, int32_t s, int compensated
     cg_line(k, "}");
 }
 
+/* The bytes a block of the shared-memory variant holds its row in: every cached value of
+ * ROW_MAX_T threads, ept elements each (the launch's dynamic shared memory). */
+static int32_t row_shared_bytes(const rplan *p, int ept) {
+    return ROW_MAX_T * ept * p->cache_words * 4;
+}
+
 /* The cached values' arrays, each read as NAME[k][j] (chunk k of the thread's K, element j of
  * its vector of w). In registers: an array a thread. In shared memory (the block is one row of
  * ROW_MAX_T threads, which the variant's condition guarantees): chunk k of every thread side
@@ -510,7 +516,7 @@ static void row_cache_decls(cg_kernel *k, const rplan *p, int cached, int K, int
         cg_line(k, "extern __shared__ __align__(16) unsigned char fx_row[];");
         cg_line(k, "#else");
         cg_line(k, "static unsigned char fx_row[%d] __attribute__((aligned(16)));",
-                ROW_MAX_T * K * w * p->cache_words * 4);
+                row_shared_bytes(p, K * w));
         cg_line(k, "#endif");
     }
     for (int32_t i = 0; i < nn + k->nbufs; i++) {
@@ -670,7 +676,7 @@ void cg_gen_row(cg_kernel *k, cuda_launch *l) {
      * first: the row in shared memory (rows that need a whole block), in registers, streamed */
     enum { NV = 3 };
     static const int where[NV] = {ROW_SHARED, ROW_REGISTERS, ROW_STREAM};
-    int32_t smem = ROW_MAX_T * ept * p.cache_words * 4;
+    int32_t smem = row_shared_bytes(&p, ept);
     const char *body[NV] = {0};
     k->cache_first = ir_arena_calloc(m->a, (size_t)k->f->nnodes, sizeof(int32_t));
     if (ept) {
