@@ -289,6 +289,22 @@ static void store(const npy_value *v, fusec_dtype t, unsigned char *p) {
     }
 }
 
+/* The fusec dtype whose bytes a's elements are as they lie in memory (host order, two's
+ * complement or IEEE), or -1 where there is none: bool too, since a bool file may hold bytes
+ * other than 0 and 1, which load() makes 1. */
+static int same_dtype(const npy_array *a) {
+    if (a->swap) return -1;
+    if (a->kind == NPY_FLOAT)
+        return a->itemsize == 2 ? FUSEC_F16 : a->itemsize == 4 ? FUSEC_F32 : FUSEC_F64;
+    if (a->kind == NPY_INT && (a->itemsize == 4 || a->itemsize == 8))
+        return a->itemsize == 4 ? FUSEC_I32 : FUSEC_I64;
+    return -1;
+}
+
+static int is_float(int t) {
+    return t == FUSEC_F16 || t == FUSEC_BF16 || t == FUSEC_F32 || t == FUSEC_F64;
+}
+
 int npy_convert(const npy_array *a, fusec_dtype t, void **out, char *err, size_t errlen) {
     size_t size = fusec_dtype_size(t);
     if (!size) {
@@ -304,9 +320,17 @@ int npy_convert(const npy_array *a, fusec_dtype t, void **out, char *err, size_t
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    for (int64_t i = 0; i < a->count; i++) {
-        npy_value v = load(a, i);
-        store(&v, t, o + (size_t)i * size);
+    int same = same_dtype(a);
+    if (same == (int)t) {
+        memcpy(o, a->data, (size_t)a->count * size); /* the common case: as fast as a copy */
+    } else if (is_float(same) && is_float(t)) {
+        /* float to float: fusec_convert goes through double too, in one call */
+        fusec_convert((fusec_dtype)same, a->data, t, o, (size_t)a->count);
+    } else {
+        for (int64_t i = 0; i < a->count; i++) {
+            npy_value v = load(a, i);
+            store(&v, t, o + (size_t)i * size);
+        }
     }
     *out = o;
     return 0;

@@ -218,8 +218,9 @@ def make_inputs(case_dir, path, fn, profile, special):
         p = f"{base}_in_{name}.npy"
         np.save(p, a)
         files.append((name, p))
-        if dtype in ("f16", "bf16", "f32", "f64"):
-            has_float = True
+        is_float = dtype in ("f16", "bf16", "f32", "f64")
+        has_float = has_float or is_float
+        if is_float and red:  # (the absolute values: a reduction's allowance only)
             p2 = f"{base}_abs_{name}.npy"
             np.save(p2, np.abs(a))
             absfiles.append((name, p2))
