@@ -7,7 +7,8 @@
 
 #include "fusec.h"
 
-enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3 };
+/* EXIT_DIFFERS: `fusec run --target=all` ran, and two targets gave other bits */
+enum { EXIT_OK = 0, EXIT_INPUT = 1, EXIT_USAGE = 2, EXIT_INTERNAL = 3, EXIT_DIFFERS = 4 };
 
 #define MAX_FILES    256
 #define MAX_BINDINGS FUSEC_MAX_ARGS /* --in, --out, --dim: one a parameter or result at most */
@@ -40,6 +41,7 @@ typedef struct cli {
     int reps;           /* bench --reps */
     const char *format; /* bench --format table|json */
     int plan;           /* bench --launch=plan: through a plan (a CUDA graph) */
+    int all;            /* run --target=all: on every target, compared bit for bit */
 } cli;
 
 /* Reports a usage error (printf-style) with a pointer to --help; returns EXIT_USAGE. */
@@ -54,6 +56,9 @@ int cli_missing_function(const cli *c, fusec_module *m, fusec_status st);
 int cli_find_function(const cli *c, fusec_module *m, fusec_function **f, int *nparams,
                       int *nresults);
 int cli_bench(cli *c); /* tools/bench.c */
+/* An output (opt names its option) that is also an input, the source or an --in file,
+ * would be destroyed: a usage error (EXIT_USAGE), said before anything is compiled. */
+int cli_check_not_input(const cli *c, const char *opt, const char *out);
 
 /* tools/view.c: a view of an input array: where its element (0, ...) is (elements from the
  * array's first) and its shape and strides in elements. */
@@ -91,5 +96,29 @@ int cli_alloc_tensor(fusec_tensor *t, const char *what, int64_t *count, size_t *
 int cli_to_target(fusec_module *m, const fusec_tensor *host, int n, int upload, fusec_tensor *dev);
 int cli_from_target(fusec_module *m, fusec_tensor *host, const fusec_tensor *dev, int n);
 void cli_free_target(fusec_module *m, fusec_tensor *dev, int n);
+
+/* tools/run.c: `fusec run` in steps. The host side of one run: the inputs as read (ins),
+ * what the call sees (call_ins: their views), and the results. */
+typedef struct cli_run_io {
+    int nparams, nresults;
+    fusec_tensor ins[MAX_BINDINGS], call_ins[MAX_BINDINGS], outs[MAX_BINDINGS];
+    cli_view views[MAX_BINDINGS];
+} cli_run_io;
+int cli_run(cli *c);
+/* Compiles c->function of c's file with opt and builds it: EXIT_OK with *m and *f, else the
+ * failure reported and its exit code. A failed build is left to the caller where build is
+ * given: *build gets its status and *m the module (its message), which the caller frees. */
+int cli_run_compile(const cli *c, const fusec_options *opt, fusec_module **m, fusec_function **f,
+                    fusec_status *build);
+/* The inputs of c's --in files for f, and its results' shapes. */
+int cli_run_inputs(const cli *c, fusec_module *m, fusec_function *f, cli_run_io *io);
+/* One launch on m's target: the results (host memory, poisoned first) into io->outs; a failed
+ * launch's status in *status (its message is the module's, not yet reported). */
+int cli_run_launch(fusec_module *m, fusec_function *f, cli_run_io *io, fusec_status *status);
+/* The results to the --out files, or printed. */
+int cli_run_results(const cli *c, const cli_run_io *io);
+void cli_run_free(cli_run_io *io);
+/* tools/run_all.c: --target=all */
+int cli_run_all(cli *c);
 
 #endif

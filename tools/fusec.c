@@ -6,7 +6,7 @@
  *   fusec cache stats | clear
  *
  * Exit codes (SPEC §2): 0 success; 1 an error in the user's input; 2 usage; 3 internal,
- * driver or device error.
+ * driver or device error; 4 `run --target=all` found runs that differ.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,6 +30,8 @@ static const char usage_text[] =
     "options:\n"
     "  --target=auto|cuda|cpu|ref  where to run (auto: CUDA with a GPU, else the CPU;\n"
     "                              ref: the float64 reference interpreter)\n"
+    "  --target=all                run: on every target present, compared bit for bit\n"
+    "                              (exit 4 when runs differ)\n"
     "  --arch=sm_XX                CUDA code for that architecture\n"
     "  --cpu=NAME                  CPU code for that CPU or level instead of this host's:\n"
     "                              x86-64-v2, x86-64-v3, x86-64-v4, znver3, znver4,\n"
@@ -172,8 +174,9 @@ static int parse_args(int argc, char **argv, cli *c) {
             c->opt.verbose = 1;
         else if ((v = option_value(argc, argv, &i, "--target", &m)) || m) {
             if (!v) return cli_usage_error("%s needs a value", "--target");
-            if (parse_target(v, &c->opt.target))
-                return cli_usage_error("unknown target '%s' (auto, cuda, cpu or ref)", v);
+            c->all = !strcmp(v, "all");
+            if (!c->all && parse_target(v, &c->opt.target))
+                return cli_usage_error("unknown target '%s' (auto, cuda, cpu, ref or all)", v);
         } else if ((v = option_value(argc, argv, &i, "--arch", &m)) || m) {
             if (!v || strncmp(v, "sm_", 3) != 0)
                 return cli_usage_error("--arch needs a value like sm_90, got '%s'", v ? v : "");
@@ -255,6 +258,11 @@ static int parse_args(int argc, char **argv, cli *c) {
             c->files[c->nfiles++] = a;
         }
     }
+    if (c->all && !(c->command && !strcmp(c->command, "run")))
+        return cli_usage_error("%s", "--target=all goes with run");
+    if (c->all && (c->opt.no_fuse || c->opt.cpu || c->opt.arch))
+        return cli_usage_error("%s", "--target=all runs fused and --no-fuse, at each CPU level "
+                                     "the host has, itself: no --no-fuse, --cpu or --arch");
     if (c->ndims && !(c->command && !strcmp(c->command, "bench")))
         return cli_usage_error("%s", "--dim goes with bench");
     return 0;
@@ -323,7 +331,7 @@ static int same_file(const char *a, const char *b) {
 
 /* An output (opt names its option) that is also an input, the source or an --in file,
  * would be destroyed: a usage error, said before anything is compiled or written. */
-static int check_not_input(const cli *c, const char *opt, const char *out) {
+int cli_check_not_input(const cli *c, const char *opt, const char *out) {
     for (int i = 0; i < c->nfiles; i++)
         if (same_file(out, c->files[i]))
             return cli_usage_error("%s '%s' is the source file '%s': refusing to overwrite it", opt,
@@ -358,7 +366,7 @@ static int cmd_compile(cli *c) {
     if (c->nfiles == 0) return cli_usage_error("%s", "no input file");
     if (c->output && !c->emit) return cli_usage_error("%s", "-o goes with --emit");
     if (c->output && c->nfiles > 1) return cli_usage_error("%s", "-o takes one input file");
-    if (c->output && check_not_input(c, "-o", c->output)) return EXIT_USAGE;
+    if (c->output && cli_check_not_input(c, "-o", c->output)) return EXIT_USAGE;
     int rc = EXIT_OK;
     for (int i = 0; i < c->nfiles; i++) {
         fusec_module *m = NULL;
@@ -396,58 +404,6 @@ static int cmd_compile(cli *c) {
 
 /* Element i of t: integers exactly, bool as 0 or 1, floats to 9 significant digits (enough
  * to tell any two f32 apart). */
-static void print_element(const fusec_tensor *t, int64_t i) {
-    const char *p = (const char *)t->data + (size_t)i * fusec_dtype_size(t->dtype);
-    switch (t->dtype) {
-    case FUSEC_BOOL: printf(" %d", *p != 0); break;
-    case FUSEC_I32: {
-        int32_t v;
-        memcpy(&v, p, sizeof v);
-        printf(" %" PRId32, v);
-    } break;
-    case FUSEC_I64: {
-        int64_t v;
-        memcpy(&v, p, sizeof v);
-        printf(" %" PRId64, v);
-    } break;
-    default: {
-        double v = 0;
-        fusec_convert(t->dtype, p, FUSEC_F64, &v, 1);
-        printf(" %.9g", v);
-    } break;
-    }
-}
-
-/* A result without --out: its dtype, shape and first elements, on one line. */
-static void print_values(int index, const fusec_tensor *t) {
-    int64_t n = 1;
-    printf("result %d: %s[", index, fusec_dtype_name(t->dtype));
-    for (int d = 0; d < t->rank; d++) {
-        printf("%s%lld", d ? ", " : "", (long long)t->shape[d]);
-        n *= t->shape[d];
-    }
-    printf("] =");
-    int64_t shown = n < 8 ? n : 8;
-    for (int64_t i = 0; i < shown; i++)
-        print_element(t, i);
-    printf("%s\n", n > shown ? " ..." : "");
-}
-
-/* Host memory for the results, their sizes checked first: they are shaped by the inputs,
- * and may broadcast them into more than fits. EXIT_OK or the exit code of the error. */
-static int alloc_results(fusec_tensor *outs, int n) {
-    for (int i = 0; i < n; i++) {
-        char what[32];
-        snprintf(what, sizeof what, "result %d", i);
-        int64_t count;
-        size_t bytes;
-        int rc = cli_alloc_tensor(&outs[i], what, &count, &bytes);
-        if (rc != EXIT_OK) return rc;
-        memset(outs[i].data, 0xff, bytes); /* poison: a result never written shows as NaN/-1 */
-    }
-    return EXIT_OK;
-}
-
 /* EXIT_OK, or (when a compilation for c->function alone failed because the module has no
  * such function) cli_find_function's message and exit code. */
 int cli_missing_function(const cli *c, fusec_module *m, fusec_status st) {
@@ -478,154 +434,6 @@ int cli_find_function(const cli *c, fusec_module *m, fusec_function **f, int *np
         return EXIT_INTERNAL;
     }
     return EXIT_OK;
-}
-
-static int cmd_run(cli *c) {
-    if (c->nfiles != 1) return cli_usage_error("%s", "run takes one FILE.fuse");
-    if (!c->function) return cli_usage_error("%s", "run needs -f FUNCTION");
-    for (int i = 0; i < c->nouts; i++)
-        if (check_not_input(c, "--out", c->outs[i])) return EXIT_USAGE;
-    fusec_module *m = NULL;
-    /* the function run, alone through the passes and the code generator */
-    fusec_options opt = c->opt;
-    opt.function = c->function;
-    fusec_status st = fusec_module_compile_file(c->files[0], &opt, &m);
-    if (!m) {
-        fprintf(stderr, "fusec: error: %s\n", fusec_status_string(st));
-        return EXIT_INTERNAL;
-    }
-    int rc = cli_missing_function(c, m, st);
-    if (rc != EXIT_OK) {
-        fusec_module_free(m);
-        return rc;
-    }
-    /* build before reporting, so -v shows the backend's lines and a missing device is said
-     * before any input is read */
-    if (st == FUSEC_OK) st = fusec_module_build(m);
-    cli_print_module_messages(m, st);
-    if (st != FUSEC_OK) {
-        fusec_module_free(m);
-        return cli_exit_code(st);
-    }
-    rc = EXIT_OK;
-    fusec_function *f = NULL;
-    fusec_tensor ins[MAX_BINDINGS], outs[MAX_BINDINGS], dev_ins[MAX_BINDINGS],
-        dev_outs[MAX_BINDINGS], call_ins[MAX_BINDINGS];
-    cli_view views[MAX_BINDINGS];
-    int nparams = 0, nresults = 0;
-    memset(ins, 0, sizeof ins);
-    memset(outs, 0, sizeof outs);
-    memset(dev_ins, 0, sizeof dev_ins);
-    memset(dev_outs, 0, sizeof dev_outs);
-    char err[512];
-
-    rc = cli_find_function(c, m, &f, &nparams, &nresults);
-    if (rc != EXIT_OK) goto done;
-    for (int b = 0; b < c->nins; b++) {
-        int found = 0;
-        for (int i = 0; i < nparams; i++) {
-            fusec_param_info p;
-            fusec_function_param(f, i, &p);
-            found |= !strcmp(p.name, c->ins[b].name);
-        }
-        if (!found) {
-            fprintf(stderr, "fusec: error: '%s' has no parameter '%s'\n", c->function,
-                    c->ins[b].name);
-            rc = EXIT_INPUT;
-            goto done;
-        }
-    }
-    for (int i = 0; i < nparams; i++) {
-        fusec_param_info p;
-        fusec_function_param(f, i, &p);
-        const char *path = NULL, *view = "";
-        for (int b = 0; b < c->nins; b++)
-            if (!strcmp(c->ins[b].name, p.name)) path = c->ins[b].path, view = c->ins[b].view;
-        if (!path) {
-            fprintf(stderr, "fusec: error: missing input for parameter '%s' (--in %s=FILE.npy)\n",
-                    p.name, p.name);
-            rc = EXIT_INPUT;
-            goto done;
-        }
-        npy_array a;
-        if (npy_read(path, &a, err, sizeof err) != 0) {
-            fprintf(stderr, "fusec: error: parameter '%s': %s\n", p.name, err);
-            rc = EXIT_INPUT;
-            goto done;
-        }
-        ins[i].dtype = p.dtype;
-        ins[i].rank = a.rank;
-        memcpy(ins[i].shape, a.shape, sizeof a.shape);
-        int cv = npy_convert(&a, p.dtype, &ins[i].data, err, sizeof err);
-        npy_free(&a);
-        if (cv != 0) {
-            fprintf(stderr, "fusec: error: parameter '%s': %s\n", p.name, err);
-            rc = EXIT_INTERNAL;
-            goto done;
-        }
-        if (cli_view_parse(view, ins[i].rank, ins[i].shape, a.fortran, &views[i], err,
-                           sizeof err) != 0) {
-            fprintf(stderr, "fusec: error: parameter '%s': %s\n", p.name, err);
-            rc = EXIT_INPUT;
-            goto done;
-        }
-        /* what the call sees: the view (its data pointer once in the target's memory); a
-         * Fortran-order file is one too, read in place through its strides */
-        call_ins[i] = ins[i];
-        call_ins[i].rank = views[i].rank;
-        memcpy(call_ins[i].shape, views[i].shape, sizeof views[i].shape);
-        call_ins[i].strides = *view || a.fortran ? views[i].strides : NULL;
-    }
-    if (c->nouts != 0 && c->nouts != nresults) {
-        fprintf(stderr, "fusec: error: '%s' has %d result%s but %d --out file%s given\n",
-                c->function, nresults, nresults == 1 ? "" : "s", c->nouts,
-                c->nouts == 1 ? " was" : "s were");
-        rc = EXIT_INPUT;
-        goto done;
-    }
-    st = fusec_function_result_shapes(f, call_ins, nparams, outs, nresults);
-    if (st != FUSEC_OK) {
-        fprintf(stderr, "fusec: error: %s\n", fusec_module_message(m));
-        rc = cli_exit_code(st);
-        goto done;
-    }
-    /* in the target's memory (the GPU's on CUDA), results poisoned there too */
-    rc = alloc_results(outs, nresults);
-    if (rc == EXIT_OK) rc = cli_to_target(m, ins, nparams, 1, dev_ins);
-    if (rc == EXIT_OK) rc = cli_to_target(m, outs, nresults, 1, dev_outs);
-    if (rc != EXIT_OK) goto done;
-    for (int i = 0; i < nparams; i++)
-        call_ins[i].data =
-            (char *)dev_ins[i].data + views[i].offset * (int64_t)fusec_dtype_size(ins[i].dtype);
-    st = fusec_launch(f, call_ins, nparams, dev_outs, nresults, NULL);
-    if (st != FUSEC_OK) {
-        fprintf(stderr, "fusec: error: %s\n", fusec_module_message(m));
-        rc = cli_exit_code(st);
-        goto done;
-    }
-    rc = cli_from_target(m, outs, dev_outs, nresults);
-    if (rc != EXIT_OK) goto done;
-    for (int i = 0; i < nresults; i++) {
-        if (c->nouts == 0) {
-            print_values(i, &outs[i]);
-            continue;
-        }
-        if (npy_write(c->outs[i], outs[i].dtype, outs[i].rank, outs[i].shape, outs[i].data, err,
-                      sizeof err) != 0) {
-            fprintf(stderr, "fusec: error: %s\n", err);
-            rc = EXIT_INPUT;
-            goto done;
-        }
-    }
-done:
-    cli_free_target(m, dev_ins, nparams);
-    cli_free_target(m, dev_outs, nresults);
-    for (int i = 0; i < nparams && i < MAX_BINDINGS; i++)
-        free(ins[i].data);
-    for (int i = 0; i < nresults && i < MAX_BINDINGS; i++)
-        free(outs[i].data);
-    fusec_module_free(m);
-    return rc;
 }
 
 static int cmd_cache(cli *c) {
@@ -664,7 +472,7 @@ int main(int argc, char **argv) {
         if (!c.command)
             rc = cmd_compile(&c);
         else if (!strcmp(c.command, "run"))
-            rc = cmd_run(&c);
+            rc = cli_run(&c);
         else if (!strcmp(c.command, "bench"))
             rc = cli_bench(&c);
         else
