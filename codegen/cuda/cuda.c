@@ -708,7 +708,7 @@ static int64_t part_blocks(const cuda_grid *g, const int64_t *syms, int sm_count
         int64_t len = cuda_size_eval(&g->row_len, syms);
         if (len < 0) return -1;
         int64_t want = ceil_div(len, g->per_thread > 0 ? g->per_thread : 1), tt = 1;
-        while (tt < want && tt < 1024)
+        while ((tt < want || tt < g->row_min_t) && tt < 1024)
             tt *= 2;
         *t = tt;
         if (tt > *block) *block = (int32_t)tt;

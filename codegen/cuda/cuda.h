@@ -25,7 +25,7 @@
 #include "ir/ir.h"
 
 /* Bump when the generated code changes for the same IR: it is part of every cache key. */
-#define CUDA_CODEGEN_VERSION 4
+#define CUDA_CODEGEN_VERSION 5
 
 /* What the CUDA generator asks of the kernel plan (codegen/plan.h). */
 extern const plan_options cuda_plan_options;
@@ -96,6 +96,7 @@ typedef struct cuda_grid {
     cuda_size work;
     cuda_size row_len; /* ROWS */
     int32_t per_thread;
+    int32_t row_min_t; /* ROWS: threads a row at least (0: 1) */
     int32_t block;
     int32_t blocks_per_sm;
     int32_t max_blocks;

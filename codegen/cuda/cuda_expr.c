@@ -649,11 +649,6 @@ const char *cg_red_combine(cg_kernel *k, ir_ref r, const char *acc, const char *
     }
 }
 
-int cg_red_compensated(const cg_kernel *k, ir_ref r) {
-    const ir_node *n = &k->f->nodes[r];
-    return (n->op == IR_OP_SUM || n->op == IR_OP_MEAN) && cg_class_of(n->dtype) == CG_CC_FLOAT;
-}
-
 const char *cg_red_finish(cg_kernel *k, ir_ref r, const char *acc, const char *count) {
     const ir_node *n = &k->f->nodes[r];
     if (n->op != IR_OP_MEAN) return acc;

@@ -39,7 +39,6 @@ typedef enum cg_helper {
     CG_H_FLOAT,   /* sign, relu */
     CG_H_INT,     /* wrapping integer arithmetic, division by zero gives 0 */
     CG_H_CVT,     /* float -> integer: truncate, saturate, NaN -> 0 */
-    CG_H_NSUM,    /* compensated (Neumaier) summation */
     CG_H_SHFL,    /* warp shuffles of any 4- or 8-byte value */
     CG_H_RAND,    /* rand: Philox4x32-10 (ir/philox.h's code in CUDA C) */
     CG_H_MATH,    /* the llvm_math_* functions: codegen/cpu/llvm_math.c, the CPU's own */
@@ -229,8 +228,6 @@ void cg_outline_emit(cg_module *m, ir_buf *out);
 /* Reductions as CUDA: identity and combination of accumulators. */
 const char *cg_red_init(cg_kernel *k, ir_ref r);
 const char *cg_red_combine(cg_kernel *k, ir_ref r, const char *acc, const char *x);
-/* A sum whose accumulator is compensated (f32 sums and means over long sweeps). */
-int cg_red_compensated(const cg_kernel *k, ir_ref r);
 /* The reduction's result from its accumulator (mean divides by the count expr). */
 const char *cg_red_finish(cg_kernel *k, ir_ref r, const char *acc, const char *count);
 

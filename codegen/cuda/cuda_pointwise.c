@@ -132,13 +132,8 @@ static void accumulate(cg_kernel *k, const ir_ref *reds, int32_t nreds) {
         const char *x = cg_operand(k, n->args[0]);
         if (k->f->nodes[n->args[0]].dtype != n->dtype)
             x = cg_fmt(k, "(%s)%s", cg_ctype(n->dtype), x); /* sum of i32 or bool into i64 */
-        if (cg_red_compensated(k, reds[r])) {
-            cg_use(k, CG_H_NSUM);
-            cg_line(k, "fx_nsum(a%d, a%dc, %s);", (int)reds[r], (int)reds[r], x);
-        } else {
-            const char *acc = cg_fmt(k, "a%d", (int)reds[r]);
-            cg_line(k, "%s = %s;", acc, cg_red_combine(k, reds[r], acc, x));
-        }
+        const char *acc = cg_fmt(k, "a%d", (int)reds[r]);
+        cg_line(k, "%s = %s;", acc, cg_red_combine(k, reds[r], acc, x));
     }
 }
 

@@ -349,17 +349,6 @@ static const helper helpers[CG_H_COUNT] = {
                      "#endif\n"
                      "    return x != x ? 0 : r;\n"
                      "}\n"},
-    [CG_H_NSUM] = {0, "/* compensated summation (Neumaier): s + c is the running sum; an "
-                      "infinite or NaN s\n"
-                      "   makes c meaningless, so the result is s then */\n"
-                      "__device__ __forceinline__ void fx_nsum(float &s, float &c, float x) {\n"
-                      "    const float t = s + x;\n"
-                      "    c += fabsf(s) >= fabsf(x) ? (s - t) + x : (x - t) + s;\n"
-                      "    s = t;\n"
-                      "}\n"
-                      "__device__ __forceinline__ float fx_nsum_done(float s, float c) {\n"
-                      "    return isfinite(s) ? s + c : s;\n"
-                      "}\n"},
     [CG_H_SHFL] = {0, "/* the value of lane (this lane ^ o) of the warp */\n"
                       "__device__ __forceinline__ float fx_shfl_xor(float v, int o) {\n"
                       "    return __shfl_xor_sync(0xffffffffu, v, o);\n"

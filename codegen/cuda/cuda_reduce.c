@@ -6,11 +6,14 @@
  * per column) that depend on a sweep's reductions follow it; each per-element output is
  * written by the first sweep that can compute it, or by a last sweep. Threads combine their
  * partial accumulators in a fixed order (warp butterflies, then warps in order): results are
- * bit-identical run after run. Floating-point sums over long sweeps are compensated.
+ * bit-identical run after run. A float sum, mean or product adds in the plan's order (docs/plan.md:
+ * the CPU's bits); the other reductions are exact in any order.
  *
  * Row reductions (the reduced axes are the innermost): T threads own a row, T a power of two
  * from 1 to 1024 picked at launch from the row length (a warp or less per row for short rows,
- * a block per row for long ones). Three variants:
+ * a block per row for long ones). A kernel with a float sum, mean or product sums in the plan's
+ * order ("rows in the plan's order" below: streamed, one variant); any other (max, min,
+ * integers: exact in any order) takes one of three variants:
  *   cached  the row's inputs that several sweeps read, and the expensive values several
  *           sweeps need (softmax's exp), stay in registers: EPT elements a thread, EPT from a
  *           budget of 32 registers, so rows up to 1024 * EPT elements are read from memory
@@ -22,9 +25,12 @@
  *           variant when nothing is read twice (a plain row sum reads each element once).
  * Column reductions (outer or middle axes reduced): a block owns 32 adjacent results and its
  * 8 warps split the reduced elements, so each load of a warp is 32 adjacent elements; later
- * sweeps read the columns again.
+ * sweeps read the columns again. With a float sum, mean or product, the warps take the plan's
+ * lanes (column_sweep_ordered).
  * Full reductions: a grid-stride sweep writes one partial result per block, then one block
- * combines the partials in order and computes the scalar epilogue.
+ * combines the partials in order and computes the scalar epilogue; with a float sum, mean or
+ * product the sweep is an ordered row over every element ("full reductions in the plan's
+ * order").
  */
 #include <stdio.h>
 #include <string.h>
@@ -49,6 +55,9 @@ enum {
     COL_W = 32,      /* results a column block owns */
     COL_H = 8,       /* warps that split the reduced elements */
     FULL_BLOCK = 256,
+    /* a full reduction in the plan's order: 32 / w threads take a block of 1024 elements, so
+     * 2^20 elements keep 8192 threads busy; blocks of 128 spread them over 64 SMs */
+    FULL_ORDERED_BLOCK = 128,
 };
 
 typedef struct rplan {
@@ -196,17 +205,16 @@ static const char *acc_name(cg_kernel *k, ir_ref r) {
     return cg_fmt(k, "a%d", (int)r);
 }
 
-static void acc_init(cg_kernel *k, const rplan *p, int32_t s, int compensated) {
+static void acc_init(cg_kernel *k, const rplan *p, int32_t s) {
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
         const char *t = cg_ctype(k->f->nodes[r].dtype);
         cg_line(k, "%s a%d = %s;", t, (int)r, cg_red_init(k, r));
-        if (compensated && cg_red_compensated(k, r)) cg_line(k, "%s a%dc = 0.0f;", t, (int)r);
     }
 }
 
-static void acc_add(cg_kernel *k, const rplan *p, int32_t s, int compensated) {
+static void acc_add(cg_kernel *k, const rplan *p, int32_t s) {
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
@@ -214,22 +222,7 @@ static void acc_add(cg_kernel *k, const rplan *p, int32_t s, int compensated) {
         const char *x = cg_operand(k, n->args[0]);
         if (k->f->nodes[n->args[0]].dtype != n->dtype)
             x = cg_fmt(k, "(%s)%s", cg_ctype(n->dtype), x);
-        if (compensated && cg_red_compensated(k, r)) {
-            cg_use(k, CG_H_NSUM);
-            cg_line(k, "fx_nsum(a%d, a%dc, %s);", (int)r, (int)r, x);
-        } else {
-            cg_line(k, "a%d = %s;", (int)r, cg_red_combine(k, r, acc_name(k, r), x));
-        }
-    }
-}
-
-static void acc_finish_compensated(cg_kernel *k, const rplan *p, int32_t s) {
-    for (int32_t i = 0; i < p->nreds; i++) {
-        ir_ref r = p->reds[i];
-        if (p->lev[r] == s && cg_red_compensated(k, r)) {
-            cg_use(k, CG_H_NSUM);
-            cg_line(k, "a%d = fx_nsum_done(a%d, a%dc);", (int)r, (int)r, (int)r);
-        }
+        cg_line(k, "a%d = %s;", (int)r, cg_red_combine(k, r, acc_name(k, r), x));
     }
 }
 
@@ -341,7 +334,9 @@ static const char *row_load(cg_kernel *k, int b) {
     const char *v = cg_fmt(k, "v%d", (int)bf->node);
     const char *x;
     if (bf->computed) return index_value(k, b, c->elem ? c->e : NULL);
-    if (!c->elem) {
+    /* (a full reduction's elements as one row: a value that varies along no reduced group,
+     * a scalar, is read where its element needs it) */
+    if (!c->elem || !(bf->mask & k->reduced)) {
         /* a value per row: the row's element, or nothing past the last row */
         const char *at = (bf->mask & ~k->reduced) ? cg_fmt(k, "o%d", (int)b) : "0";
         x = cg_fmt(k, "live ? %s : (%s)0",
@@ -360,29 +355,30 @@ static const char *row_load(cg_kernel *k, int b) {
     return v;
 }
 
-/* One sweep over the row. Cached: the K chunks of this thread unrolled, each a whole vector
- * (the launcher takes this variant only for aligned rows of whole vectors), values of the
- * cached inputs and nodes from registers. Streamed: a loop over the row with vector loads
- * where aligned, element by element otherwise. */
-static void row_sweep(cg_kernel *k, const rplan *p, rowctx *c, int32_t s, int K) {
+/* Adds the element's operand of each reduction of sweep s to lane j of its lane array
+ * (fmt names it from the node: "a%d[j]"). */
+static void acc_add_lanes(cg_kernel *k, const rplan *p, int32_t s, const char *fmt) {
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] != s) continue;
+        const ir_node *n = &k->f->nodes[r];
+        const char *x = cg_operand(k, n->args[0]);
+        if (k->f->nodes[n->args[0]].dtype != n->dtype)
+            x = cg_fmt(k, "(%s)%s", cg_ctype(n->dtype), x);
+        const char *a = cg_fmt(k, fmt, (int)r);
+        cg_line(k, "%s = %s;", a, cg_red_combine(k, r, a, x));
+    }
+}
+
+/* The work of one chunk of a sweep at element index e: the vectors of the row's inputs it
+ * reads, then each of its w elements (past the row's end: nothing) computed, accumulated into
+ * acc (NULL: the reductions' own accumulators, "a<r>"; else a format for "acc[j]", as
+ * "a%d[j]") and written, then the vectors of the outputs stored. Cached: the thread's chunk k
+ * of whole vectors, cached values from registers or shared memory. */
+static void row_chunk(cg_kernel *k, const rplan *p, rowctx *c, int32_t s, const ir_ref *t,
+                      int32_t nt, const char *acc) {
     cg_module *m = k->m;
     int w = p->vec;
-    int compensated = !c->cached;
-    ir_ref *t = ir_arena_calloc(m->a, (size_t)(p->nreds + k->nbufs + 1), sizeof(ir_ref));
-    int32_t nt = sweep_targets(k, p, s, t);
-    cg_line(k, "/* sweep %d */", (int)s);
-    acc_init(k, p, s, compensated);
-    if (c->cached) {
-        cg_line(k, "#pragma unroll");
-        cg_line(k, "for (int k = 0; k < %d; k++) {", K);
-        k->ind++;
-        cg_line(k, "const int e = (k * T + lane) * %d;", w);
-        cg_line(k, "if (e < n) {");
-    } else {
-        cg_line(k, "for (long long e = (long long)lane * %d; e < n; e += (long long)T * %d) {", w,
-                w);
-    }
-    k->ind++;
     int32_t mark = cg_scope_mark(k);
     /* the cone of the sweep's targets, with cached values as leaves */
     if (c->cached)
@@ -425,7 +421,10 @@ static void row_sweep(cg_kernel *k, const rplan *p, rowctx *c, int32_t s, int K)
         for (ir_ref r = 0; r < k->f->nnodes; r++)
             if (p->cached_node[r] && need[r] && k->cache_first[r] == s)
                 cg_line(k, "cv%d[k][j] = v%d;", (int)r, (int)r);
-    acc_add(k, p, s, compensated);
+    if (acc)
+        acc_add_lanes(k, p, s, acc);
+    else
+        acc_add(k, p, s);
     for (int32_t b = 0; b < k->nbufs; b++) {
         if (!k->bufs[b].output || p->out_sweep[b] != s) continue;
         const char *x = cg_to_storage(k, k->bufs[b].dtype, cg_operand(k, k->bufs[b].node));
@@ -452,6 +451,30 @@ static void row_sweep(cg_kernel *k, const rplan *p, rowctx *c, int32_t s, int K)
         }
     }
     cg_scope_pop(k, mark);
+}
+
+/* One sweep over the row. Cached: the K chunks of this thread unrolled, each a whole vector
+ * (the launcher takes this variant only for aligned rows of whole vectors), values of the
+ * cached inputs and nodes from registers. Streamed: a loop over the row with vector loads
+ * where aligned, element by element otherwise. */
+static void row_sweep(cg_kernel *k, const rplan *p, rowctx *c, int32_t s, int K) {
+    int w = p->vec;
+    ir_ref *t = ir_arena_calloc(k->m->a, (size_t)(p->nreds + k->nbufs + 1), sizeof(ir_ref));
+    int32_t nt = sweep_targets(k, p, s, t);
+    cg_line(k, "/* sweep %d */", (int)s);
+    acc_init(k, p, s);
+    if (c->cached) {
+        cg_line(k, "#pragma unroll");
+        cg_line(k, "for (int k = 0; k < %d; k++) {", K);
+        k->ind++;
+        cg_line(k, "const int e = (k * T + lane) * %d;", w);
+        cg_line(k, "if (e < n) {");
+    } else {
+        cg_line(k, "for (long long e = (long long)lane * %d; e < n; e += (long long)T * %d) {", w,
+                w);
+    }
+    k->ind++;
+    row_chunk(k, p, c, s, t, nt, NULL);
     k->ind--;
     cg_line(k, "}");
     if (c->cached) {
@@ -461,12 +484,11 @@ static void row_sweep(cg_kernel *k, const rplan *p, rowctx *c, int32_t s, int K)
 }
 
 /* Combines the accumulators of sweep s across the T threads of each row. */
-static void row_combine(cg_kernel *k, const rplan *p, int32_t s, int compensated) {
+static void row_combine(cg_kernel *k, const rplan *p, int32_t s) {
     int any = 0;
     for (int32_t i = 0; i < p->nreds; i++)
         any |= p->lev[p->reds[i]] == s;
     if (!any) return;
-    if (compensated) acc_finish_compensated(k, p, s);
     warp_combine(k, p, s, "(T < 32 ? T : 32)");
     cg_line(k, "if (T > 32) {");
     k->ind++;
@@ -495,6 +517,246 @@ static void row_combine(cg_kernel *k, const rplan *p, int32_t s, int compensated
     cg_line(k, "__syncthreads(); /* before the next row reuses the slots */");
     k->ind--;
     cg_line(k, "}");
+}
+
+/* ---- rows in the plan's order (docs/plan.md, "The order of a reduction") -----------------
+ *
+ * A float sum, mean or product gives the CPU's bits only if it adds in the plan's order: element
+ * f to lane f % 32 of block f / 1024, each lane in index order, the lanes by halves, the blocks
+ * by the aligned binary tree. Here G = 32 / w threads hold a block (w: the vector width), thread
+ * gp of them its lanes gp * w .. gp * w + w - 1, loaded as one vector a row of 32 (m): 32
+ * vectors a block, each lane in index order. The halves are xor shuffles among the G threads,
+ * then within the thread's vector: every thread of the group ends with the block's value. The T
+ * threads of a row are T / G groups; group g takes the P blocks from g * P (P the power of two
+ * that covers the row), combined by a binary counter, which makes them an aligned subtree (the
+ * blocks past the row's end hold the identity, which changes no sum: no accumulator is ever
+ * -0); the groups by xor shuffles (g with g ^ 1, then g ^ 2: the aligned tree) and the row's
+ * warps through shared memory the same way. Every thread of the row ends with the value. */
+
+/* Whether the kernel reduces in an order-sensitive way: a float sum, mean or product. */
+static int row_needs_order(const cg_kernel *k, const rplan *p) {
+    for (int32_t i = 0; i < p->nreds; i++) {
+        const ir_node *n = &k->f->nodes[p->reds[i]];
+        cg_cclass c = cg_class_of(n->dtype);
+        if ((n->op == IR_OP_SUM || n->op == IR_OP_MEAN || n->op == IR_OP_PROD) &&
+            (c == CG_CC_FLOAT || c == CG_CC_DOUBLE))
+            return 1;
+    }
+    return 0;
+}
+
+/* For each reduction r of sweep s the line "<lhs> = <rhs>;" with both printed from r: the
+ * forms below. */
+enum {
+    SET_LANE0_FROM_LEVEL,
+    SET_LEVEL_FROM_LANE0,
+    SET_ACC_FROM_LANE0,
+    SET_ACC_FROM_TOP,
+    SET_ACC_FROM_WARPS
+};
+static void each_red(cg_kernel *k, const rplan *p, int32_t s, int form) {
+    for (int32_t i = 0; i < p->nreds; i++) {
+        int r = (int)p->reds[i];
+        if (p->lev[r] != s) continue;
+        switch (form) {
+        case SET_LANE0_FROM_LEVEL:
+            cg_line(k, "a%dl[0] = %s;", r,
+                    cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", r), cg_fmt(k, "a%dl[0]", r)));
+            break;
+        case SET_LEVEL_FROM_LANE0: cg_line(k, "a%dt[q] = a%dl[0];", r, r); break;
+        case SET_ACC_FROM_LANE0: cg_line(k, "    a%d = a%dl[0];", r, r); break;
+        case SET_ACC_FROM_TOP: cg_line(k, "    a%d = a%dt[lp];", r, r); break;
+        default:
+            cg_line(k, "a%d = red%d[w0 + (int)(threadIdx.x & 31 & ((T >> 5) - 1))];", r, r);
+            break;
+        }
+    }
+}
+
+/* a<r> combined with its value o lanes away, for each reduction r of sweep s */
+static void each_red_xor(cg_kernel *k, const rplan *p, int32_t s) {
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] != s) continue;
+        cg_line(k, "const %s x%d = fx_shfl_xor(a%d, o);", cg_ctype(k->f->nodes[r].dtype), (int)r,
+                (int)r);
+        cg_line(k, "a%d = %s;", (int)r,
+                cg_red_combine(k, r, acc_name(k, r), cg_fmt(k, "x%d", (int)r)));
+    }
+}
+
+/* Sweep s in the order: its accumulators to every thread of the row. The row's element 0 at
+ * origin (an expression and " + ", or ""). */
+static void row_sweep_ordered(cg_kernel *k, const rplan *p, rowctx *c, int32_t s,
+                              const char *origin) {
+    int w = p->vec;
+    ir_ref *t = ir_arena_calloc(k->m->a, (size_t)(p->nreds + k->nbufs + 1), sizeof(ir_ref));
+    int32_t nt = sweep_targets(k, p, s, t);
+    int any = 0;
+    for (int32_t i = 0; i < p->nreds; i++)
+        any |= p->lev[p->reds[i]] == s;
+    cg_line(k, "/* sweep %d, in the plan's order */", (int)s);
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] != s) continue;
+        /* the finished subtrees of the binary counter, level by level */
+        cg_line(k, "%s a%d, a%dt[40];", cg_ctype(k->f->nodes[r].dtype), (int)r, (int)r);
+    }
+    cg_line(k, "for (long long i = 0; i < P; i++) {");
+    k->ind++;
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] != s) continue;
+        const char *id = cg_red_init(k, r);
+        cg_line(k, "%s a%dl[%d];", cg_ctype(k->f->nodes[r].dtype), (int)r, w);
+        cg_line(k, "#pragma unroll");
+        cg_line(k, "for (int j = 0; j < %d; j++) a%dl[j] = %s;", w, (int)r, id);
+    }
+    cg_line(k, "const long long e0 = %s(grp * P + i) * 1024 + gp * %d;", origin, w);
+    cg_line(k, "for (int m = 0; m < 32; m++) {");
+    k->ind++;
+    cg_line(k, "const long long e = e0 + m * 32;");
+    row_chunk(k, p, c, s, t, nt, "a%dl[j]");
+    k->ind--;
+    cg_line(k, "}");
+    if (any) {
+        cg_use(k, CG_H_SHFL);
+        cg_line(k, "/* the block's lanes by halves: 16 .. w apart among the group's threads, ");
+        cg_line(k, "   then within the thread's vector */");
+        cg_line(k, "for (int o = %d; o > 0; o >>= 1) {", 16 / w);
+        k->ind++;
+        for (int32_t i = 0; i < p->nreds; i++) {
+            ir_ref r = p->reds[i];
+            if (p->lev[r] != s) continue;
+            cg_line(k, "#pragma unroll");
+            cg_line(k, "for (int j = 0; j < %d; j++) {", w);
+            cg_line(k, "    const %s x = fx_shfl_xor(a%dl[j], o);", cg_ctype(k->f->nodes[r].dtype),
+                    (int)r);
+            cg_line(k, "    a%dl[j] = %s;", (int)r,
+                    cg_red_combine(k, r, cg_fmt(k, "a%dl[j]", (int)r), "x"));
+            cg_line(k, "}");
+        }
+        k->ind--;
+        cg_line(k, "}");
+        for (int h = w / 2; h > 0; h /= 2)
+            for (int32_t i = 0; i < p->nreds; i++) {
+                ir_ref r = p->reds[i];
+                if (p->lev[r] != s) continue;
+                for (int j = 0; j < h; j++)
+                    cg_line(k, "a%dl[%d] = %s;", (int)r, j,
+                            cg_red_combine(k, r, cg_fmt(k, "a%dl[%d]", (int)r, j),
+                                           cg_fmt(k, "a%dl[%d]", (int)r, j + h)));
+            }
+        cg_line(k, "/* block i of the group's P: the binary counter over them (in local memory:");
+        cg_line(k, "   rows of more than 128 blocks only) */");
+        cg_line(k, "if (P == 1) {");
+        each_red(k, p, s, SET_ACC_FROM_LANE0);
+        cg_line(k, "} else {");
+        k->ind++;
+        cg_line(k, "int q = 0;");
+        cg_line(k, "for (long long bi = i; bi & 1; bi >>= 1, q++) {");
+        k->ind++;
+        each_red(k, p, s, SET_LANE0_FROM_LEVEL);
+        k->ind--;
+        cg_line(k, "}");
+        each_red(k, p, s, SET_LEVEL_FROM_LANE0);
+        k->ind--;
+        cg_line(k, "}");
+    }
+    k->ind--;
+    cg_line(k, "}");
+    if (!any) return;
+    cg_line(k, "if (P > 1) {");
+    each_red(k, p, s, SET_ACC_FROM_TOP);
+    cg_line(k, "}");
+    cg_line(k, "/* the groups of the row's warp: g with g ^ 1, then g ^ 2, ... */");
+    cg_line(k, "for (int o = G; o < (T < 32 ? T : 32); o <<= 1) {");
+    k->ind++;
+    each_red_xor(k, p, s);
+    k->ind--;
+    cg_line(k, "}");
+    cg_line(k, "if (T > 32) {");
+    k->ind++;
+    cg_line(k, "/* the row's warps: the same tree, through shared memory */");
+    for (int32_t i = 0; i < p->nreds; i++)
+        if (p->lev[p->reds[i]] == s)
+            cg_line(k, "if ((threadIdx.x & 31) == 0) red%d[threadIdx.x >> 5] = a%d;",
+                    (int)p->reds[i], (int)p->reds[i]);
+    cg_line(k, "__syncthreads();");
+    cg_line(k, "const int w0 = (int)(threadIdx.x / T) * (T >> 5);");
+    each_red(k, p, s, SET_ACC_FROM_WARPS);
+    cg_line(k, "for (int o = 1; o < (T >> 5); o <<= 1) {");
+    k->ind++;
+    each_red_xor(k, p, s);
+    k->ind--;
+    cg_line(k, "}");
+    cg_line(k, "__syncthreads(); /* before the next row reuses the slots */");
+    k->ind--;
+    cg_line(k, "}");
+}
+
+static void gen_row_ordered(cg_kernel *k, const rplan *p) {
+    cg_module *m = k->m;
+    int w = p->vec;
+    uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
+    rowctx c;
+    memset(&c, 0, sizeof c);
+    c.p = p;
+    c.cached = ROW_STREAM;
+    c.vecbuf = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
+    k->ctx = &c;
+    k->load = row_load;
+    const char *rows = cg_size_expr(k, cg_groups_extent(k, kept), "rows");
+    const char *len = cg_size_expr(k, cg_groups_extent(k, k->reduced), "len");
+    const char *tpr = cg_special_arg(k, CUDA_ARG_ROW_THREADS, 0, "tpr_", NULL);
+    cg_line(k, "/* T threads a row (a power of two, G at least), blockDim.x / T rows a block; G");
+    cg_line(k, "   threads a block of 1024 elements, %d lanes each */", w);
+    cg_line(k, "const int T = (int)%s;", tpr);
+    cg_line(k, "const int G = %d;", 32 / w);
+    cg_line(k, "const int lane = (int)threadIdx.x & (T - 1);");
+    cg_line(k, "const long long grp = lane / G;");
+    cg_line(k, "const int gp = lane & (G - 1);");
+    cg_line(k, "const long long rpb = (long long)(blockDim.x / T);");
+    cg_line(k, "const long long L = %s;", len);
+    cg_line(k, "/* P blocks a group: the power of two that covers the row */");
+    cg_line(k, "long long P = 1;");
+    cg_line(k, "int lp = 0;");
+    cg_line(k, "while (P * (T / G) * 1024 < L) P *= 2, lp++;");
+    shared_decls(k, p, "[32]");
+    const char *vc = cg_fmt(k, "L %% %d == 0", w);
+    for (int32_t b = 0; b < k->nbufs; b++) {
+        if (!cg_buf_used(k, b) || !row_linear(k, b)) continue;
+        if (k->bufs[b].output && !p->out_sweep[b]) continue;
+        cg_use(k, CG_H_TYPES);
+        vc = cg_fmt(k, "%s && fx_vec_ok<%d>(%s)", vc, w, k->bufs[b].name);
+    }
+    cg_line(k, "const bool vec = %s;", vc);
+    cg_line(k,
+            "for (long long row0 = (long long)blockIdx.x * rpb; row0 < %s; row0 += "
+            "(long long)gridDim.x * rpb) {",
+            rows);
+    k->ind++;
+    int32_t mark = cg_scope_mark(k);
+    cg_line(k, "const long long row = row0 + (long long)(threadIdx.x / T);");
+    cg_line(k, "const bool live = row < %s;", rows);
+    cg_line(k, "const long long n = live ? L : 0; /* this thread's row's live elements */");
+    for (int32_t b = 0; b < k->nbufs; b++)
+        if (cg_buf_used(k, b) && (k->bufs[b].mask & kept))
+            cg_line(k, "const long long o%d = %s; /* the row in %s */", (int)b,
+                    cg_offset_kept(k, b, "row", ""), k->bufs[b].name);
+    unsigned char *written = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
+    per_result_stage(k, p, 0, written, "lane == 0 && live", "row");
+    int32_t last = p->nsweeps + (p->final_sweep ? 1 : 0);
+    for (int32_t s = 1; s <= last; s++) {
+        row_sweep_ordered(k, p, &c, s, "");
+        if (s > p->nsweeps) break;
+        acc_values(k, p, s, "L");
+        per_result_stage(k, p, s, written, "lane == 0 && live", "row");
+    }
+    cg_scope_pop(k, mark);
+    k->ind--;
+    cg_line(k, "}");
+    k->ctx = NULL;
 }
 
 /* The bytes a block of the shared-memory variant holds its row in: every cached value of
@@ -612,7 +874,7 @@ static void gen_row_variant(cg_kernel *k, const rplan *p, int cached, int ept) {
     for (int32_t s = 1; s <= last; s++) {
         row_sweep(k, p, &c, s, K);
         if (s > p->nsweeps) break;
-        row_combine(k, p, s, !cached);
+        row_combine(k, p, s);
         acc_values(k, p, s, "L");
         per_result_stage(k, p, s, written, "lane == 0 && live", "row");
     }
@@ -650,17 +912,48 @@ static void row_cached_conds(cg_kernel *k, const rplan *p, cuda_variant *v, cuda
     v->conds = c;
 }
 
+/* The launch of a row kernel in the plan's order: one variant, G threads a row at least, one
+ * for each 32 * w elements (a block's) up to a block of ROW_MAX_T. */
+static void gen_row_order_launch(cg_kernel *k, cuda_launch *l, const rplan *p, cuda_size rows,
+                                 cuda_size len) {
+    cg_module *m = k->m;
+    gen_row_ordered(k, p);
+    const char *body = k->body.data ? k->body.data : "";
+    ir_buf_init(&k->body, m->a);
+    cuda_variant *v = ir_arena_calloc(m->a, 1, sizeof(cuda_variant));
+    cuda_grid *g = ir_arena_calloc(m->a, 1, sizeof(cuda_grid));
+    g->kind = CUDA_GRID_ROWS;
+    g->work = rows;
+    g->row_len = len;
+    g->per_thread = 32 * p->vec;
+    g->row_min_t = 32 / p->vec;
+    g->block = ROW_MIN_BLOCK;
+    g->blocks_per_sm = ROW_BLOCKS_PER_SM;
+    v->nparts = 1;
+    v->parts = g;
+    v->name = cg_emit_function(k, cg_global_name(k, ""), ROW_MAX_T, body, CG_FN_PLAIN);
+    l->what = "row-reduction";
+    l->nvariants = 1;
+    l->variants = v;
+    l->max_block = ROW_MAX_T;
+}
+
+/* The vector width of a row (or of a full reduction's elements): 16 bytes of the widest buffer
+ * that moves along it, 8 elements at most. */
+static int full_vec(cg_kernel *k) {
+    int maxbytes = 1;
+    for (int32_t b = 0; b < k->nbufs; b++)
+        if (cg_buf_used(k, b) && row_linear(k, b) && ir_dtypes[k->bufs[b].dtype].bytes > maxbytes)
+            maxbytes = ir_dtypes[k->bufs[b].dtype].bytes;
+    return 16 / maxbytes > 8 ? 8 : 16 / maxbytes;
+}
+
 void cg_gen_row(cg_kernel *k, cuda_launch *l) {
     cg_module *m = k->m;
     rplan p;
     plan_build(k, &p, 1);
     if (m->fail.failed) return;
-    /* the vector width: 16 bytes of the widest buffer that moves along the row */
-    int maxbytes = 1;
-    for (int32_t b = 0; b < k->nbufs; b++)
-        if (cg_buf_used(k, b) && row_linear(k, b) && ir_dtypes[k->bufs[b].dtype].bytes > maxbytes)
-            maxbytes = ir_dtypes[k->bufs[b].dtype].bytes;
-    p.vec = 16 / maxbytes > 8 ? 8 : 16 / maxbytes;
+    p.vec = full_vec(k);
     /* elements a thread caches: the register budget over the cached values, a power of two */
     int ept = 0;
     if (p.cache_words > 0) {
@@ -671,6 +964,10 @@ void cg_gen_row(cg_kernel *k, cuda_launch *l) {
     }
     cuda_size rows = cg_groups_extent(k, ((1u << k->ngroups) - 1) & ~k->reduced);
     cuda_size len = cg_groups_extent(k, k->reduced);
+    if (row_needs_order(k, &p)) {
+        gen_row_order_launch(k, l, &p, rows, len);
+        return;
+    }
 
     /* every body first: the signature holds every size any needs. The variants, first fit
      * first: the row in shared memory (rows that need a whole block), in registers, streamed */
@@ -750,24 +1047,18 @@ static const char *col_load(cg_kernel *k, int b) {
     return v;
 }
 
-/* Sweep s of a column block: its accumulators, the loop over the reduced elements from
- * `from` + ty (8 warps apart) to n, the per-element outputs it writes, the accumulators
- * finished and combined over the warps in order (shared memory: every thread of the block
- * passes the two barriers). */
-static void column_sweep(cg_kernel *k, const rplan *p, colctx *c, int32_t s, const char *from) {
-    cg_module *m = k->m;
+/* The body of a column sweep at reduced element e: the values, the accumulation (acc: as in
+ * row_chunk), the per-element outputs. */
+static void column_element(cg_kernel *k, const rplan *p, colctx *c, int32_t s, const ir_ref *t,
+                           int32_t nt, const char *acc) {
     uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
-    ir_ref *t = ir_arena_calloc(m->a, (size_t)(p->nreds + k->nbufs + 1), sizeof(ir_ref));
-    int32_t nt = sweep_targets(k, p, s, t);
-    cg_line(k, "/* sweep %d */", (int)s);
-    acc_init(k, p, s, 1);
-    cg_line(k, "for (long long e = %s%s; e < n; e += %d) {", from ? from : "",
-            from ? " + ty" : "ty", COL_H);
-    k->ind++;
     int32_t mark2 = cg_scope_mark(k);
     c->elem = 1;
     cg_emit_values(k, t, nt);
-    acc_add(k, p, s, 1);
+    if (acc)
+        acc_add_lanes(k, p, s, acc);
+    else
+        acc_add(k, p, s);
     for (int32_t b = 0; b < k->nbufs; b++) {
         const cg_buf *bf = &k->bufs[b];
         if (!bf->output || p->out_sweep[b] != s) continue;
@@ -778,10 +1069,148 @@ static void column_sweep(cg_kernel *k, const rplan *p, colctx *c, int32_t s, con
     }
     c->elem = 0;
     cg_scope_pop(k, mark2);
+}
+
+/* Sweep s of a column block in the plan's order over the reduced elements [from, to) (`to` the
+ * same for every thread of the block: the loop holds barriers; a thread's own elements end at
+ * n): blocks of 1024 elements in order, thread ty the lanes ty + 8j (j < 4) of its column,
+ * each in index order (element b0 + 32m + 8j + ty: a warp reads 32 adjacent columns); the
+ * lanes by halves, within the thread (j with j + 2, then j + 1) and then across the 8 warps in
+ * shared memory (ty with ty + 4, + 2, + 1); thread ty == 0 counts the blocks in a binary
+ * counter and folds its pending subtrees at the end (the aligned tree, the missing blocks the
+ * identity); every thread ends with the value. */
+static void column_sweep_ordered(cg_kernel *k, const rplan *p, colctx *c, int32_t s,
+                                 const char *from, const char *to, const ir_ref *t, int32_t nt) {
+    int any = 0;
+    for (int32_t i = 0; i < p->nreds; i++)
+        any |= p->lev[p->reds[i]] == s;
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] != s) continue;
+        cg_line(k, "%s a%d = %s, a%dt[40];", cg_ctype(k->f->nodes[r].dtype), (int)r,
+                cg_red_init(k, r), (int)r);
+    }
+    cg_line(k, "long long nbk%d = 0;", (int)s);
+    cg_line(k, "for (long long b0 = %s; b0 < %s; b0 += 1024, nbk%d++) {", from, to, (int)s);
+    k->ind++;
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] != s) continue;
+        const char *id = cg_red_init(k, r);
+        cg_line(k, "%s a%dl[4] = {%s, %s, %s, %s};", cg_ctype(k->f->nodes[r].dtype), (int)r, id, id,
+                id, id);
+    }
+    cg_line(k, "for (int m = 0; m < 32; m++) {");
+    k->ind++;
+    cg_line(k, "#pragma unroll");
+    cg_line(k, "for (int j = 0; j < 4; j++) {");
+    k->ind++;
+    cg_line(k, "const long long e = b0 + m * 32 + j * 8 + ty;");
+    cg_line(k, "if (e < n) {");
+    k->ind++;
+    column_element(k, p, c, s, t, nt, "a%dl[j]");
+    k->ind--;
+    cg_line(k, "}");
+    k->ind--;
+    cg_line(k, "}");
+    k->ind--;
+    cg_line(k, "}");
+    if (any) {
+        cg_line(k, "/* the lanes by halves: in the thread, then across the warps */");
+        for (int32_t i = 0; i < p->nreds; i++) {
+            ir_ref r = p->reds[i];
+            if (p->lev[r] != s) continue;
+            static const int pairs[3][2] = {{0, 2}, {1, 3}, {0, 1}};
+            for (int q = 0; q < 3; q++)
+                cg_line(k, "a%dl[%d] = %s;", (int)r, pairs[q][0],
+                        cg_red_combine(k, r, cg_fmt(k, "a%dl[%d]", (int)r, pairs[q][0]),
+                                       cg_fmt(k, "a%dl[%d]", (int)r, pairs[q][1])));
+            cg_line(k, "red%d[ty][tx] = a%dl[0];", (int)r, (int)r);
+        }
+        cg_line(k, "__syncthreads();");
+        cg_line(k, "if (ty == 0) {");
+        k->ind++;
+        for (int32_t i = 0; i < p->nreds; i++) {
+            ir_ref r = p->reds[i];
+            if (p->lev[r] != s) continue;
+            const char *v[8];
+            for (int w = 0; w < 8; w++)
+                v[w] = cg_fmt(k, "red%d[%d][tx]", (int)r, w);
+            for (int h = 4; h > 0; h /= 2)
+                for (int w = 0; w < h; w++)
+                    v[w] = cg_fmt(k, "(%s)", cg_red_combine(k, r, v[w], v[w + h]));
+            cg_line(k, "%s c%d = %s;", cg_ctype(k->f->nodes[r].dtype), (int)r, v[0]);
+        }
+        cg_line(k, "int q = 0;");
+        cg_line(k, "for (long long bi = nbk%d; bi & 1; bi >>= 1, q++) {", (int)s);
+        for (int32_t i = 0; i < p->nreds; i++) {
+            ir_ref r = p->reds[i];
+            if (p->lev[r] != s) continue;
+            cg_line(k, "    c%d = %s;", (int)r,
+                    cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), cg_fmt(k, "c%d", (int)r)));
+        }
+        cg_line(k, "}");
+        for (int32_t i = 0; i < p->nreds; i++)
+            if (p->lev[p->reds[i]] == s)
+                cg_line(k, "a%dt[q] = c%d;", (int)p->reds[i], (int)p->reds[i]);
+        k->ind--;
+        cg_line(k, "}");
+        cg_line(k, "__syncthreads();");
+    }
+    k->ind--;
+    cg_line(k, "}");
+    if (!any) return;
+    cg_line(k, "/* the pending subtrees, the lowest first, each higher one on the left; to every ");
+    cg_line(k, "   thread */");
+    cg_line(k, "if (ty == 0) {");
+    k->ind++;
+    cg_line(k, "bool have = false;");
+    cg_line(k, "for (int q = 0; q < 40; q++) {");
+    cg_line(k, "    if (!((nbk%d >> q) & 1)) continue;", (int)s);
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] != s) continue;
+        cg_line(k, "    a%d = have ? %s : a%dt[q];", (int)r,
+                cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), acc_name(k, r)), (int)r);
+    }
+    cg_line(k, "    have = true;");
+    cg_line(k, "}");
+    for (int32_t i = 0; i < p->nreds; i++)
+        if (p->lev[p->reds[i]] == s)
+            cg_line(k, "red%d[0][tx] = a%d;", (int)p->reds[i], (int)p->reds[i]);
+    k->ind--;
+    cg_line(k, "}");
+    cg_line(k, "__syncthreads();");
+    for (int32_t i = 0; i < p->nreds; i++)
+        if (p->lev[p->reds[i]] == s)
+            cg_line(k, "a%d = red%d[0][tx];", (int)p->reds[i], (int)p->reds[i]);
+    cg_line(k, "__syncthreads();");
+}
+
+/* Sweep s of a column block: its accumulators, the loop over the reduced elements from
+ * `from` + ty (8 warps apart) to n, the per-element outputs it writes, the accumulators
+ * finished and combined over the warps in order (shared memory: every thread of the block
+ * passes the two barriers). In the plan's order (column_sweep_ordered) where the kernel has a
+ * float sum, mean or product; `to` is then the uniform end of the elements. */
+static void column_sweep(cg_kernel *k, const rplan *p, colctx *c, int32_t s, const char *from,
+                         const char *to) {
+    cg_module *m = k->m;
+    ir_ref *t = ir_arena_calloc(m->a, (size_t)(p->nreds + k->nbufs + 1), sizeof(ir_ref));
+    int32_t nt = sweep_targets(k, p, s, t);
+    if (row_needs_order(k, p)) {
+        cg_line(k, "/* sweep %d, in the plan's order */", (int)s);
+        column_sweep_ordered(k, p, c, s, from ? from : "0", to, t, nt);
+        return;
+    }
+    cg_line(k, "/* sweep %d */", (int)s);
+    acc_init(k, p, s);
+    cg_line(k, "for (long long e = %s%s; e < n; e += %d) {", from ? from : "",
+            from ? " + ty" : "ty", COL_H);
+    k->ind++;
+    column_element(k, p, c, s, t, nt, NULL);
     k->ind--;
     cg_line(k, "}");
     if (s > p->nsweeps) return;
-    acc_finish_compensated(k, p, s);
     cg_line(k, "/* the %d partial results of each column, in order */", COL_H);
     for (int32_t i = 0; i < p->nreds; i++)
         if (p->lev[p->reds[i]] == s)
@@ -832,7 +1261,7 @@ static void column_body(cg_kernel *k, const rplan *p) {
     per_result_stage(k, p, 0, written, "ty == 0 && live", "col");
     int32_t last = p->nsweeps + (p->final_sweep ? 1 : 0);
     for (int32_t s = 1; s <= last; s++) {
-        column_sweep(k, p, &c, s, NULL);
+        column_sweep(k, p, &c, s, NULL, len);
         if (s > p->nsweeps) break;
         acc_values(k, p, s, len);
         per_result_stage(k, p, s, written, "ty == 0 && live", "col");
@@ -919,7 +1348,14 @@ static void pieces_body(cg_kernel *k, const rplan *p) {
             COL_W, COL_H);
     cg_line(k, "const int tx = (int)threadIdx.x & 31, ty = (int)threadIdx.x >> 5;");
     shared_decls(k, p, cg_fmt(k, "[%d][%d]", COL_H, COL_W));
-    cg_line(k, "const long long rows = (%s + %s - 1) / %s;", len, np, np);
+    if (row_needs_order(k, p)) {
+        /* pieces of a power of two of 1024-element blocks: each an aligned subtree of the
+         * order's tree over blocks (those past the end empty: the identity) */
+        cg_line(k, "long long rows = 1024;");
+        cg_line(k, "while (rows * %s < %s) rows *= 2;", np, len);
+    } else {
+        cg_line(k, "const long long rows = (%s + %s - 1) / %s;", len, np, np);
+    }
     cg_line(k, "const long long items = (%s + %d) / %d * %s;", cols, COL_W - 1, COL_W, np);
     cg_line(k, "for (long long it = blockIdx.x; it < items; it += gridDim.x) {");
     k->ind++;
@@ -928,9 +1364,10 @@ static void pieces_body(cg_kernel *k, const rplan *p) {
     cg_line(k, "const long long col = it / %s * %d + tx;", np, COL_W);
     cg_line(k, "const bool live = col < %s;", cols);
     cg_line(k, "const long long lo = pc * rows;");
-    cg_line(k, "const long long n = live ? (%s - lo < rows ? %s : lo + rows) : lo;", len, len);
+    cg_line(k, "const long long hi = %s - lo < rows ? %s : lo + rows;", len, len);
+    cg_line(k, "const long long n = live ? hi : lo;");
     column_offsets(k);
-    column_sweep(k, p, &c, 1, "lo");
+    column_sweep(k, p, &c, 1, "lo", "hi");
     cg_line(k, "if (ty == 0 && live) {");
     k->ind++;
     for (int32_t i = 0; i < p->nreds; i++)
@@ -943,8 +1380,34 @@ static void pieces_body(cg_kernel *k, const rplan *p) {
     k->ctx = NULL;
 }
 
+/* The pieces' partial results of a column combined in the order's tree over them (piece c
+ * with c + 1, then c with c + 2, ...): a binary counter over the pieces in order, its pending
+ * subtrees folded at the end (pieces are at most PLAN_SPLIT_MAX). */
+static void join_ordered(cg_kernel *k, const rplan *p, split_args a) {
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        const char *t = cg_ctype(k->f->nodes[r].dtype);
+        cg_line(k, "%s a%d = %s, a%dt[40];", t, (int)r, cg_red_init(k, r), (int)r);
+        cg_line(k, "for (long long pc = 0; pc < %s; pc++) {", a.pieces);
+        cg_line(k, "    %s c = %s;", t, split_slot(k, p, a.part, i, "pc", a.cols, 1));
+        cg_line(k, "    int q = 0;");
+        cg_line(k, "    for (long long bi = pc; bi & 1; bi >>= 1, q++) c = %s;",
+                cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), "c"));
+        cg_line(k, "    a%dt[q] = c;", (int)r);
+        cg_line(k, "}");
+        cg_line(k, "bool have%d = false;", (int)r);
+        cg_line(k, "for (int q = 0; q < 40; q++) {");
+        cg_line(k, "    if (!((%s >> q) & 1)) continue;", a.pieces);
+        cg_line(k, "    a%d = have%d ? %s : a%dt[q];", (int)r, (int)r,
+                cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), acc_name(k, r)), (int)r);
+        cg_line(k, "    have%d = true;", (int)r);
+        cg_line(k, "}");
+    }
+}
+
 /* The body of the join: a thread a column combines its pieces' partial results in piece
- * order, finishes the reductions and computes and stores the per-result values. */
+ * order (in the plan's order: join_ordered), finishes the reductions and computes and stores
+ * the per-result values. */
 static void join_body(cg_kernel *k, const rplan *p) {
     cg_module *m = k->m;
     colctx c = {0};
@@ -960,14 +1423,17 @@ static void join_body(cg_kernel *k, const rplan *p) {
     column_offsets(k);
     unsigned char *written = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
     per_result_stage(k, p, 0, written, NULL, "col");
-    for (int32_t i = 0; i < p->nreds; i++) {
-        ir_ref r = p->reds[i];
-        cg_line(k, "%s a%d = %s;", cg_ctype(k->f->nodes[r].dtype), (int)r,
-                split_slot(k, p, part, i, "0", cols, 1));
-        cg_line(k, "for (long long pc = 1; pc < %s; pc++)", np);
-        cg_line(k, "    a%d = %s;", (int)r,
-                cg_red_combine(k, r, acc_name(k, r), split_slot(k, p, part, i, "pc", cols, 1)));
-    }
+    if (row_needs_order(k, p))
+        join_ordered(k, p, a);
+    else
+        for (int32_t i = 0; i < p->nreds; i++) {
+            ir_ref r = p->reds[i];
+            cg_line(k, "%s a%d = %s;", cg_ctype(k->f->nodes[r].dtype), (int)r,
+                    split_slot(k, p, part, i, "0", cols, 1));
+            cg_line(k, "for (long long pc = 1; pc < %s; pc++)", np);
+            cg_line(k, "    a%d = %s;", (int)r,
+                    cg_red_combine(k, r, acc_name(k, r), split_slot(k, p, part, i, "pc", cols, 1)));
+        }
     acc_values(k, p, 1, len);
     per_result_stage(k, p, 1, written, NULL, "col");
     cg_scope_pop(k, mark);
@@ -1093,13 +1559,12 @@ static int full_partials_body(cg_kernel *k, const rplan *p) {
     const char *part = cg_special_arg(k, CUDA_ARG_SCRATCH, k->partials_scratch, "part_",
                                       "unsigned char *__restrict__");
     shared_decls(k, p, "[32]");
-    acc_init(k, p, 1, 1);
+    acc_init(k, p, 1);
     cg_line(k, "{");
     k->ind++;
     int w = cg_flat_sweep(k, outs, nouts, p->reds, p->nreds, "(I)blockIdx.x", "(I)gridDim.x");
     k->ind--;
     cg_line(k, "}");
-    acc_finish_compensated(k, p, 1);
     block_combine(k, p);
     cg_line(k, "if (threadIdx.x == 0) {");
     k->ind++;
@@ -1147,6 +1612,8 @@ static void full_partials_launch(cg_kernel *k, cuda_launch *l1, int w) {
     cg_launch_args(k, l1);
 }
 
+static void full_ordered_combine(cg_kernel *k, const rplan *p, const char *part, const char *np);
+
 /* The body of the final kernel (one block): its threads combine the partials in a fixed
  * order, the block combines the threads, and thread 0 computes the results from the
  * reductions (the per-result values of both stages, reading inputs at element 0). */
@@ -1160,21 +1627,27 @@ static void full_final_body(cg_kernel *k, const rplan *p) {
     const char *np = cg_special_arg(k, CUDA_ARG_GRID_OF, k->launch_index - 1, "nparts_", NULL);
     const char *n = cg_size_expr(k, cg_groups_extent(k, (1u << k->ngroups) - 1), "n");
     shared_decls(k, p, "[32]");
-    acc_init(k, p, 1, 0);
-    cg_line(k, "for (long long b = threadIdx.x; b < %s; b += blockDim.x) {", np);
-    k->ind++;
-    for (int32_t i = 0; i < p->nreds; i++) {
-        ir_ref r = p->reds[i];
-        cg_line(
-            k, "a%d = %s;", (int)r,
-            cg_red_combine(k, r, acc_name(k, r), cg_fmt(k, "%s[b]", partials_of(k, r, i, part))));
+    acc_init(k, p, 1);
+    int ordered = row_needs_order(k, p);
+    if (!ordered) {
+        cg_line(k, "for (long long b = threadIdx.x; b < %s; b += blockDim.x) {", np);
+        k->ind++;
+        for (int32_t i = 0; i < p->nreds; i++) {
+            ir_ref r = p->reds[i];
+            cg_line(k, "a%d = %s;", (int)r,
+                    cg_red_combine(k, r, acc_name(k, r),
+                                   cg_fmt(k, "%s[b]", partials_of(k, r, i, part))));
+        }
+        k->ind--;
+        cg_line(k, "}");
+        block_combine(k, p);
     }
-    k->ind--;
-    cg_line(k, "}");
-    block_combine(k, p);
     cg_line(k, "if (threadIdx.x == 0) {");
     k->ind++;
-    block_combine_thread0(k, p);
+    if (ordered)
+        full_ordered_combine(k, p, part, np);
+    else
+        block_combine_thread0(k, p);
     k->load = final_load;
     k->ctx = NULL;
     acc_values(k, p, 1, n);
@@ -1204,10 +1677,122 @@ static void full_final_launch(cg_kernel *k, cuda_launch *l2) {
     ir_buf_init(&k->body, m->a);
 }
 
+/* ---- full reductions in the plan's order ---------------------------------------------------
+ *
+ * The partials kernel sweeps the elements as one row (rows in the plan's order, above): CUDA
+ * block b takes the Q blocks of 1024 elements from b * Q (Q the power of two that covers the
+ * elements with the grid's blocks: an aligned subtree each), its 32 / w groups P of them each;
+ * thread 0 writes the block's value, unfinished, to the partials. The final kernel's thread 0
+ * combines the partials in the same tree (a binary counter, its pending subtrees folded). */
+static void full_ordered_partials_body(cg_kernel *k, const rplan *p) {
+    cg_module *m = k->m;
+    int w = p->vec;
+    rowctx c;
+    memset(&c, 0, sizeof c);
+    c.p = p;
+    c.cached = ROW_STREAM;
+    c.vecbuf = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
+    k->ctx = &c;
+    k->load = row_load;
+    k->index_template = 0;
+    k->cur_const = 0;
+    const char *part = cg_special_arg(k, CUDA_ARG_SCRATCH, k->partials_scratch, "part_",
+                                      "unsigned char *__restrict__");
+    const char *N = cg_size_expr(k, cg_groups_extent(k, (1u << k->ngroups) - 1), "n");
+    cg_line(k,
+            "/* the elements as one row: this block's Q blocks of 1024 from blockIdx.x * Q, its");
+    cg_line(k, "   groups of G threads (%d lanes each) P blocks each */", w);
+    cg_line(k, "const int T = (int)blockDim.x;");
+    cg_line(k, "const int G = %d;", 32 / w);
+    cg_line(k, "const int lane = (int)threadIdx.x;");
+    cg_line(k, "const long long grp = lane / G;");
+    cg_line(k, "const int gp = lane & (G - 1);");
+    cg_line(k, "const long long N = %s;", N);
+    cg_line(k, "long long Q = 1;");
+    cg_line(k, "while (Q * (long long)gridDim.x * 1024 < N) Q *= 2;");
+    cg_line(k, "long long P = 1;");
+    cg_line(k, "int lp = 0;");
+    cg_line(k, "while (P * (T / G) < Q) P *= 2, lp++;");
+    cg_line(k, "const long long lo = (long long)blockIdx.x * Q * 1024;");
+    cg_line(k, "const long long n = N - lo < Q * 1024 ? N : lo + Q * 1024;");
+    cg_line(k, "const bool live = true; /* what per-row loads test */");
+    cg_line(k, "(void)live;");
+    shared_decls(k, p, "[32]");
+    const char *vc = "true";
+    for (int32_t b = 0; b < k->nbufs; b++) {
+        if (!cg_buf_used(k, b) || !row_linear(k, b)) continue;
+        if (k->bufs[b].output && !p->out_sweep[b]) continue;
+        cg_use(k, CG_H_TYPES);
+        vc = cg_fmt(k, "%s && fx_vec_ok<%d>(%s)", vc, w, k->bufs[b].name);
+    }
+    cg_line(k, "const bool vec = %s;", vc);
+    row_sweep_ordered(k, p, &c, 1, "lo + ");
+    cg_line(k, "if (threadIdx.x == 0) {");
+    for (int32_t i = 0; i < p->nreds; i++)
+        cg_line(k, "    %s[blockIdx.x] = a%d;", partials_of(k, p->reds[i], i, part),
+                (int)p->reds[i]);
+    cg_line(k, "}");
+    k->ctx = NULL;
+}
+
+static void full_ordered_partials_launch(cg_kernel *k, cuda_launch *l1, const rplan *p) {
+    cg_module *m = k->m;
+    full_ordered_partials_body(k, p);
+    cuda_grid *g1 = ir_arena_calloc(m->a, 1, sizeof(cuda_grid));
+    g1->kind = CUDA_GRID_STRIDE;
+    g1->work = cg_groups_extent(k, (1u << k->ngroups) - 1);
+    g1->per_thread = 32 * p->vec; /* a block of 1024 elements to each group at least */
+    g1->block = FULL_ORDERED_BLOCK;
+    g1->blocks_per_sm = 8;
+    g1->max_blocks = CG_MAX_PARTIALS;
+    cuda_variant *v1 = ir_arena_calloc(m->a, 1, sizeof(cuda_variant));
+    v1->name = cg_global_name(k, "_partial");
+    v1->nparts = 1;
+    v1->parts = g1;
+    l1->what = "full-reduction partials";
+    l1->nvariants = 1;
+    l1->variants = v1;
+    l1->max_block = FULL_ORDERED_BLOCK;
+    v1->name = cg_emit_function(k, v1->name, FULL_ORDERED_BLOCK, k->body.data ? k->body.data : "",
+                                CG_FN_PLAIN);
+    ir_buf_init(&k->body, m->a);
+    cg_launch_args(k, l1);
+}
+
+/* Thread 0 of the final kernel: the partials (np of them) in the order's tree. */
+static void full_ordered_combine(cg_kernel *k, const rplan *p, const char *part, const char *np) {
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        const char *t = cg_ctype(k->f->nodes[r].dtype);
+        cg_line(k, "%s a%dt[40];", t, (int)r);
+        cg_line(k, "for (long long b = 0; b < %s; b++) {", np);
+        cg_line(k, "    %s c = %s[b];", t, partials_of(k, r, i, part));
+        cg_line(k, "    int q = 0;");
+        cg_line(k, "    for (long long bi = b; bi & 1; bi >>= 1, q++) c = %s;",
+                cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), "c"));
+        cg_line(k, "    a%dt[q] = c;", (int)r);
+        cg_line(k, "}");
+        cg_line(k, "bool have%d = false;", (int)r);
+        cg_line(k, "for (int q = 0; q < 40; q++) {");
+        cg_line(k, "    if (!(((long long)%s >> q) & 1)) continue;", np);
+        cg_line(k, "    a%d = have%d ? %s : a%dt[q];", (int)r, (int)r,
+                cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), acc_name(k, r)), (int)r);
+        cg_line(k, "    have%d = true;", (int)r);
+        cg_line(k, "}");
+    }
+}
+
 void cg_gen_full(cg_kernel *k, cuda_launch *l2) {
     rplan p;
     plan_build(k, &p, 0);
     if (k->m->fail.failed) return;
+    if (row_needs_order(k, &p)) {
+        p.vec = full_vec(k);
+        full_ordered_partials_launch(k, l2 - 1, &p);
+        full_final_body(k, &p);
+        full_final_launch(k, l2);
+        return;
+    }
     /* stage 1: a grid-stride sweep, one partial result per block */
     full_partials_launch(k, l2 - 1, full_partials_body(k, &p));
     /* stage 2: one block combines the partials in order; thread 0 finishes */

@@ -11,9 +11,15 @@ NaN, subnormals, the ends of each function's domain), and a chain of ops (GELU a
 compositions); a mismatch names the op, the input and both bit patterns. NaN compares equal to
 NaN whatever its payload (x86 keeps an operand's, a GPU makes its own). f64 is the same for the
 functions the library implements itself; those that call the C library (sin, cos, tan, asin,
-acos, atan, atan2, pow, hypot in f64) are each target's own and not compared. Reductions are
-not here: CUDA's do not follow the plan's order yet (issue 30). Without CUDA (no GPU, no
-emulated one), skipped.
+acos, atan, atan2, pow, hypot in f64) are each target's own and not compared.
+
+Reductions too (docs/plan.md, "The order of a reduction", which both targets follow): sums,
+means and products over the last axis, softmax, log-sum-exp and layer normalization, over the
+first axis (columns, and batch normalization), and over everything, in f32, f64 and bf16, over
+[5, 7] to [1, 140007] and [3000, 40]: rows within one block of 1024, of several, and of more
+blocks than a CUDA block has groups of threads (the binary counter); rows of 7 and 1001 are no
+whole vectors (the loads' scalar path); columns of 3000 are cut into pieces that a join
+combines. Without CUDA (no GPU, no emulated one), skipped.
 
 On a GPU machine, which has no CPU target (the bundle is built without LLVM), the CPU's
 results come from FUSEC_ONE_ANSWER_CPU=DIR, written here by `test_one_answer.py --write DIR`
@@ -22,7 +28,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fusectest import check, finish, fusec_run, np, target_or_skip, tmpdir  # noqa: E402
+from fusectest import check, finish, fusec_run, in_shard, np, target_or_skip, tmpdir  # noqa: E402
 
 WRITE = sys.argv[2] if len(sys.argv) == 3 and sys.argv[1] == "--write" else None
 SAVED = os.environ.get("FUSEC_ONE_ANSWER_CPU")
@@ -92,15 +98,22 @@ def values(dt, n):
 
 def same(a, b):
     """Bit for bit, NaN against NaN whatever the payload; the first difference or None."""
-    u = np.uint32 if a.dtype == np.float32 else np.uint64
+    a, b = a.reshape(-1), b.reshape(-1)
+    u = {2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
     nan = np.isnan(a) & np.isnan(b)
     bad = np.flatnonzero((a.view(u) != b.view(u)) & ~nan)
     return None if bad.size == 0 else int(bad[0])
 
 
+CASE = [0]
+
+
 def run_both(path, fn, key, inputs, tags):
     """fn on both targets (the CPU's from FUSEC_ONE_ANSWER_CPU where set), result i compared as
-    op tags[i]; its files are named by key."""
+    op tags[i]; its files are named by key. FUSEC_TEST_SHARD=i/n: every n-th case."""
+    CASE[0] += 1
+    if not in_shard(CASE[0] - 1):
+        return
     if SAVED:  # the inputs the CPU's results are of
         inputs = [(name, np.load(os.path.join(SAVED, f"{key}_{name}.npy"))) for name, _ in inputs]
     files = []
@@ -128,14 +141,59 @@ def run_both(path, fn, key, inputs, tags):
         if j is None:
             check(True, tag)
             continue
-        u = np.uint32 if c.dtype == np.float32 else np.uint64
-        args = ", ".join(f"{a[j]!r}" for _, a in inputs)
+        c, g = c.reshape(-1), g.reshape(-1)
+        u = {2: np.uint16, 4: np.uint32, 8: np.uint64}[c.dtype.itemsize]
+        args = ", ".join(f"{a.reshape(-1)[j]!r}" for _, a in inputs) if all(
+            a.size == c.size for _, a in inputs) else f"element {j}"
         n = np.count_nonzero(c.view(u) != g.view(u))
         check(False, f"{tag}: {n} of {c.size} differ; first at ({args}): cpu {c[j]!r} "
                      f"({c.view(u)[j]:#x}), cuda {g[j]!r} ({g.view(u)[j]:#x})")
 
 
+ROWS = {  # name: (its results' shapes, their expressions) over x: T[R, C]
+    "sums": (("R", "R", "R", "R"),
+             ("sum(x, axis=1)", "mean(x, axis=1)", "prod(1.0 + x / 64.0, axis=1)",
+              "sum(x * x, axis=1) / sum(abs(x), axis=1)")),
+    "softmax": (("R, C", "R"),
+                ("exp(x - max(x, axis=1)) / sum(exp(x - max(x, axis=1)), axis=1)",
+                 "log(sum(exp(x - max(x, axis=1)), axis=1)) + max(x, axis=1)")),
+    "norm": (("R, C",),
+             ("(x - mean(x, axis=1)) * rsqrt(mean((x - mean(x, axis=1)) * "
+              "(x - mean(x, axis=1)), axis=1) + 1e-5)",)),
+    # columns (a block of 32 columns, its warps splitting the rows; long columns cut into
+    # pieces and joined) and everything (a grid of blocks, then their partials)
+    "cols": (("C", "C", "C"),
+             ("sum(x, axis=0)", "mean(x * x, axis=0)", "prod(1.0 + x / 64.0, axis=0)")),
+    "bnorm": (("R, C",),
+              ("(x - mean(x, axis=0)) * rsqrt(mean((x - mean(x, axis=0)) * "
+               "(x - mean(x, axis=0)), axis=0) + 1e-5)",)),
+    "full": (("", ""), ("sum(x)", "mean(exp(x / 64.0))")),
+}
+
+
+def row_program(t):
+    lines = []
+    for name, (shapes, exprs) in ROWS.items():
+        res = ", ".join(f"{t}[{sh}]" for sh in shapes)
+        lines.append(f"fn {name}(x: {t}[R, C]) -> ({res}) {{\n    return "
+                     + ", ".join(exprs) + ";\n}")
+    path = os.path.join(OUT, f"rows_{t}.fuse")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path
+
+
 N = 4001
+for t in ("f32", "f64", "bf16"):
+    path = row_program(t)
+    dt = np.float64 if t == "f64" else np.float32
+    for r, c in ((5, 7), (37, 1001), (3, 4097), (1, 140007), (3000, 40)):
+        # magnitudes over a few decades, so that another order gives other bits
+        x = (rng.standard_normal((r, c)) * np.exp(rng.uniform(-4, 4, (r, c)))).astype(dt)
+        for name, (_, exprs) in ROWS.items():
+            run_both(path, name, f"rows_{name}_{t}_{r}x{c}", [("x", x)],
+                     [f"{e} {t} [{x.shape[0]}, {x.shape[1]}]" for e in exprs])
+
 for t, dt in (("f32", np.float32), ("f64", np.float64)):
     path = program(t)
     x, y = values(dt, N), values(dt, N)[::-1].copy()

@@ -160,59 +160,49 @@ static void test_resolve(void) {
         CHECK(r.c[0].grid == (1 << 24) / (256 * 8)); /* f16: vectors of 8, one a thread */
     }
 
-    /* softmax: the cached variants for aligned rows that fit (rows of a whole block in shared
-     * memory, two blocks an SM), else the streamed one */
+    /* softmax sums in the plan's order: one variant, 8 threads (32 / 4 lanes) a block of 1024
+     * elements of a row, up to a block of 1024 threads a row */
     m = generate(&a, "examples/softmax.fuse", 0);
     f = find_func(m, "softmax");
     if (f) {
-        CHECK(f->nlaunches == 1 && f->launches[0].nvariants == 3);
-        int64_t s[2] = {65536, 4096}; /* R, C */
+        CHECK(f->nlaunches == 1 && f->launches[0].nvariants == 1);
+        int64_t s[2] = {65536, 4096}; /* R, C: 4 blocks a row, 32 threads */
         resolve(f, s, aligned, aligned, &r);
         CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0") == 0);
-        CHECK(r.c[0].row_threads == 256 && r.c[0].block == 256);
-        CHECK(arg_value(f, &r, 0, "tpr_") == 256);
+        CHECK(r.c[0].row_threads == 32 && r.c[0].block == 256);
+        CHECK(arg_value(f, &r, 0, "tpr_") == 32);
         CHECK(r.c[0].grid == 132 * 8);
-        resolve(f, s, odd, aligned, &r); /* x not 16-byte aligned */
-        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0_stream") == 0);
-        resolve(f, s, NULL, NULL, &r); /* addresses unknown: the safe variant */
-        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0_stream") == 0);
-        s[1] = 4098; /* not whole vectors */
+        resolve(f, s, odd, aligned, &r); /* x not 16-byte aligned: the same kernel */
+        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0") == 0);
+        s[1] = 16384;
         resolve(f, s, aligned, aligned, &r);
-        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0_stream") == 0);
-        s[1] = 16384; /* a block a row: the row in shared memory */
+        CHECK(r.rc == 0 && r.c[0].row_threads == 128 && r.c[0].block == 256 && !r.c[0].smem_bytes);
+        s[1] = 100000; /* 98 blocks: a block of 1024 threads */
         resolve(f, s, aligned, aligned, &r);
-        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0_shared") == 0);
-        CHECK(r.c[0].row_threads == 1024 && r.c[0].block == 1024 && r.c[0].grid == 132 * 2);
-        CHECK(r.c[0].smem_bytes == 16384 * 4);
-        s[1] = 8192; /* half a block a row: registers */
-        resolve(f, s, aligned, aligned, &r);
-        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0") == 0 && !r.c[0].smem_bytes);
-        s[1] = 8196;
-        resolve(f, s, aligned, aligned, &r);
-        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0_shared") == 0);
-        s[1] = 100000; /* longer than the registers hold */
-        resolve(f, s, aligned, aligned, &r);
-        CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_softmax_k0_stream") == 0);
-        CHECK(r.c[0].row_threads == 1024 && r.c[0].block == 1024);
+        CHECK(r.rc == 0 && r.c[0].row_threads == 1024 && r.c[0].block == 1024);
         s[0] = 10;
-        s[1] = 7; /* short rows: a thread per row, 256 rows a block */
+        s[1] = 7; /* short rows: one group of 8 threads a row, 32 rows a block */
         resolve(f, s, aligned, aligned, &r);
-        CHECK(r.rc == 0 && r.c[0].row_threads == 1 && r.c[0].block == 256 && r.c[0].grid == 1);
+        CHECK(r.rc == 0 && r.c[0].row_threads == 8 && r.c[0].block == 256 && r.c[0].grid == 1);
         s[1] = 0; /* max over an empty axis */
         resolve(f, s, aligned, aligned, &r);
         CHECK(r.rc != 0 && strstr(r.err, "max over an empty axis"));
     }
 
-    /* stats: a full reduction, partials then the final combine over their count */
+    /* stats: a full reduction in the plan's order, partials (a block of 1024 elements to each
+     * group of 8 threads: 64 blocks of 128 threads for 2^20) then the final combine */
     m = generate(&a, "tests/programs/fusion_models.fuse", 0);
     f = find_func(m, "stats");
     if (f) {
         CHECK(f->nlaunches == 2 && f->nscratch == 1);
         int64_t n = 1 << 20;
         resolve(f, &n, aligned, aligned, &r);
-        /* 1056 blocks for 132 SMs, capped at the partials' room */
-        CHECK(r.rc == 0 && r.c[0].grid == CG_MAX_PARTIALS && r.c[1].grid == 1 && !r.c[1].skip);
-        CHECK(arg_value(f, &r, 1, "nparts_") == CG_MAX_PARTIALS);
+        CHECK(r.rc == 0 && r.c[0].grid == 64 && r.c[0].block == 128 && r.c[1].grid == 1 &&
+              !r.c[1].skip);
+        CHECK(arg_value(f, &r, 1, "nparts_") == 64);
+        n = (int64_t)1 << 28; /* capped at the partials' room */
+        resolve(f, &n, aligned, aligned, &r);
+        CHECK(r.rc == 0 && r.c[0].grid == CG_MAX_PARTIALS);
         n = 0; /* max over an empty axis is an error, as in the reference */
         resolve(f, &n, aligned, aligned, &r);
         CHECK(r.rc != 0 && strstr(r.err, "max over an empty axis"));

@@ -3,8 +3,8 @@
  * other test program), the examples
  * also for sm_80 and with fast math; and the PTX holds the memory traffic the design promises:
  * gelu's vector loop moves each element with one 16-byte load and one 16-byte store, its
- * scalar tail with one load and one store; the single-pass softmax and layernorm read each
- * row element once (vector loads only, as many chunks as a thread caches) and write it once.
+ * scalar tail with one load and one store; softmax and layernorm, whose sums follow the plan's
+ * order, read the row with 16-byte vectors once a sweep and write it once.
  * Exits 77 (skipped) when NVRTC is not installed. FUSEC_TEST_SHARD=i/n builds every n-th
  * program (ctest splits the test so); FUSEC_TEST_QUICK=1 the examples only. */
 #include "codegen/cuda/cuda.h"
@@ -157,24 +157,22 @@ static void test_golden_ptx(void) {
         ptx = NULL;
     }
 
+    /* softmax and layernorm sum in the plan's order (docs/plan.md): one kernel that sweeps
+     * the row once a reduction level and once more for the results, each sweep a 16-byte
+     * vector load of every row buffer where the row allows (and the element-by-element path
+     * beside it), the result one 16-byte vector store */
     src = generate(&a, "examples/softmax.fuse", 0);
     if (src && build("softmax", src, "sm_90", 0, 1, &ptx)) {
         char *e = entry_text(ptx, "fusec_softmax_k0");
-        CHECK_MSG(e != NULL, "no cached softmax entry");
+        CHECK_MSG(e != NULL, "no softmax entry");
         if (e) {
-            /* one pass over the row: every global load is a vector load of the row (one per
-             * chunk a thread caches), every store a vector store, as many as the loads */
-            int lds = count_lines(e, "ld.global", NULL);
             int ldv = count_lines(e, "ld.global.nc.v4.b32", NULL);
-            int sts = count_lines(e, "st.global", NULL);
             int stv = count_lines(e, "st.global.v4.b32", NULL);
-            CHECK_MSG(lds == ldv && sts == stv && lds == sts && lds >= 1 && lds <= 8,
-                      "softmax cached: %d loads (%d vector), %d stores (%d vector)", lds, ldv, sts,
-                      stv);
+            CHECK_MSG(ldv >= 3 && ldv <= 4 && stv == 1,
+                      "softmax: %d vector loads, %d vector stores", ldv, stv);
+            /* the lanes of a block by halves, the groups and the warps: xor shuffles */
+            CHECK_MSG(count_lines(e, "shfl.sync.bfly", NULL) >= 2, "%s", e);
         }
-        free(e);
-        e = entry_text(ptx, "fusec_softmax_k0_stream");
-        CHECK_MSG(e != NULL, "no streamed softmax entry");
         free(e);
         free(ptx);
         ptx = NULL;
@@ -184,14 +182,11 @@ static void test_golden_ptx(void) {
     if (src && build("layernorm", src, "sm_90", 0, 1, &ptx)) {
         char *e = entry_text(ptx, "fusec_layernorm_k0");
         if (e) {
-            /* the row once (vectors of 8 bf16), w and b once a row, the result once */
-            int lds = count_lines(e, "ld.global", NULL);
+            /* the row (vectors of 8 bf16) in three sweeps, w and b in the last, the result once */
             int ldv = count_lines(e, "ld.global.nc.v4.b32", NULL);
-            int sts = count_lines(e, "st.global", NULL);
             int stv = count_lines(e, "st.global.v4.b32", NULL);
-            CHECK_MSG(lds == ldv && sts == stv && lds == 3 * sts,
-                      "layernorm cached: %d loads (%d vector), %d stores (%d vector)", lds, ldv,
-                      sts, stv);
+            CHECK_MSG(ldv >= 5 && ldv <= 6 && stv == 1,
+                      "layernorm: %d vector loads, %d vector stores", ldv, stv);
         }
         CHECK(e != NULL);
         free(e);
