@@ -10,7 +10,8 @@ rows of 1000 go to several threads and blocks where 7 do not, so the row and col
 work is cut differently while each row's order must stay the same.
 
 FUSEC_TEST_TARGET=cuda runs it on the CUDA target (a GPU, or the emulated one), FUSEC_TEST_SHARD
-takes every n-th function (tests/py/fusectest.py)."""
+takes every n-th function (tests/py/fusectest.py); FUSEC_CPU_TEST_QUICK=1 takes 300 rows for
+1000 and 260 for 600 (the emulated GPU's run)."""
 import os
 import re
 import sys
@@ -24,6 +25,9 @@ OUT = tmpdir()
 rng = np.random.default_rng(20261127)
 COUNTS = (1, 7, 64, 1000)
 OTHER = {"C": 33, "N": 37, "R": 600, "B": 600}  # any other dim: 5
+if os.environ.get("FUSEC_CPU_TEST_QUICK") == "1":  # (the emulated GPU: a thread a fiber)
+    COUNTS = (1, 7, 64, 300)
+    OTHER = {"C": 33, "N": 37, "R": 260, "B": 260}
 NP = {"bool": np.bool_, "i32": np.int32, "i64": np.int64, "f16": np.float16, "bf16": np.float32,
       "f32": np.float32, "f64": np.float64}
 REDUCE = re.compile(r"= (sum|mean|prod|max|min|argmax|argmin) %(\d+) axes=\(([\d, ]*)\)")

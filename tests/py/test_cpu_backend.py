@@ -295,7 +295,11 @@ MINE = [pf for k, pf in enumerate(ALL) if in_shard(k)]
 
 for k, (path, fn) in enumerate(MINE):
     example = os.path.dirname(path).endswith("examples")
-    for profile in ("ones", "odd", "mid") + (() if QUICK else ("rows", "cols")):
+    # the big sizes (threads, blocks, streaming stores) for the examples, every function with a
+    # reduction and every fourth element-wise one: an element-wise kernel's split over threads
+    # is the same code whatever it computes
+    big_too = not QUICK and (example or signature(path, fn)[1] or k % 4 == 0)
+    for profile in ("ones", "odd", "mid") + (("rows", "cols") if big_too else ()):
         # the big sizes unfused for the examples only, to keep the test near 2 minutes; the
         # runs again (and on one thread) for the examples and every third function: the
         # reductions' order is checked bit for bit at every thread count by
