@@ -5,8 +5,8 @@
 # the copy's yardstick. Each line of OUT/ab.jsonl is one `fusec bench --format json` with the
 # bundle's name and the round; OUT/ab.log the medians side by side. First made for issue 30
 # (A: f8f7120, the CUDA reductions before the plan's order; B: after), but any two bundles do:
-#   git worktree add /tmp/a COMMIT && make -C /tmp/a gpu-bundle && mv /tmp/a/gpu-bundle .gpu/a
-#   make gpu-bundle && cp -r gpu-bundle .gpu/b      (.gpu/ is git-ignored)
+#   A: a worktree of the other commit built without LLVM, bundled (DEVELOPERS.md has the
+#      commands) into .gpu/a;  B: make gpu-bundle && cp -r gpu-bundle .gpu/b  (.gpu/ is ignored)
 #   device call: bash scripts/gpu-ab.sh .gpu/a .gpu/b "$OUT"   (carry [".gpu"], about 4 minutes)
 set -u
 A=${1:?bundle A} B=${2:?bundle B} OUT=${3:?output directory}

@@ -1,8 +1,7 @@
 /* tests/unit/test_cuda_nvrtc.c: the generated CUDA through NVRTC (no GPU needed). Every
- * example and test program builds to a cubin for sm_90 (fused; and --no-fuse, about every
- * other test program), the examples
- * also for sm_80 and with fast math; and the PTX holds the memory traffic the design promises:
- * gelu's vector loop moves each element with one 16-byte load and one 16-byte store, its
+ * example and test program builds to a cubin for sm_90 (fused; the examples --no-fuse too), the
+ * examples also for sm_80 and with fast math; and the PTX holds the memory traffic the design
+ * promises: gelu's vector loop moves each element with one 16-byte load and one 16-byte store, its
  * scalar tail with one load and one store; softmax and layernorm, whose sums follow the plan's
  * order, read the row with 16-byte vectors once a sweep and write it once.
  * Exits 77 (skipped) when NVRTC is not installed. FUSEC_TEST_SHARD=i/n builds every n-th
@@ -80,11 +79,9 @@ static void build_program(const char *path, int example, void *ctx) {
     ir_arena a;
     ir_arena_init(&a);
     const char *fused = generate(&a, path, 0);
-    /* --no-fuse for the examples and about every other test program (index % 7 % 2: spread
-     * over the shards, whatever their number but 7): its kernels are one operation each, the
-     * same few patterns in every program (the emulated random programs and the GPU suite
-     * run --no-fuse too) */
-    const char *unfused = example || index % 7 % 2 ? generate(&a, path, 1) : NULL;
+    /* --no-fuse for the examples: its kernels are one operation each, the same few patterns
+     * in every program (the emulated random programs and the GPU suite run --no-fuse too) */
+    const char *unfused = example ? generate(&a, path, 1) : NULL;
     /* (the sanitizer pass: the examples fused for sm_90 once: fusec's code around NVRTC is
      * what it looks at) */
     int quick = getenv("FUSEC_TEST_QUICK") != NULL;
