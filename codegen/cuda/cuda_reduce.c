@@ -587,6 +587,86 @@ static void each_red_xor(cg_kernel *k, const rplan *p, int32_t s) {
 
 /* Sweep s in the order: its accumulators to every thread of the row. The row's element 0 at
  * origin (an expression and " + ", or ""). */
+/* The end of block i of a group's P: the block's lanes by halves (xor shuffles among the
+ * group's threads, then within the thread's vector), then the block into the binary counter. */
+static void row_block_end(cg_kernel *k, const rplan *p, int32_t s, int w) {
+    cg_use(k, CG_H_SHFL);
+    cg_line(k, "/* the block's lanes by halves: 16 .. w apart among the group's threads, ");
+    cg_line(k, "   then within the thread's vector */");
+    cg_line(k, "for (int o = %d; o > 0; o >>= 1) {", 16 / w);
+    k->ind++;
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] != s) continue;
+        cg_line(k, "#pragma unroll");
+        cg_line(k, "for (int j = 0; j < %d; j++) {", w);
+        cg_line(k, "    const %s x = fx_shfl_xor(a%dl[j], o);", cg_ctype(k->f->nodes[r].dtype),
+                (int)r);
+        cg_line(k, "    a%dl[j] = %s;", (int)r,
+                cg_red_combine(k, r, cg_fmt(k, "a%dl[j]", (int)r), "x"));
+        cg_line(k, "}");
+    }
+    k->ind--;
+    cg_line(k, "}");
+    for (int h = w / 2; h > 0; h /= 2)
+        for (int32_t i = 0; i < p->nreds; i++) {
+            ir_ref r = p->reds[i];
+            if (p->lev[r] != s) continue;
+            for (int j = 0; j < h; j++)
+                cg_line(k, "a%dl[%d] = %s;", (int)r, j,
+                        cg_red_combine(k, r, cg_fmt(k, "a%dl[%d]", (int)r, j),
+                                       cg_fmt(k, "a%dl[%d]", (int)r, j + h)));
+        }
+    cg_line(k, "/* block i of the group's P: the binary counter over them (in local memory:");
+    cg_line(k, "   rows of more than 128 blocks only) */");
+    cg_line(k, "if (P == 1) {");
+    each_red(k, p, s, SET_ACC_FROM_LANE0);
+    cg_line(k, "} else {");
+    k->ind++;
+    cg_line(k, "int q = 0;");
+    cg_line(k, "for (long long bi = i; bi & 1; bi >>= 1, q++) {");
+    k->ind++;
+    each_red(k, p, s, SET_LANE0_FROM_LEVEL);
+    k->ind--;
+    cg_line(k, "}");
+    each_red(k, p, s, SET_LEVEL_FROM_LANE0);
+    k->ind--;
+    cg_line(k, "}");
+}
+
+/* The groups' values combined to every thread of the row: the groups of a warp by xor
+ * shuffles (g with g ^ 1, then g ^ 2: the aligned tree), the row's warps the same way through
+ * shared memory. */
+static void row_groups_combine(cg_kernel *k, const rplan *p, int32_t s) {
+    cg_line(k, "if (P > 1) {");
+    each_red(k, p, s, SET_ACC_FROM_TOP);
+    cg_line(k, "}");
+    cg_line(k, "/* the groups of the row's warp: g with g ^ 1, then g ^ 2, ... */");
+    cg_line(k, "for (int o = G; o < (T < 32 ? T : 32); o <<= 1) {");
+    k->ind++;
+    each_red_xor(k, p, s);
+    k->ind--;
+    cg_line(k, "}");
+    cg_line(k, "if (T > 32) {");
+    k->ind++;
+    cg_line(k, "/* the row's warps: the same tree, through shared memory */");
+    for (int32_t i = 0; i < p->nreds; i++)
+        if (p->lev[p->reds[i]] == s)
+            cg_line(k, "if ((threadIdx.x & 31) == 0) red%d[threadIdx.x >> 5] = a%d;",
+                    (int)p->reds[i], (int)p->reds[i]);
+    cg_line(k, "__syncthreads();");
+    cg_line(k, "const int w0 = (int)(threadIdx.x / T) * (T >> 5);");
+    each_red(k, p, s, SET_ACC_FROM_WARPS);
+    cg_line(k, "for (int o = 1; o < (T >> 5); o <<= 1) {");
+    k->ind++;
+    each_red_xor(k, p, s);
+    k->ind--;
+    cg_line(k, "}");
+    cg_line(k, "__syncthreads(); /* before the next row reuses the slots */");
+    k->ind--;
+    cg_line(k, "}");
+}
+
 static void row_sweep_ordered(cg_kernel *k, const rplan *p, rowctx *c, int32_t s,
                               const char *origin) {
     int w = p->vec;
@@ -619,80 +699,10 @@ static void row_sweep_ordered(cg_kernel *k, const rplan *p, rowctx *c, int32_t s
     row_chunk(k, p, c, s, t, nt, "a%dl[j]");
     k->ind--;
     cg_line(k, "}");
-    if (any) {
-        cg_use(k, CG_H_SHFL);
-        cg_line(k, "/* the block's lanes by halves: 16 .. w apart among the group's threads, ");
-        cg_line(k, "   then within the thread's vector */");
-        cg_line(k, "for (int o = %d; o > 0; o >>= 1) {", 16 / w);
-        k->ind++;
-        for (int32_t i = 0; i < p->nreds; i++) {
-            ir_ref r = p->reds[i];
-            if (p->lev[r] != s) continue;
-            cg_line(k, "#pragma unroll");
-            cg_line(k, "for (int j = 0; j < %d; j++) {", w);
-            cg_line(k, "    const %s x = fx_shfl_xor(a%dl[j], o);", cg_ctype(k->f->nodes[r].dtype),
-                    (int)r);
-            cg_line(k, "    a%dl[j] = %s;", (int)r,
-                    cg_red_combine(k, r, cg_fmt(k, "a%dl[j]", (int)r), "x"));
-            cg_line(k, "}");
-        }
-        k->ind--;
-        cg_line(k, "}");
-        for (int h = w / 2; h > 0; h /= 2)
-            for (int32_t i = 0; i < p->nreds; i++) {
-                ir_ref r = p->reds[i];
-                if (p->lev[r] != s) continue;
-                for (int j = 0; j < h; j++)
-                    cg_line(k, "a%dl[%d] = %s;", (int)r, j,
-                            cg_red_combine(k, r, cg_fmt(k, "a%dl[%d]", (int)r, j),
-                                           cg_fmt(k, "a%dl[%d]", (int)r, j + h)));
-            }
-        cg_line(k, "/* block i of the group's P: the binary counter over them (in local memory:");
-        cg_line(k, "   rows of more than 128 blocks only) */");
-        cg_line(k, "if (P == 1) {");
-        each_red(k, p, s, SET_ACC_FROM_LANE0);
-        cg_line(k, "} else {");
-        k->ind++;
-        cg_line(k, "int q = 0;");
-        cg_line(k, "for (long long bi = i; bi & 1; bi >>= 1, q++) {");
-        k->ind++;
-        each_red(k, p, s, SET_LANE0_FROM_LEVEL);
-        k->ind--;
-        cg_line(k, "}");
-        each_red(k, p, s, SET_LEVEL_FROM_LANE0);
-        k->ind--;
-        cg_line(k, "}");
-    }
+    if (any) row_block_end(k, p, s, w);
     k->ind--;
     cg_line(k, "}");
-    if (!any) return;
-    cg_line(k, "if (P > 1) {");
-    each_red(k, p, s, SET_ACC_FROM_TOP);
-    cg_line(k, "}");
-    cg_line(k, "/* the groups of the row's warp: g with g ^ 1, then g ^ 2, ... */");
-    cg_line(k, "for (int o = G; o < (T < 32 ? T : 32); o <<= 1) {");
-    k->ind++;
-    each_red_xor(k, p, s);
-    k->ind--;
-    cg_line(k, "}");
-    cg_line(k, "if (T > 32) {");
-    k->ind++;
-    cg_line(k, "/* the row's warps: the same tree, through shared memory */");
-    for (int32_t i = 0; i < p->nreds; i++)
-        if (p->lev[p->reds[i]] == s)
-            cg_line(k, "if ((threadIdx.x & 31) == 0) red%d[threadIdx.x >> 5] = a%d;",
-                    (int)p->reds[i], (int)p->reds[i]);
-    cg_line(k, "__syncthreads();");
-    cg_line(k, "const int w0 = (int)(threadIdx.x / T) * (T >> 5);");
-    each_red(k, p, s, SET_ACC_FROM_WARPS);
-    cg_line(k, "for (int o = 1; o < (T >> 5); o <<= 1) {");
-    k->ind++;
-    each_red_xor(k, p, s);
-    k->ind--;
-    cg_line(k, "}");
-    cg_line(k, "__syncthreads(); /* before the next row reuses the slots */");
-    k->ind--;
-    cg_line(k, "}");
+    if (any) row_groups_combine(k, p, s);
 }
 
 static void gen_row_ordered(cg_kernel *k, const rplan *p) {
@@ -1079,6 +1089,81 @@ static void column_element(cg_kernel *k, const rplan *p, colctx *c, int32_t s, c
  * shared memory (ty with ty + 4, + 2, + 1); thread ty == 0 counts the blocks in a binary
  * counter and folds its pending subtrees at the end (the aligned tree, the missing blocks the
  * identity); every thread ends with the value. */
+/* The end of a column's block of 1024: the lanes by halves, in the thread (j with j + 2, then
+ * j + 1) and across the 8 warps in shared memory (ty with ty + 4, + 2, + 1); thread ty == 0
+ * adds the block to its binary counter. */
+static void column_block_end(cg_kernel *k, const rplan *p, int32_t s) {
+    cg_line(k, "/* the lanes by halves: in the thread, then across the warps */");
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] != s) continue;
+        static const int pairs[3][2] = {{0, 2}, {1, 3}, {0, 1}};
+        for (int q = 0; q < 3; q++)
+            cg_line(k, "a%dl[%d] = %s;", (int)r, pairs[q][0],
+                    cg_red_combine(k, r, cg_fmt(k, "a%dl[%d]", (int)r, pairs[q][0]),
+                                   cg_fmt(k, "a%dl[%d]", (int)r, pairs[q][1])));
+        cg_line(k, "red%d[ty][tx] = a%dl[0];", (int)r, (int)r);
+    }
+    cg_line(k, "__syncthreads();");
+    cg_line(k, "if (ty == 0) {");
+    k->ind++;
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] != s) continue;
+        const char *v[8];
+        for (int w = 0; w < 8; w++)
+            v[w] = cg_fmt(k, "red%d[%d][tx]", (int)r, w);
+        for (int h = 4; h > 0; h /= 2)
+            for (int w = 0; w < h; w++)
+                v[w] = cg_fmt(k, "(%s)", cg_red_combine(k, r, v[w], v[w + h]));
+        cg_line(k, "%s c%d = %s;", cg_ctype(k->f->nodes[r].dtype), (int)r, v[0]);
+    }
+    cg_line(k, "int q = 0;");
+    cg_line(k, "for (long long bi = nbk%d; bi & 1; bi >>= 1, q++) {", (int)s);
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] != s) continue;
+        cg_line(k, "    c%d = %s;", (int)r,
+                cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), cg_fmt(k, "c%d", (int)r)));
+    }
+    cg_line(k, "}");
+    for (int32_t i = 0; i < p->nreds; i++)
+        if (p->lev[p->reds[i]] == s) cg_line(k, "a%dt[q] = c%d;", (int)p->reds[i], (int)p->reds[i]);
+    k->ind--;
+    cg_line(k, "}");
+    cg_line(k, "__syncthreads();");
+}
+
+/* A column's pending subtrees folded, the lowest first and each higher one on its left, to
+ * every thread of the column. */
+static void column_fold(cg_kernel *k, const rplan *p, int32_t s) {
+    cg_line(k, "/* the pending subtrees, the lowest first, each higher one on the left; to every ");
+    cg_line(k, "   thread */");
+    cg_line(k, "if (ty == 0) {");
+    k->ind++;
+    cg_line(k, "bool have = false;");
+    cg_line(k, "for (int q = 0; q < 40; q++) {");
+    cg_line(k, "    if (!((nbk%d >> q) & 1)) continue;", (int)s);
+    for (int32_t i = 0; i < p->nreds; i++) {
+        ir_ref r = p->reds[i];
+        if (p->lev[r] != s) continue;
+        cg_line(k, "    a%d = have ? %s : a%dt[q];", (int)r,
+                cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), acc_name(k, r)), (int)r);
+    }
+    cg_line(k, "    have = true;");
+    cg_line(k, "}");
+    for (int32_t i = 0; i < p->nreds; i++)
+        if (p->lev[p->reds[i]] == s)
+            cg_line(k, "red%d[0][tx] = a%d;", (int)p->reds[i], (int)p->reds[i]);
+    k->ind--;
+    cg_line(k, "}");
+    cg_line(k, "__syncthreads();");
+    for (int32_t i = 0; i < p->nreds; i++)
+        if (p->lev[p->reds[i]] == s)
+            cg_line(k, "a%d = red%d[0][tx];", (int)p->reds[i], (int)p->reds[i]);
+    cg_line(k, "__syncthreads();");
+}
+
 static void column_sweep_ordered(cg_kernel *k, const rplan *p, colctx *c, int32_t s,
                                  const char *from, const char *to, const ir_ref *t, int32_t nt) {
     int any = 0;
@@ -1115,76 +1200,10 @@ static void column_sweep_ordered(cg_kernel *k, const rplan *p, colctx *c, int32_
     cg_line(k, "}");
     k->ind--;
     cg_line(k, "}");
-    if (any) {
-        cg_line(k, "/* the lanes by halves: in the thread, then across the warps */");
-        for (int32_t i = 0; i < p->nreds; i++) {
-            ir_ref r = p->reds[i];
-            if (p->lev[r] != s) continue;
-            static const int pairs[3][2] = {{0, 2}, {1, 3}, {0, 1}};
-            for (int q = 0; q < 3; q++)
-                cg_line(k, "a%dl[%d] = %s;", (int)r, pairs[q][0],
-                        cg_red_combine(k, r, cg_fmt(k, "a%dl[%d]", (int)r, pairs[q][0]),
-                                       cg_fmt(k, "a%dl[%d]", (int)r, pairs[q][1])));
-            cg_line(k, "red%d[ty][tx] = a%dl[0];", (int)r, (int)r);
-        }
-        cg_line(k, "__syncthreads();");
-        cg_line(k, "if (ty == 0) {");
-        k->ind++;
-        for (int32_t i = 0; i < p->nreds; i++) {
-            ir_ref r = p->reds[i];
-            if (p->lev[r] != s) continue;
-            const char *v[8];
-            for (int w = 0; w < 8; w++)
-                v[w] = cg_fmt(k, "red%d[%d][tx]", (int)r, w);
-            for (int h = 4; h > 0; h /= 2)
-                for (int w = 0; w < h; w++)
-                    v[w] = cg_fmt(k, "(%s)", cg_red_combine(k, r, v[w], v[w + h]));
-            cg_line(k, "%s c%d = %s;", cg_ctype(k->f->nodes[r].dtype), (int)r, v[0]);
-        }
-        cg_line(k, "int q = 0;");
-        cg_line(k, "for (long long bi = nbk%d; bi & 1; bi >>= 1, q++) {", (int)s);
-        for (int32_t i = 0; i < p->nreds; i++) {
-            ir_ref r = p->reds[i];
-            if (p->lev[r] != s) continue;
-            cg_line(k, "    c%d = %s;", (int)r,
-                    cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), cg_fmt(k, "c%d", (int)r)));
-        }
-        cg_line(k, "}");
-        for (int32_t i = 0; i < p->nreds; i++)
-            if (p->lev[p->reds[i]] == s)
-                cg_line(k, "a%dt[q] = c%d;", (int)p->reds[i], (int)p->reds[i]);
-        k->ind--;
-        cg_line(k, "}");
-        cg_line(k, "__syncthreads();");
-    }
+    if (any) column_block_end(k, p, s);
     k->ind--;
     cg_line(k, "}");
-    if (!any) return;
-    cg_line(k, "/* the pending subtrees, the lowest first, each higher one on the left; to every ");
-    cg_line(k, "   thread */");
-    cg_line(k, "if (ty == 0) {");
-    k->ind++;
-    cg_line(k, "bool have = false;");
-    cg_line(k, "for (int q = 0; q < 40; q++) {");
-    cg_line(k, "    if (!((nbk%d >> q) & 1)) continue;", (int)s);
-    for (int32_t i = 0; i < p->nreds; i++) {
-        ir_ref r = p->reds[i];
-        if (p->lev[r] != s) continue;
-        cg_line(k, "    a%d = have ? %s : a%dt[q];", (int)r,
-                cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), acc_name(k, r)), (int)r);
-    }
-    cg_line(k, "    have = true;");
-    cg_line(k, "}");
-    for (int32_t i = 0; i < p->nreds; i++)
-        if (p->lev[p->reds[i]] == s)
-            cg_line(k, "red%d[0][tx] = a%d;", (int)p->reds[i], (int)p->reds[i]);
-    k->ind--;
-    cg_line(k, "}");
-    cg_line(k, "__syncthreads();");
-    for (int32_t i = 0; i < p->nreds; i++)
-        if (p->lev[p->reds[i]] == s)
-            cg_line(k, "a%d = red%d[0][tx];", (int)p->reds[i], (int)p->reds[i]);
-    cg_line(k, "__syncthreads();");
+    if (any) column_fold(k, p, s);
 }
 
 /* Sweep s of a column block: its accumulators, the loop over the reduced elements from
