@@ -108,18 +108,23 @@ def same(a, b):
 CASE = [0]
 
 
-def run_both(path, fn, key, inputs, tags):
+def run_both(path, fn, key, inputs, tags, in_key=None):
     """fn on both targets (the CPU's from FUSEC_ONE_ANSWER_CPU where set), result i compared as
-    op tags[i]; its files are named by key. FUSEC_TEST_SHARD=i/n: every n-th case."""
+    op tags[i]; its files are named by key, its inputs' by in_key (default key: cases of the
+    same inputs share their files, which the GPU bundle carries). FUSEC_TEST_SHARD=i/n: every
+    n-th case."""
     CASE[0] += 1
     if not in_shard(CASE[0] - 1):
         return
+    in_key = in_key or key
     if SAVED:  # the inputs the CPU's results are of
-        inputs = [(name, np.load(os.path.join(SAVED, f"{key}_{name}.npy"))) for name, _ in inputs]
+        inputs = [(name, np.load(os.path.join(SAVED, f"{in_key}_{name}.npy")))
+                  for name, _ in inputs]
     files = []
     for name, a in inputs:
-        p = os.path.join(WRITE or OUT, f"{key}_{name}.npy")
-        np.save(p, a)
+        p = os.path.join(WRITE or OUT, f"{in_key}_{name}.npy")
+        if not os.path.exists(p):
+            np.save(p, a)
         files.append((name, p))
     got = {}
     for target in ("cpu",) if WRITE else ("cpu", "cuda"):
@@ -187,15 +192,19 @@ N = 4001
 for t in ("f32", "f64", "bf16"):
     path = row_program(t)
     dt = np.float64 if t == "f64" else np.float32
-    # the long rows (the counter) and long columns (the pieces) in f32: the layout is the same
-    # for every dtype, and emulating a thread a fiber is slow
-    shapes = ((5, 7), (37, 1001), (3, 4097)) + (((1, 140007), (3000, 40)) if t == "f32" else ())
-    for r, c in shapes:
+    # the long rows (the counter) and long columns (the pieces) in f32 and with the functions
+    # that reach them only: the layout is the same for every dtype, emulating a thread a fiber
+    # is slow, and the GPU bundle carries the CPU's results
+    shapes = [((5, 7), ROWS), ((37, 1001), ROWS), ((3, 4097), ROWS)]
+    if t == "f32":
+        shapes += [((1, 140007), ("sums", "softmax")), ((3000, 40), ("cols", "full"))]
+    for (r, c), names in shapes:
         # magnitudes over a few decades, so that another order gives other bits
         x = (rng.standard_normal((r, c)) * np.exp(rng.uniform(-4, 4, (r, c)))).astype(dt)
-        for name, (_, exprs) in ROWS.items():
+        for name in names:
             run_both(path, name, f"rows_{name}_{t}_{r}x{c}", [("x", x)],
-                     [f"{e} {t} [{x.shape[0]}, {x.shape[1]}]" for e in exprs])
+                     [f"{e} {t} [{x.shape[0]}, {x.shape[1]}]" for e in ROWS[name][1]],
+                     in_key=f"rows_{t}_{r}x{c}")
 
 for t, dt in (("f32", np.float32), ("f64", np.float64)):
     path = program(t)
