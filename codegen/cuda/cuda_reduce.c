@@ -585,6 +585,39 @@ static void each_red_xor(cg_kernel *k, const rplan *p, int32_t s) {
     }
 }
 
+/* Whether a row's buffers allow 16-byte vectors: `base` (whole vectors a row), and every
+ * buffer that moves along the row aligned for vectors of w. */
+static const char *row_vec_cond(cg_kernel *k, const rplan *p, int w, const char *base) {
+    const char *vc = base;
+    for (int32_t b = 0; b < k->nbufs; b++) {
+        if (!cg_buf_used(k, b) || !row_linear(k, b)) continue;
+        if (k->bufs[b].output && !p->out_sweep[b]) continue;
+        cg_use(k, CG_H_TYPES);
+        vc = cg_fmt(k, "%s && fx_vec_ok<%d>(%s)", vc, w, k->bufs[b].name);
+    }
+    return vc;
+}
+
+/* The loop over a block's rows, opened: the thread's row, whether it is live, its live
+ * elements n (of type ntype) and each buffer's offset of the row; the scope mark to pop. */
+static int32_t row_loop_begin(cg_kernel *k, const char *rows, const char *ntype) {
+    uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
+    cg_line(k,
+            "for (long long row0 = (long long)blockIdx.x * rpb; row0 < %s; row0 += "
+            "(long long)gridDim.x * rpb) {",
+            rows);
+    k->ind++;
+    int32_t mark = cg_scope_mark(k);
+    cg_line(k, "const long long row = row0 + (long long)(threadIdx.x / T);");
+    cg_line(k, "const bool live = row < %s;", rows);
+    cg_line(k, "const %s n = live ? L : 0; /* this thread's row's live elements */", ntype);
+    for (int32_t b = 0; b < k->nbufs; b++)
+        if (cg_buf_used(k, b) && (k->bufs[b].mask & kept))
+            cg_line(k, "const long long o%d = %s; /* the row in %s */", (int)b,
+                    cg_offset_kept(k, b, "row", ""), k->bufs[b].name);
+    return mark;
+}
+
 /* Sweep s in the order: its accumulators to every thread of the row. The row's element 0 at
  * origin (an expression and " + ", or ""). */
 /* The end of block i of a group's P: the block's lanes by halves (xor shuffles among the
@@ -733,27 +766,8 @@ static void gen_row_ordered(cg_kernel *k, const rplan *p) {
     cg_line(k, "int lp = 0;");
     cg_line(k, "while (P * (T / G) * 1024 < L) P *= 2, lp++;");
     shared_decls(k, p, "[32]");
-    const char *vc = cg_fmt(k, "L %% %d == 0", w);
-    for (int32_t b = 0; b < k->nbufs; b++) {
-        if (!cg_buf_used(k, b) || !row_linear(k, b)) continue;
-        if (k->bufs[b].output && !p->out_sweep[b]) continue;
-        cg_use(k, CG_H_TYPES);
-        vc = cg_fmt(k, "%s && fx_vec_ok<%d>(%s)", vc, w, k->bufs[b].name);
-    }
-    cg_line(k, "const bool vec = %s;", vc);
-    cg_line(k,
-            "for (long long row0 = (long long)blockIdx.x * rpb; row0 < %s; row0 += "
-            "(long long)gridDim.x * rpb) {",
-            rows);
-    k->ind++;
-    int32_t mark = cg_scope_mark(k);
-    cg_line(k, "const long long row = row0 + (long long)(threadIdx.x / T);");
-    cg_line(k, "const bool live = row < %s;", rows);
-    cg_line(k, "const long long n = live ? L : 0; /* this thread's row's live elements */");
-    for (int32_t b = 0; b < k->nbufs; b++)
-        if (cg_buf_used(k, b) && (k->bufs[b].mask & kept))
-            cg_line(k, "const long long o%d = %s; /* the row in %s */", (int)b,
-                    cg_offset_kept(k, b, "row", ""), k->bufs[b].name);
+    cg_line(k, "const bool vec = %s;", row_vec_cond(k, p, w, cg_fmt(k, "L %% %d == 0", w)));
+    int32_t mark = row_loop_begin(k, rows, "long long");
     unsigned char *written = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
     per_result_stage(k, p, 0, written, "lane == 0 && live", "row");
     int32_t last = p->nsweeps + (p->final_sweep ? 1 : 0);
@@ -835,29 +849,9 @@ static void gen_row_variant(cg_kernel *k, const rplan *p, int cached, int ept) {
     shared_decls(k, p, "[32]");
     if (!cached) {
         /* vectors where every buffer along the row is aligned and rows hold whole vectors */
-        const char *vc = cg_fmt(k, "L %% %d == 0", w);
-        for (int32_t b = 0; b < k->nbufs; b++) {
-            if (!cg_buf_used(k, b) || !row_linear(k, b)) continue;
-            if (k->bufs[b].output && !p->out_sweep[b]) continue;
-            cg_use(k, CG_H_TYPES);
-            vc = cg_fmt(k, "%s && fx_vec_ok<%d>(%s)", vc, w, k->bufs[b].name);
-        }
-        cg_line(k, "const bool vec = %s;", vc);
+        cg_line(k, "const bool vec = %s;", row_vec_cond(k, p, w, cg_fmt(k, "L %% %d == 0", w)));
     }
-    cg_line(k,
-            "for (long long row0 = (long long)blockIdx.x * rpb; row0 < %s; row0 += "
-            "(long long)gridDim.x * rpb) {",
-            rows);
-    k->ind++;
-    int32_t mark = cg_scope_mark(k);
-    cg_line(k, "const long long row = row0 + (long long)(threadIdx.x / T);");
-    cg_line(k, "const bool live = row < %s;", rows);
-    cg_line(k, "const %s n = live ? L : 0; /* this thread's row's live elements */",
-            cached ? "int" : "long long");
-    for (int32_t b = 0; b < k->nbufs; b++)
-        if (cg_buf_used(k, b) && (k->bufs[b].mask & kept))
-            cg_line(k, "const long long o%d = %s; /* the row in %s */", (int)b,
-                    cg_offset_kept(k, b, "row", ""), k->bufs[b].name);
+    int32_t mark = row_loop_begin(k, rows, cached ? "int" : "long long");
     unsigned char *written = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
     per_result_stage(k, p, 0, written, "lane == 0 && live", "row");
 
@@ -1399,28 +1393,35 @@ static void pieces_body(cg_kernel *k, const rplan *p) {
     k->ctx = NULL;
 }
 
+/* Values of reduction r in the order's tree over them: value (an expression of the loop
+ * variable var) for var from 0 to n - 1 in a binary counter, its pending subtrees folded, the
+ * lowest first and each higher one on its left, into a<r> (declared by the caller). */
+static void tree_over(cg_kernel *k, ir_ref r, const char *n, const char *var, const char *value) {
+    const char *t = cg_ctype(k->f->nodes[r].dtype);
+    cg_line(k, "%s a%dt[40];", t, (int)r);
+    cg_line(k, "for (long long %s = 0; %s < %s; %s++) {", var, var, n, var);
+    cg_line(k, "    %s c = %s;", t, value);
+    cg_line(k, "    int q = 0;");
+    cg_line(k, "    for (long long bi = %s; bi & 1; bi >>= 1, q++) c = %s;", var,
+            cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), "c"));
+    cg_line(k, "    a%dt[q] = c;", (int)r);
+    cg_line(k, "}");
+    cg_line(k, "bool have%d = false;", (int)r);
+    cg_line(k, "for (int q = 0; q < 40; q++) {");
+    cg_line(k, "    if (!(((long long)%s >> q) & 1)) continue;", n);
+    cg_line(k, "    a%d = have%d ? %s : a%dt[q];", (int)r, (int)r,
+            cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), acc_name(k, r)), (int)r);
+    cg_line(k, "    have%d = true;", (int)r);
+    cg_line(k, "}");
+}
+
 /* The pieces' partial results of a column combined in the order's tree over them (piece c
- * with c + 1, then c with c + 2, ...): a binary counter over the pieces in order, its pending
- * subtrees folded at the end (pieces are at most PLAN_SPLIT_MAX). */
+ * with c + 1, then c with c + 2, ...; pieces are at most PLAN_SPLIT_MAX). */
 static void join_ordered(cg_kernel *k, const rplan *p, split_args a) {
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
-        const char *t = cg_ctype(k->f->nodes[r].dtype);
-        cg_line(k, "%s a%d = %s, a%dt[40];", t, (int)r, cg_red_init(k, r), (int)r);
-        cg_line(k, "for (long long pc = 0; pc < %s; pc++) {", a.pieces);
-        cg_line(k, "    %s c = %s;", t, split_slot(k, p, a.part, i, "pc", a.cols, 1));
-        cg_line(k, "    int q = 0;");
-        cg_line(k, "    for (long long bi = pc; bi & 1; bi >>= 1, q++) c = %s;",
-                cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), "c"));
-        cg_line(k, "    a%dt[q] = c;", (int)r);
-        cg_line(k, "}");
-        cg_line(k, "bool have%d = false;", (int)r);
-        cg_line(k, "for (int q = 0; q < 40; q++) {");
-        cg_line(k, "    if (!((%s >> q) & 1)) continue;", a.pieces);
-        cg_line(k, "    a%d = have%d ? %s : a%dt[q];", (int)r, (int)r,
-                cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), acc_name(k, r)), (int)r);
-        cg_line(k, "    have%d = true;", (int)r);
-        cg_line(k, "}");
+        cg_line(k, "%s a%d = %s;", cg_ctype(k->f->nodes[r].dtype), (int)r, cg_red_init(k, r));
+        tree_over(k, r, a.pieces, "pc", split_slot(k, p, a.part, i, "pc", a.cols, 1));
     }
 }
 
@@ -1737,14 +1738,7 @@ static void full_ordered_partials_body(cg_kernel *k, const rplan *p) {
     cg_line(k, "const bool live = true; /* what per-row loads test */");
     cg_line(k, "(void)live;");
     shared_decls(k, p, "[32]");
-    const char *vc = "true";
-    for (int32_t b = 0; b < k->nbufs; b++) {
-        if (!cg_buf_used(k, b) || !row_linear(k, b)) continue;
-        if (k->bufs[b].output && !p->out_sweep[b]) continue;
-        cg_use(k, CG_H_TYPES);
-        vc = cg_fmt(k, "%s && fx_vec_ok<%d>(%s)", vc, w, k->bufs[b].name);
-    }
-    cg_line(k, "const bool vec = %s;", vc);
+    cg_line(k, "const bool vec = %s;", row_vec_cond(k, p, w, "true"));
     row_sweep_ordered(k, p, &c, 1, "lo + ");
     cg_line(k, "if (threadIdx.x == 0) {");
     for (int32_t i = 0; i < p->nreds; i++)
@@ -1780,25 +1774,8 @@ static void full_ordered_partials_launch(cg_kernel *k, cuda_launch *l1, const rp
 
 /* Thread 0 of the final kernel: the partials (np of them) in the order's tree. */
 static void full_ordered_combine(cg_kernel *k, const rplan *p, const char *part, const char *np) {
-    for (int32_t i = 0; i < p->nreds; i++) {
-        ir_ref r = p->reds[i];
-        const char *t = cg_ctype(k->f->nodes[r].dtype);
-        cg_line(k, "%s a%dt[40];", t, (int)r);
-        cg_line(k, "for (long long b = 0; b < %s; b++) {", np);
-        cg_line(k, "    %s c = %s[b];", t, partials_of(k, r, i, part));
-        cg_line(k, "    int q = 0;");
-        cg_line(k, "    for (long long bi = b; bi & 1; bi >>= 1, q++) c = %s;",
-                cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), "c"));
-        cg_line(k, "    a%dt[q] = c;", (int)r);
-        cg_line(k, "}");
-        cg_line(k, "bool have%d = false;", (int)r);
-        cg_line(k, "for (int q = 0; q < 40; q++) {");
-        cg_line(k, "    if (!(((long long)%s >> q) & 1)) continue;", np);
-        cg_line(k, "    a%d = have%d ? %s : a%dt[q];", (int)r, (int)r,
-                cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), acc_name(k, r)), (int)r);
-        cg_line(k, "    have%d = true;", (int)r);
-        cg_line(k, "}");
-    }
+    for (int32_t i = 0; i < p->nreds; i++)
+        tree_over(k, p->reds[i], np, "b", cg_fmt(k, "%s[b]", partials_of(k, p->reds[i], i, part)));
 }
 
 void cg_gen_full(cg_kernel *k, cuda_launch *l2) {

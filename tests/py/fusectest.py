@@ -233,6 +233,15 @@ def close(got, ref, dtype, rel=1e-5, abs_=1e-6, extra=None):
     return True, ""
 
 
+def bits_differ(a, b):
+    """Per element of two arrays of one shape and dtype: whether their bits differ, a NaN
+    against a NaN never (SPEC §5: payloads and signs are free)."""
+    if a.dtype.kind != "f":
+        return a != b
+    u = {2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
+    return (a.view(u) != b.view(u)) & ~(np.isnan(a) & np.isnan(b))
+
+
 def same_but_nan_signs(a, b):
     """Bit-identical, except that a NaN may have another sign or payload: with another
     thread count, an element may fall in a loop's scalar remainder instead of its vector

@@ -17,8 +17,8 @@ import re
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fusectest import (SRC, check, finish, fusec_run, in_shard, later, np, progress,  # noqa: E402
-                       rand, run, same_but_nan_signs, target_or_skip, tmpdir)
+from fusectest import (SRC, bits_differ, check, finish, fusec_run, in_shard, later, np,  # noqa: E402
+                       progress, rand, run, same_but_nan_signs, target_or_skip, tmpdir)
 
 TARGET = target_or_skip()
 OUT = tmpdir()
@@ -102,14 +102,6 @@ def first(a, dims, d, n):
     return a[tuple(slice(0, n) if x == d else slice(None) for x in dims)] if dims else a
 
 
-def differs(a, b):
-    """Elementwise: other bits (NaN against NaN agrees)."""
-    if a.dtype.kind != "f":
-        return a != b
-    u = {2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
-    return (a.view(u) != b.view(u)) & ~(np.isnan(a) & np.isnan(b))
-
-
 def make_input(dtype, shape):
     if dtype == "bool":
         return rng.integers(0, 2, size=shape).astype(np.bool_)
@@ -153,7 +145,7 @@ def run_counts(tag, path, fn, params, results, d, cdir, full):
             ok = a.shape == b.shape and same_but_nan_signs(a, b)
             where = ""
             if not ok and a.shape == b.shape:
-                bad = np.argwhere(differs(a, b))
+                bad = np.argwhere(bits_differ(a, b))
                 if bad.size:
                     at = tuple(int(x) for x in bad[0])
                     where = f": first at {at}: {a[at]!r} against {b[at]!r}"

@@ -28,7 +28,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from fusectest import check, finish, fusec_run, in_shard, np, target_or_skip, tmpdir  # noqa: E402
+from fusectest import (bits_differ, check, finish, fusec_run, in_shard, np,  # noqa: E402
+                       target_or_skip, tmpdir)
 
 WRITE = sys.argv[2] if len(sys.argv) == 3 and sys.argv[1] == "--write" else None
 SAVED = os.environ.get("FUSEC_ONE_ANSWER_CPU")
@@ -98,10 +99,7 @@ def values(dt, n):
 
 def same(a, b):
     """Bit for bit, NaN against NaN whatever the payload; the first difference or None."""
-    a, b = a.reshape(-1), b.reshape(-1)
-    u = {2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]
-    nan = np.isnan(a) & np.isnan(b)
-    bad = np.flatnonzero((a.view(u) != b.view(u)) & ~nan)
+    bad = np.flatnonzero(bits_differ(a.reshape(-1), b.reshape(-1)))
     return None if bad.size == 0 else int(bad[0])
 
 
