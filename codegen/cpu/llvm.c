@@ -197,9 +197,14 @@ static void scope_enter(lg_fn *g) {
     g->level++;
 }
 
-static void scope_exit(lg_fn *g) {
+/* Forgets the values of the current scope (and stays in it). */
+static void scope_clear(lg_fn *g) {
     for (int32_t r = 0; r < g->f->nnodes; r++)
         if (g->val[r] && g->lvl[r] == g->level) g->val[r] = NULL;
+}
+
+static void scope_exit(lg_fn *g) {
+    scope_clear(g);
     g->level--;
 }
 
@@ -1003,18 +1008,15 @@ static void scalar_block_end(lg_fn *g, lg_walk *w) {
     store(g, LLVMBuildNSWAdd(b, count, ci64(m, 1), ""), sw->nblocks);
 }
 
-/* Sweep s over flat [lo, hi) of axes[0 .. n) from base0, with scalar accumulators (a blocked
- * sweep's float sums and products laned). */
-static void scalar_sweep(lg_fn *g, lg_sweep *sw, const int *axes, int n, LLVMValueRef *base0,
-                         LLVMValueRef lo, LLVMValueRef hi) {
+/* The scalar accumulators of sweep sw at their identities (a blocked sweep's float sums and
+ * products laned, its first block begun); returns whether the sweep is blocked. */
+static int sweep_accs(lg_fn *g, lg_sweep *sw) {
     lg_mod *m = g->m;
-    lg_walk w = {scalar_point, scalar_block_begin, scalar_block_end, 0, 0, sw, 0,
-                 sw->roots,    sw->nroots};
-    w.blocked = sweep_blocked(g, sw);
+    int blocked = sweep_blocked(g, sw);
     for (int32_t i = 0; i < sw->nred; i++) {
         lg_red *rd = &sw->red[i];
         rd->nparts = lg_red_nparts(m, g->f, &g->f->nodes[rd->node]);
-        rd->laned = w.blocked && sum_like(g, rd->node);
+        rd->laned = blocked && sum_like(g, rd->node);
         if (rd->laned) {
             rd->blk[0] = alloca_at_entry(g, LLVMArrayType(rd->t, LG_LANES), "lanes");
             rd->grp[0] = alloca_at_entry(g, LLVMArrayType(rd->t, LG_LEVELS), "levels");
@@ -1027,7 +1029,20 @@ static void scalar_sweep(lg_fn *g, lg_sweep *sw, const int *axes, int n, LLVMVal
     }
     sw->nblocks = alloca_at_entry(g, m->t_i64, "nblocks");
     store(g, ci64(m, 0), sw->nblocks);
-    if (w.blocked) scalar_block_begin(g, &w);
+    if (blocked) {
+        lg_walk w = {0};
+        w.ctx = sw;
+        scalar_block_begin(g, &w);
+    }
+    return blocked;
+}
+
+/* Sweep s over flat [lo, hi) of axes[0 .. n) from base0, with scalar accumulators. */
+static void scalar_sweep(lg_fn *g, lg_sweep *sw, const int *axes, int n, LLVMValueRef *base0,
+                         LLVMValueRef lo, LLVMValueRef hi) {
+    lg_walk w = {scalar_point, scalar_block_begin, scalar_block_end, 0, 0, sw, 0,
+                 sw->roots,    sw->nroots};
+    w.blocked = sweep_accs(g, sw);
     /* several vectors of accumulators in flight: the additions' latency is hidden (blocked
      * sweeps: a round of lanes, walk_lanes) */
     w.vectorize = sw->nred > 0 ? LG_INTERLEAVE : 0;
@@ -1275,59 +1290,218 @@ static void per_result_stage(lg_fn *g, int s, LLVMValueRef *rowbase) {
     }
 }
 
+/* The rows a row kernel walks at once: LLVM_ROW_GROUP rows of at most LLVM_ROW_GROUP_MAX
+ * elements, or one. The sweeps that reduce walk the group's rows together, each point
+ * evaluating every row, so that one row's horizontal reductions and the chain from its
+ * reductions to its next sweep, whose latency a short row cannot hide, overlap another row's
+ * work; a sweep that only writes goes row by row. Each row has its own offsets, values
+ * (rows_enter swaps them in), cached values and accumulators, and keeps its own order. */
+typedef struct lg_rows {
+    int n;
+    int prefetch; /* the current sweep prefetches the rows after the group's */
+    LLVMValueRef *base[LLVM_ROW_GROUP], *next[LLVM_ROW_GROUP], *cache[LLVM_ROW_GROUP];
+    LLVMValueRef *val[LLVM_ROW_GROUP];
+    int *lvl[LLVM_ROW_GROUP];
+    lg_sweep sw[LLVM_ROW_GROUP];
+} lg_rows;
+
+static void rows_enter(lg_fn *g, const lg_rows *rs, int k) {
+    g->val = rs->val[k];
+    g->lvl = rs->lvl[k];
+    g->cache_row = rs->cache[k];
+    g->pf_base = rs->prefetch ? rs->next[k] : NULL;
+}
+
+/* A walk's callback for each row of the group in turn, with that row's values, offsets and
+ * sweep. */
+typedef void (*lg_walk_fn)(lg_fn *g, lg_walk *w);
+static void each_row(lg_fn *g, lg_walk *w, lg_walk_fn fn) {
+    lg_rows *rs = w->ctx;
+    for (int k = 0; k < rs->n; k++) {
+        rows_enter(g, rs, k);
+        g->base = rs->base[k];
+        lg_walk one = *w;
+        one.ctx = &rs->sw[k];
+        fn(g, &one);
+    }
+}
+
+static void group_point(lg_fn *g, lg_walk *w) {
+    each_row(g, w, scalar_point);
+}
+
+static void group_block_begin(lg_fn *g, lg_walk *w) {
+    each_row(g, w, scalar_block_begin);
+}
+
+static void group_block_end(lg_fn *g, lg_walk *w) {
+    each_row(g, w, scalar_block_end);
+}
+
+/* Sweep s of every row of the group over [0, rowlen) of its one reduced axis: a reducing
+ * sweep together, a sweep that only writes row by row. */
+static void group_sweep(lg_fn *g, lg_rows *rs, int s, const int *red, int nr, LLVMValueRef rowlen) {
+    for (int k = 0; k < rs->n; k++) {
+        rows_enter(g, rs, k);
+        sweep_init(g, &rs->sw[k], s);
+    }
+    /* the second sweep (the first computes in cache what the one before brought in)
+     * prefetches the next rows, when the row is one run */
+    rs->prefetch = s == 1 && nr == 1 && sweep_blocked(g, &rs->sw[0]);
+    if (rs->n == 1 || rs->sw[0].nred == 0) {
+        for (int k = 0; k < rs->n; k++) {
+            rows_enter(g, rs, k);
+            scalar_sweep(g, &rs->sw[k], red, nr, rs->base[k], ci64(g->m, 0), rowlen);
+        }
+        rs->prefetch = 0;
+        return;
+    }
+    lg_walk w = {group_point, group_block_begin, group_block_end, 0, 0, rs, 0, NULL, 0};
+    for (int k = 0; k < rs->n; k++) {
+        rows_enter(g, rs, k);
+        w.blocked = sweep_accs(g, &rs->sw[k]);
+    }
+    /* as many vectors of accumulators in flight as one row's sweep has */
+    w.vectorize = LG_INTERLEAVE / rs->n > 1 ? LG_INTERLEAVE / rs->n : 1;
+    g->sweep = s;
+    g->lanes_end = rowlen;
+    walk_range(g, &w, red, nr, rs->base[0], ci64(g->m, 0), rowlen);
+    g->lanes_end = NULL;
+    rs->prefetch = 0;
+}
+
+/* The group of rows from `row`: every sweep, the reductions' results and the per-result
+ * values after them. */
+static void row_group(lg_fn *g, lg_rows *rs, LLVMValueRef row, const int *kept, int nk,
+                      const int *red, int nr, LLVMValueRef rowlen) {
+    const llvm_kplan *p = g->p;
+    lg_mod *m = g->m;
+    for (int k = 0; k < rs->n; k++) {
+        rs->base[k] = new_bases(g, NULL);
+        add_offsets(g, rs->base[k], LLVMBuildNSWAdd(m->b, row, ci64(m, k), ""), kept, nk);
+        rs->next[k] = NULL;
+        if (p->pk->nsweeps >= 2 && nr == 1) {
+            rs->next[k] = new_bases(g, NULL);
+            add_offsets(g, rs->next[k], LLVMBuildNSWAdd(m->b, row, ci64(m, rs->n + k), ""), kept,
+                        nk);
+        }
+    }
+    scope_enter(g);
+    for (int k = 0; k < rs->n; k++) {
+        rows_enter(g, rs, k);
+        per_result_stage(g, 0, rs->base[k]);
+    }
+    for (int s = 0; s <= p->pk->nsweeps; s++) {
+        if (s == p->pk->nsweeps && !p->pk->final_sweep) break;
+        group_sweep(g, rs, s, red, nr, rowlen);
+        if (s == p->pk->nsweeps) break;
+        for (int k = 0; k < rs->n; k++) {
+            rows_enter(g, rs, k);
+            lg_sweep *sw = &rs->sw[k];
+            for (int32_t i = 0; i < sw->nred; i++) {
+                const ir_node *n = &g->f->nodes[sw->red[i].node];
+                set_val(g, sw->red[i].node,
+                        as_kept(g, sw->red[i].node,
+                                lg_red_post(m, g->f, n, scalar_total(g, sw, i), rowlen)));
+            }
+            per_result_stage(g, s + 1, rs->base[k]);
+        }
+    }
+    for (int k = 0; k < rs->n; k++) {
+        rows_enter(g, rs, k);
+        scope_clear(g);
+    }
+    g->level--;
+    rows_enter(g, rs, 0);
+    g->base = rs->base[0];
+}
+
+/* The row's cached values for row k of a group: slot c at scratch + rowlen * (k * the bytes of
+ * every slot + the bytes of the slots before c). */
+static LLVMValueRef *row_cache(lg_fn *g, LLVMValueRef rowlen, int k) {
+    const llvm_kplan *p = g->p;
+    lg_mod *m = g->m;
+    if (!g->use_cache) return NULL;
+    LLVMValueRef *cache = ir_arena_calloc(m->arena, (size_t)p->ncached + 1, sizeof(LLVMValueRef));
+    int64_t all = 0;
+    for (int32_t c = 0; c < p->ncached; c++)
+        all += g->f->nodes[p->cached[c]].dtype == IR_F64 ? 8 : 4;
+    LLVMValueRef off = LLVMBuildNSWMul(m->b, rowlen, ci64(m, k * all), "");
+    for (int32_t c = 0; c < p->ncached; c++) {
+        const ir_node *n = &g->f->nodes[p->cached[c]];
+        LLVMValueRef byte = LLVMBuildInBoundsGEP2(m->b, m->t_i8, g->scratch, &off, 1, "");
+        LLVMTypeRef t = lg_compute_type(m, n->dtype);
+        cache[c] = LLVMBuildBitCast(m->b, byte, LLVMPointerType(t, 0), "");
+        off = LLVMBuildNSWAdd(
+            m->b, off, LLVMBuildNSWMul(m->b, rowlen, ci64(m, n->dtype == IR_F64 ? 8 : 4), ""), "");
+    }
+    return cache;
+}
+
+/* Rows walked in groups: one reduced axis (a row is one run) and a small body. The grouped
+ * rows are a second loop beside the one for long rows and the rows left over, whose sweeps
+ * hold each row's body again: a row kernel's code and compile time grow 2-2.5x (softmax 110
+ * -> 275 ms, bench/RESULTS.md), which bodies of many nodes or transcendentals an element
+ * would pay in seconds. */
+#define LG_GROUP_NODES 32
+#define LG_GROUP_MATH  2
+static int row_groups(const lg_fn *g, int nr) {
+    const llvm_kplan *p = g->p;
+    if (LLVM_ROW_GROUP < 2 || nr != 1 || p->pk->to - p->pk->from > LG_GROUP_NODES) return 0;
+    int math = 0;
+    for (int32_t i = p->pk->from; i < p->pk->to; i++) {
+        ir_ref r = g->k->body[i];
+        if ((ir_ops[g->f->nodes[r].op].flags & IR_OPF_EXPENSIVE) && !p->pk->per_result[r]) math++;
+    }
+    return math <= LG_GROUP_MATH;
+}
+
+/* Rows [begin, end), one group after another. */
+static void row_loop(lg_fn *g, int n, LLVMValueRef begin, LLVMValueRef end, const int *kept, int nk,
+                     const int *red, int nr, LLVMValueRef rowlen) {
+    lg_mod *m = g->m;
+    lg_rows rs;
+    memset(&rs, 0, sizeof rs);
+    rs.n = n;
+    for (int k = 0; k < n; k++) {
+        rs.val[k] = g->val;
+        rs.lvl[k] = g->lvl;
+        if (k > 0) {
+            size_t nn = (size_t)g->f->nnodes + 1;
+            rs.val[k] = ir_arena_calloc(m->arena, nn, sizeof(*g->val));
+            rs.lvl[k] = ir_arena_calloc(m->arena, nn, sizeof(*g->lvl));
+            memcpy(rs.val[k], g->val, (size_t)g->f->nnodes * sizeof(*g->val));
+            memcpy(rs.lvl[k], g->lvl, (size_t)g->f->nnodes * sizeof(*g->lvl));
+        }
+        rs.cache[k] = row_cache(g, rowlen, k);
+    }
+    lg_loop L;
+    LLVMValueRef row = loop_begin(g, &L, begin, end, n > 1 ? "rows" : "row");
+    row_group(g, &rs, row, kept, nk, red, nr, rowlen);
+    loop_end(g, &L, ci64(m, n), 0);
+}
+
 static void gen_row(lg_fn *g) {
     const llvm_kplan *p = g->p;
     lg_mod *m = g->m;
     /* a unit is one point of the kept axes (wherever they are); the row, the reduced axes */
-    int kept[IR_MAX_RANK], red[IR_MAX_RANK];
+    int kept[IR_MAX_RANK] = {0}, red[IR_MAX_RANK] = {0};
     int nk = axes_of(p, 0, kept), nr = axes_of(p, 1, red);
     LLVMValueRef rowlen = dims_product(g, red, nr);
-    if (g->use_cache) {
-        /* the row's cached values: slot i at scratch + rowlen * (bytes of slots before i) */
-        g->cache_row = ir_arena_calloc(m->arena, (size_t)p->ncached + 1, sizeof(LLVMValueRef));
-        LLVMValueRef off = ci64(m, 0);
-        for (int32_t c = 0; c < p->ncached; c++) {
-            const ir_node *n = &g->f->nodes[p->cached[c]];
-            LLVMValueRef byte = LLVMBuildInBoundsGEP2(m->b, m->t_i8, g->scratch, &off, 1, "");
-            LLVMTypeRef t = lg_compute_type(m, n->dtype);
-            g->cache_row[c] = LLVMBuildBitCast(m->b, byte, LLVMPointerType(t, 0), "");
-            off = LLVMBuildNSWAdd(
-                m->b, off, LLVMBuildNSWMul(m->b, rowlen, ci64(m, n->dtype == IR_F64 ? 8 : 4), ""),
-                "");
-        }
+    LLVMValueRef begin = g->begin;
+    if (row_groups(g, nr)) {
+        /* short rows: whole groups first, the rows left over one at a time */
+        LLVMBuilderRef b = m->b;
+        LLVMValueRef whole = LLVMBuildMul(
+            b, LLVMBuildSDiv(b, LLVMBuildSub(b, g->end, g->begin, ""), ci64(m, LLVM_ROW_GROUP), ""),
+            ci64(m, LLVM_ROW_GROUP), "");
+        LLVMValueRef grouped = LLVMBuildSelect(
+            b, LLVMBuildICmp(b, LLVMIntSLE, rowlen, ci64(m, LLVM_ROW_GROUP_MAX), ""),
+            LLVMBuildNSWAdd(b, g->begin, whole, ""), g->begin, "");
+        row_loop(g, LLVM_ROW_GROUP, g->begin, grouped, kept, nk, red, nr, rowlen);
+        begin = grouped;
     }
-    lg_loop L;
-    LLVMValueRef row = loop_begin(g, &L, g->begin, g->end, "row");
-    LLVMValueRef *rowbase = new_bases(g, NULL);
-    add_offsets(g, rowbase, row, kept, nk);
-    LLVMValueRef *nextbase = NULL;
-    if (p->pk->nsweeps >= 2 && nr == 1) {
-        nextbase = new_bases(g, NULL);
-        add_offsets(g, nextbase, LLVMBuildNSWAdd(m->b, row, ci64(m, 1), ""), kept, nk);
-    }
-    scope_enter(g);
-    per_result_stage(g, 0, rowbase);
-    for (int s = 0; s <= p->pk->nsweeps; s++) {
-        if (s == p->pk->nsweeps && !p->pk->final_sweep) break;
-        lg_sweep sw;
-        sweep_init(g, &sw, s);
-        /* the second sweep (the first computes in cache what the one before brought in)
-         * prefetches the next row, when the row is one run */
-        g->pf_base = s == 1 && nr == 1 && sweep_blocked(g, &sw) ? nextbase : NULL;
-        scalar_sweep(g, &sw, red, nr, rowbase, ci64(m, 0), rowlen);
-        g->pf_base = NULL;
-        if (s == p->pk->nsweeps) break;
-        for (int32_t i = 0; i < sw.nred; i++) {
-            const ir_node *n = &g->f->nodes[sw.red[i].node];
-            set_val(g, sw.red[i].node,
-                    as_kept(g, sw.red[i].node,
-                            lg_red_post(m, g->f, n, scalar_total(g, &sw, i), rowlen)));
-        }
-        per_result_stage(g, s + 1, rowbase);
-    }
-    scope_exit(g);
-    g->base = rowbase;
-    loop_end(g, &L, ci64(m, 1), 0);
+    row_loop(g, 1, begin, g->end, kept, nk, red, nr, rowlen);
 }
 
 /* ---- full reductions --------------------------------------------------------------------------

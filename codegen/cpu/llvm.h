@@ -48,11 +48,17 @@
 #include "ir/ir.h"
 
 /* Changes whenever generated code changes for the same partition: part of cache keys. */
-#define LLVM_CODEGEN_VERSION "llvm-cpu-12"
+#define LLVM_CODEGEN_VERSION "llvm-cpu-13"
 
 /* Elements per chunk of a full reduction: a constant, so that the summation order depends on
  * the shape only (not on the number of threads). */
 #define LLVM_FULL_CHUNK 65536
+/* Row kernels take rows of at most LLVM_ROW_GROUP_MAX elements LLVM_ROW_GROUP at a time: each
+ * sweep walks the group's rows together, so that one row's horizontal reductions, whose latency
+ * a short row cannot hide, overlap another row's work (bench/RESULTS.md, "Short rows in
+ * groups"). Their scratch then holds the group's rows. */
+#define LLVM_ROW_GROUP     2
+#define LLVM_ROW_GROUP_MAX 256
 /* Columns per unit of a column reduction (the inner, contiguous axis is cut into these). */
 #define LLVM_COLUMN_WIDTH 128
 
@@ -91,7 +97,8 @@ typedef struct llvm_kernel_meta {
      * row; others, the domain; a combined kernel, its first part's */
     ir_shape run_shape;
     /* row reductions that cache per-element values: each thread's scratch holds
-     * |scratch_shape| * scratch_bytes bytes (a row's), whatever the row's size. Rows whose
+     * |scratch_shape| * scratch_bytes bytes (a row's), whatever the row's size, times
+     * LLVM_ROW_GROUP for rows of at most LLVM_ROW_GROUP_MAX elements. Rows whose
      * cache spills from L3 pay for it, up to 1.7x what a variant of the kernel that
      * recomputed instead took; that variant was dropped because it doubled every row
      * kernel's code and compile time (bench/RESULTS.md). */

@@ -521,7 +521,9 @@ static fusec_status run_kernel(const llvm_kernel_meta *km, const cpu_kernel *ck,
          * which is at most the rows', so rows far longer than the caches, which are few, take
          * scratch for few threads (the whole is at most the input's size or twice it) */
         size_t slots = (size_t)(total < threads ? total : threads);
-        size_t per = (size_t)plan_shape_count(&km->scratch_shape, syms) * (size_t)km->scratch_bytes;
+        int64_t row = plan_shape_count(&km->scratch_shape, syms);
+        size_t per = (size_t)row * (size_t)km->scratch_bytes *
+                     (row <= LLVM_ROW_GROUP_MAX ? LLVM_ROW_GROUP : 1);
         r.scratch_stride =
             (per + CPU_SCRATCH_GAP - 1) / CPU_SCRATCH_GAP * CPU_SCRATCH_GAP + CPU_SCRATCH_GAP;
         if (slots > 0 && r.scratch_stride > SIZE_MAX / slots) goto oom;
