@@ -16,10 +16,11 @@ acos, atan, atan2, pow, hypot in f64) are each target's own and not compared.
 Reductions too (docs/plan.md, "The order of a reduction", which both targets follow): sums,
 means and products over the last axis, softmax, log-sum-exp and layer normalization, over the
 first axis (columns, and batch normalization), and over everything, in f32, f64 and bf16, over
-[5, 7] to [3, 4097], and in f32 [1, 140007] and [3000, 40]: rows within one block of 1024, of several, and of more
+[5, 7] to [3, 4097], and in f32 [1, 229999] and [3000, 40]: rows within one block of 1024, of several, and of more
 blocks than a CUDA block has groups of threads (the binary counter); rows of 7 and 1001 are no
 whole vectors (the loads' scalar path); columns of 3000 are cut into pieces that a join
-combines. Without CUDA (no GPU, no emulated one), skipped.
+combines. On the emulated GPU they run at two grid sizes (1 and 132 SMs: GRIDS), each against
+the CPU. Without CUDA (no GPU, no emulated one), skipped.
 
 On a GPU machine, which has no CPU target (the bundle is built without LLVM), the CPU's
 results come from FUSEC_ONE_ANSWER_CPU=DIR, written here by `test_one_answer.py --write DIR`
@@ -106,11 +107,19 @@ def same(a, b):
 CASE = [0]
 
 
-def run_both(path, fn, key, inputs, tags, in_key=None):
+# On the emulated GPU, reductions run at a second grid size too: the emulated device's SMs
+# (FUSEC_MOCK_SMS) set how many CUDA blocks a kernel launches, and so how a long row, a column
+# or a full reduction is cut among them (the tests' 1, where every block loops over its work,
+# and an H100's 132): the bits must not change (docs/plan.md, "The order of a reduction").
+EMULATED = "mock" in os.path.basename(os.environ.get("FUSEC_CUDA_DRIVER", ""))
+GRIDS = {"cuda": None, "cuda132": {"FUSEC_MOCK_SMS": "132"}}  # run: its environment
+
+
+def run_both(path, fn, key, inputs, tags, in_key=None, grids=False):
     """fn on both targets (the CPU's from FUSEC_ONE_ANSWER_CPU where set), result i compared as
     op tags[i]; its files are named by key, its inputs' by in_key (default key: cases of the
-    same inputs share their files, which the GPU bundle carries). FUSEC_TEST_SHARD=i/n: every
-    n-th case."""
+    same inputs share their files, which the GPU bundle carries); grids: on the emulated GPU,
+    at each of GRIDS' grid sizes. FUSEC_TEST_SHARD=i/n: every n-th case."""
     CASE[0] += 1
     if not in_shard(CASE[0] - 1):
         return
@@ -125,32 +134,39 @@ def run_both(path, fn, key, inputs, tags, in_key=None):
             np.save(p, a)
         files.append((name, p))
     got = {}
-    for target in ("cpu",) if WRITE else ("cpu", "cuda"):
-        outs = [os.path.join(WRITE or OUT, f"{key}_{target}_{i}.npy") for i in range(len(tags))]
-        if target == "cpu" and SAVED:
-            got[target] = [np.load(os.path.join(SAVED, f"{key}_cpu_{i}.npy"))
-                           for i in range(len(tags))]
+    runs = ["cpu"] if WRITE else ["cpu"] + (list(GRIDS) if grids and EMULATED else ["cuda"])
+    for run in runs:
+        outs = [os.path.join(WRITE or OUT, f"{key}_{run}_{i}.npy") for i in range(len(tags))]
+        if run == "cpu" and SAVED:
+            got[run] = [np.load(os.path.join(SAVED, f"{key}_cpu_{i}.npy"))
+                        for i in range(len(tags))]
             continue
-        rc, err = fusec_run(path, fn, files, outs, target)
-        check(rc == 0, f"{fn} on {target}: exit {rc}: {err.strip()}")
+        env = dict(os.environ, **GRIDS[run]) if GRIDS.get(run) else None
+        rc, err = fusec_run(path, fn, files, outs, run.rstrip("0123456789"), env=env)
+        check(rc == 0, f"{fn} on {run}: exit {rc}: {err.strip()}")
         if rc != 0:
             return
-        got[target] = [np.load(o) for o in outs]
+        got[run] = [np.load(o) for o in outs]
     if WRITE:
         return
-    for i, tag in enumerate(tags):
-        c, g = got["cpu"][i], got["cuda"][i]
-        j = same(c, g)
-        if j is None:
-            check(True, tag)
-            continue
-        c, g = c.reshape(-1), g.reshape(-1)
-        u = {2: np.uint16, 4: np.uint32, 8: np.uint64}[c.dtype.itemsize]
-        args = ", ".join(f"{a.reshape(-1)[j]!r}" for _, a in inputs) if all(
-            a.size == c.size for _, a in inputs) else f"element {j}"
-        n = np.count_nonzero(c.view(u) != g.view(u))
-        check(False, f"{tag}: {n} of {c.size} differ; first at ({args}): cpu {c[j]!r} "
-                     f"({c.view(u)[j]:#x}), cuda {g[j]!r} ({g.view(u)[j]:#x})")
+    for run in runs[1:]:
+        for i, tag in enumerate(tags):
+            compare(got["cpu"][i], got[run][i], inputs, f"{tag} ({run})")
+
+
+def compare(c, g, inputs, tag):
+    """The CPU's result c against a GPU's g, bit for bit: the first difference named."""
+    j = same(c, g)
+    if j is None:
+        check(True, tag)
+        return
+    c, g = c.reshape(-1), g.reshape(-1)
+    u = {2: np.uint16, 4: np.uint32, 8: np.uint64}[c.dtype.itemsize]
+    args = ", ".join(f"{a.reshape(-1)[j]!r}" for _, a in inputs) if all(
+        a.size == c.size for _, a in inputs) else f"element {j}"
+    n = np.count_nonzero(c.view(u) != g.view(u))
+    check(False, f"{tag}: {n} of {c.size} differ; first at ({args}): cpu {c[j]!r} "
+                 f"({c.view(u)[j]:#x}), cuda {g[j]!r} ({g.view(u)[j]:#x})")
 
 
 ROWS = {  # name: (its results' shapes, their expressions) over x: T[R, C]
@@ -195,14 +211,17 @@ for t in ("f32", "f64", "bf16"):
     # is slow, and the GPU bundle carries the CPU's results
     shapes = [((5, 7), ROWS), ((37, 1001), ROWS), ((3, 4097), ROWS)]
     if t == "f32":
-        shapes += [((1, 140007), ("sums", "softmax")), ((3000, 40), ("cols", "full"))]
+        # (a full reduction of 229999 elements takes more CUDA blocks than 1 emulated SM runs
+        # at once: at 132 its 14 blocks take runs of 16 blocks of 1024 where 1 SM's 8 take 32,
+        # and their partials are three subtrees of the same tree)
+        shapes += [((1, 229999), ("sums", "softmax", "full")), ((3000, 40), ("cols", "full"))]
     for (r, c), names in shapes:
         # magnitudes over a few decades, so that another order gives other bits
         x = (rng.standard_normal((r, c)) * np.exp(rng.uniform(-4, 4, (r, c)))).astype(dt)
         for name in names:
             run_both(path, name, f"rows_{name}_{t}_{r}x{c}", [("x", x)],
                      [f"{e} {t} [{x.shape[0]}, {x.shape[1]}]" for e in ROWS[name][1]],
-                     in_key=f"rows_{t}_{r}x{c}")
+                     in_key=f"rows_{t}_{r}x{c}", grids=True)
 
 for t, dt in (("f32", np.float32), ("f64", np.float64)):
     path = program(t)
