@@ -1,11 +1,13 @@
 /* bench/math_vec.c: does a loop over codegen/cpu/llvm_math.c vectorize, and what does it gain?
  *
- * Times y[i] = f(x[i]) over 2^24 floats for llvm_math's functions against libm's. The file
- * includes llvm_math.c itself, with LLVM_MATH_API set to always_inline, so the functions
- * inline into the loops as they will in a JIT module. Not built by CMake; from the
- * repository root:
+ * Times y[i] = f(x[i]) over 2^24 floats for llvm_math's functions against libm's. Built with
+ * llvm_math.c beside it and link-time optimization, LLVM_MATH_API set to always_inline, so
+ * that the functions inline into the loops as they will in a JIT module. Not built by CMake;
+ * from the repository root:
  *
- *   clang -O3 -march=native -fno-math-errno -I. bench/math_vec.c -lm -o /tmp/math_vec
+ *   clang -O3 -march=native -fno-math-errno -flto -fuse-ld=lld -I. \
+ *     '-DLLVM_MATH_API=__attribute__((always_inline))' \
+ *     bench/math_vec.c codegen/cpu/llvm_math.c -lm -o /tmp/math_vec
  *   clang ... -Rpass=loop-vectorize -Rpass-missed=loop-vectorize    (the vectorizer's report)
  *   /tmp/math_vec [N_LOG2]
  *
@@ -13,10 +15,9 @@
  * functions be compared as fairly as the compiler allows (it changes nothing in ours but
  * sqrt). Each bench loop is a separate noinline function, so the report names it.
  */
-/* inlined whatever their size, as the backend's always-inline attribute will have them */
-#define LLVM_MATH_API __attribute__((always_inline))
-#include "codegen/cpu/llvm_math.c"
+#include "codegen/cpu/llvm_math.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>

@@ -3,6 +3,7 @@
  * and --dump-after=NAME prints the IR after the pass NAME. */
 #include "passes/passes.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,10 +35,19 @@ static const pass_entry pipeline[] = {
 
 #define NPASSES ((int)(sizeof pipeline / sizeof pipeline[0]))
 
+/* The pipeline's names, in order, joined by ", " (the table is constant: built once). */
+static char names[NPASSES * 24];
+static pthread_once_t names_once = PTHREAD_ONCE_INIT;
+
+static void names_init(void) {
+    size_t n = 0;
+    for (int i = 0; i < NPASSES; i++)
+        n += (size_t)snprintf(names + n, sizeof names - n, "%s%s", i ? ", " : "", pipeline[i].name);
+}
+
 const char *pass_names(void) {
-    return "grad, fold, simplify, cse, dce, nofuse, fuse_pointwise, fuse_reduction, "
-           "fuse_horizontal, "
-           "report";
+    pthread_once(&names_once, names_init);
+    return names;
 }
 
 pass_fn pass_find(const char *name) {

@@ -16,8 +16,6 @@
 #include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "runtime/backend.h"
-#include "runtime/cpu/cpu_target.h"
-#include "runtime/cuda/nvrtc.h"
 #include "runtime/pipeline.h"
 #include "runtime/clock.h"
 #include "runtime/dlpack.h"
@@ -46,7 +44,9 @@ struct fusec_module {
     ir_func **fused;           /* the built functions' fused, as the backends take them */
     int nfused;                /* all nfuncs, or 1 with opt.function */
     const rt_backend *backend; /* NULL: the reference interpreter */
-    const rt_cpu_target *cpu;  /* the CPU backend's named CPU; NULL: the host */
+    /* by backend (BACKENDS): what its resolve_options made of the options (the CPU
+     * backend's named CPU; NULL: the host) */
+    const void *resolved[3];   /* as many as BACKENDS */
     void *program;             /* the backend's built code; NULL until built */
     fusec_status build_status; /* of the one build attempt (FUSEC_OK before it) */
     /* set, with release order, once the build attempt is over and program and build_status
@@ -151,15 +151,19 @@ static void leave_c_locale(locale_t old) {
 
 /* Checks the options that name things (a CUDA architecture, a CPU) whatever the target, so
  * that a misspelling is an error where it is made, not where a later target reads it. */
+static const rt_backend *const BACKENDS[] = {&rt_backend_cuda, &rt_backend_cpu, &rt_backend_ref};
+#define NBACKENDS ((int)(sizeof BACKENDS / sizeof BACKENDS[0]))
+_Static_assert(sizeof(((fusec_module *)0)->resolved) / sizeof(void *) == NBACKENDS,
+               "a module resolves the options of every backend");
+
 static fusec_status check_names(fusec_module *m) {
-    const char *arch = m->opt.arch;
-    if (arch && *arch && !rt_nvrtc_arch_valid(arch))
-        return set_message(m, FUSEC_ERR_INVALID_ARGUMENT,
-                           "arch '%s' is not a CUDA architecture (sm_XX, sm_XXa, compute_XX)",
-                           arch);
-    char err[512];
-    if (rt_cpu_target_resolve(m->opt.cpu, &m->cpu, err, sizeof err) != 0)
-        return set_message(m, FUSEC_ERR_INVALID_ARGUMENT, "%s", err);
+    for (int i = 0; i < NBACKENDS; i++) {
+        char err[512] = "";
+        m->resolved[i] = NULL;
+        if (!BACKENDS[i]->resolve_options) continue;
+        fusec_status st = BACKENDS[i]->resolve_options(&m->opt, &m->resolved[i], err, sizeof err);
+        if (st != FUSEC_OK) return set_message(m, st, "%s", err);
+    }
     return FUSEC_OK;
 }
 
@@ -433,15 +437,17 @@ fusec_function *fusec_module_function_at(fusec_module *m, int i) {
 
 /* ---- building ------------------------------------------------------------------------ */
 
-static rt_backend_request backend_request(fusec_module *m) {
+/* A request to backend be (what its resolve_options made of the options with it). */
+static rt_backend_request backend_request(fusec_module *m, const rt_backend *be) {
     rt_backend_request req = {
         .funcs = m->fused,
         .nfuncs = m->nfused,
         .opt = &m->opt,
         .arena = &m->arena,
         .report = &m->report,
-        .cpu = m->cpu,
     };
+    for (int i = 0; i < NBACKENDS; i++)
+        if (BACKENDS[i] == be) req.resolved = m->resolved[i];
     return req;
 }
 
@@ -458,7 +464,7 @@ static fusec_status build_now(fusec_module *m) {
         return FUSEC_ERR_OUT_OF_MEMORY;
     }
     m->arena.oom = &oom;
-    rt_backend_request req = backend_request(m);
+    rt_backend_request req = backend_request(m, m->backend);
     char err[sizeof m->message];
     double t0 = rt_now_ms();
     fusec_status st = m->backend->compile(&req, &m->program, err, sizeof err);
@@ -522,7 +528,7 @@ static fusec_status emit_locked(fusec_module *m, fusec_emit kind, ir_buf *b, cha
         int cpu =
             kind == FUSEC_EMIT_LLVM || (kind == FUSEC_EMIT_PLAN && m->target != FUSEC_TARGET_CUDA);
         const rt_backend *be = cpu ? &rt_backend_cpu : &rt_backend_cuda;
-        rt_backend_request req = backend_request(m);
+        rt_backend_request req = backend_request(m, be);
         return be->emit(&req, kind, b, msg, msglen);
     }
     }

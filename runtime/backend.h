@@ -21,8 +21,9 @@ typedef struct rt_backend_request {
     const fusec_options *opt; /* arch, fast_math, no_cache, cache_dir, verbose */
     ir_arena *arena;          /* the module's arena, for anything that lives as long */
     ir_buf *report;           /* -v lines (cache hit or miss per kernel, timings) */
-    /* the CPU the CPU backend compiles for (runtime/cpu/cpu_target.h); NULL: the host */
-    const struct rt_cpu_target *cpu;
+    /* what this backend's resolve_options made of the options (the CPU backend: the CPU it
+     * compiles for, runtime/cpu/cpu_target.h, NULL for the host); NULL without the hook */
+    const void *resolved;
 } rt_backend_request;
 
 typedef struct rt_backend {
@@ -30,6 +31,12 @@ typedef struct rt_backend {
     fusec_target target;
     /* 1 when the backend can run here; else 0 with the reason (no driver, no device). */
     int (*available)(char *why, size_t whylen);
+    /* Optional: checks the options that name things of this backend (a CUDA architecture, a
+     * CPU), whatever the module's target, so that a misspelling is an error where it is made;
+     * *resolved: what its requests then carry (rt_backend_request.resolved). FUSEC_OK, or
+     * FUSEC_ERR_INVALID_ARGUMENT with the message. */
+    fusec_status (*resolve_options)(const fusec_options *opt, const void **resolved, char *err,
+                                    size_t errlen);
     /* Generates the code of the given kind (cuda, ptx, cubin / llvm) for every function
      * into out (text NUL-terminated; cubin binary). Needs no device. */
     fusec_status (*emit)(const rt_backend_request *req, fusec_emit kind, ir_buf *out, char *err,

@@ -5,8 +5,8 @@
  * Two halves:
  *   llvm_plan_module  (codegen/cpu/llvm_plan.c, plain C)   the metadata below: buffers, tasks,
  *                     iteration spaces. Needs no LLVM, so a cache hit skips IR generation.
- *   llvm_gen_module   (codegen/cpu/llvm.c, LLVM-C; declared in codegen/cpu/llvm_gen.h, built into
- *                     the module libfusec_llvm.so)  the LLVM functions of a planned module.
+ *   llvm_gen_module   (codegen/cpu/llvm.c, LLVM-C; declared in codegen/cpu/llvm_module.h, built
+ * into the module libfusec_llvm.so)  the LLVM functions of a planned module.
  *
  * The kernel ABI. Every task function has the C type llvm_task_fn:
  *

@@ -10,13 +10,7 @@
 
 #include <llvm-c/Core.h>
 
-#include "codegen/cpu/llvm_internal.h"
-
-/* Generates the functions of a planned module into `mod` (of context `ctx`): the task
- * functions named by the metadata, with external linkage, and declarations of the
- * llvm_math_* functions they call (to be linked from the math bitcode). 0, or -1 with err. */
-int llvm_gen_module(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_module_meta *meta,
-                    const llvm_gen_options *opt, ir_arena *arena, char *err, size_t errlen);
+#include "codegen/cpu/llvm_module.h"
 
 typedef struct lg_mod {
     LLVMContextRef ctx;
@@ -100,22 +94,10 @@ LLVMValueRef lg_intrinsic_in(LLVMModuleRef mod, LLVMBuilderRef b, unsigned id, L
  * bytes, in a loop that is to be vectorized: once lowered, one prefetch per cache line of the
  * loop's elements (llvm_prefetch.c). */
 void lg_prefetch_hint(lg_mod *m, LLVMValueRef ptr, int elem_bytes);
-/* After the O3 pipeline: the hints made into prefetches of their vectors' first lanes (in
- * scalar loops, removed). The hint's declarations are left unused; the caller's globaldce pass
- * deletes them. */
-void llvm_lower_prefetch_hints(LLVMModuleRef mod);
 
 /* Keeps functions fns[0 .. n) of mod through the passes that delete unused ones (as members of
- * llvm.compiler.used): vector variants that only the loop vectorizer will call. */
+ * llvm.compiler.used): vector variants that only the loop vectorizer will call (until
+ * llvm_release_used, codegen/cpu/llvm_module.h). */
 void lg_keep_used(LLVMModuleRef mod, LLVMValueRef *fns, int n);
-/* After the O3 pipeline: lets them go (the caller's globaldce pass deletes those unused). */
-void llvm_release_used(LLVMModuleRef mod);
-
-/* Before the O3 pipeline, with the math bitcode linked: in each kernel function that calls more
- * math than a budget, the calls of the largest math functions go to out-of-line copies, scalar
- * and vector (for vectors of vector_bytes and half that; none under two lanes), instead of
- * being inlined, and its loops marked LG_LOOP_FREE keep fewer vectors in flight where those
- * calls are many (llvm_outline.c). */
-void llvm_outline_math(LLVMModuleRef mod, int vector_bytes);
 
 #endif

@@ -136,6 +136,16 @@ static int streams(const llvm_kernel_meta *km, int vector_bytes, int64_t elems,
     return bytes >= (double)LLVM_STREAM_MIN_BYTES && run >= min_run;
 }
 
+/* The CPU --cpu names (NULL: the host's), or its misspelling refused. */
+static fusec_status cpu_resolve_options(const fusec_options *opt, const void **resolved, char *err,
+                                        size_t errlen) {
+    const rt_cpu_target *t = NULL;
+    *resolved = NULL;
+    if (rt_cpu_target_resolve(opt->cpu, &t, err, errlen) != 0) return FUSEC_ERR_INVALID_ARGUMENT;
+    *resolved = t;
+    return FUSEC_OK;
+}
+
 /* Available when the LLVM module is there to build kernels (its presence is checked, it is
  * not loaded: --target=auto must stay cheap). */
 static int cpu_available(char *why, size_t whylen) {
@@ -152,15 +162,15 @@ static int target_setup(const rt_backend_request *req, llvm_gen_options *o, cons
                         char *err, size_t errlen) {
     memset(o, 0, sizeof(*o));
     o->fast_math = req->opt && req->opt->fast_math;
-    if (req->cpu) {
-        o->f16c = req->cpu->f16c;
+    const rt_cpu_target *cpu = req->resolved; /* cpu_resolve_options's: NULL, the host */
+    if (cpu) {
+        o->f16c = cpu->f16c;
         o->x86 = 1;
-        o->vector_bytes = req->cpu->vector_bytes;
-        o->fma = (req->cpu->needs & ((rt_cpu_features)1 << RT_CPU_F_FMA)) != 0;
-        o->cpu = req->cpu->llvm_cpu;
-        o->cpu_features = req->cpu->llvm_features;
-        *arch =
-            ir_arena_printf(req->arena, "cpu %s: %s %s", req->cpu->name, o->cpu, o->cpu_features);
+        o->vector_bytes = cpu->vector_bytes;
+        o->fma = (cpu->needs & ((rt_cpu_features)1 << RT_CPU_F_FMA)) != 0;
+        o->cpu = cpu->llvm_cpu;
+        o->cpu_features = cpu->llvm_features;
+        *arch = ir_arena_printf(req->arena, "cpu %s: %s %s", cpu->name, o->cpu, o->cpu_features);
         return 0;
     }
     if (rt_elf_supported() && *rt_cpu_host_id()) {
@@ -351,6 +361,7 @@ static int refused(const rt_cpu_target *cpu, char *msg, size_t len) {
 
 static fusec_status cpu_compile(const rt_backend_request *req, void **program, char *err,
                                 size_t errlen) {
+    const rt_cpu_target *cpu = req->resolved; /* NULL: the host */
     *program = NULL;
     const fusec_options *opt = req->opt;
     int verbose = opt && opt->verbose && req->report;
@@ -398,7 +409,7 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
     double t2 = rt_now_ms();
     if (verbose)
         ir_buf_printf(req->report, "cpu: code for %s (%d-byte vectors)\n",
-                      req->cpu ? req->cpu->name : "this host's CPU", o.vector_bytes);
+                      cpu ? cpu->name : "this host's CPU", o.vector_bytes);
     cpu_program *p = calloc(1, sizeof(*p));
     if (!p) {
         free(obj);
@@ -408,7 +419,7 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
     p->meta = meta;
     p->vector_bytes = o.vector_bytes;
     pthread_mutex_init(&p->blocks_mu, NULL);
-    if (req->cpu && refused(req->cpu, p->refusal, sizeof p->refusal)) {
+    if (cpu && refused(cpu, p->refusal, sizeof p->refusal)) {
         free(obj);
         *program = p;
         if (verbose) ir_buf_printf(req->report, "cpu: built, not loaded: %s\n", p->refusal);
@@ -845,6 +856,7 @@ const rt_backend rt_backend_cpu = {
     .name = "cpu",
     .target = FUSEC_TARGET_CPU,
     .available = cpu_available,
+    .resolve_options = cpu_resolve_options,
     .emit = cpu_emit,
     .compile = cpu_compile,
     .launch = cpu_launch,

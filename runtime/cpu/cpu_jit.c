@@ -19,7 +19,7 @@
  */
 #include "runtime/cpu/cpu_jit.h"
 
-#include "codegen/cpu/llvm_gen.h"
+#include "codegen/cpu/llvm_module.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>

@@ -430,10 +430,23 @@ static fusec_status rt_cuda_time_launches_(void *program, void *plan, int func,
     return rt_cuda_time_launches(p->gpu, plan, func, args, syms, reps, times_ms, err, errlen);
 }
 
+/* --arch names a CUDA architecture, whatever the target. */
+static fusec_status cuda_resolve_options(const fusec_options *opt, const void **resolved, char *err,
+                                         size_t errlen) {
+    *resolved = NULL;
+    if (opt->arch && *opt->arch && !rt_nvrtc_arch_valid(opt->arch)) {
+        snprintf(err, errlen, "arch '%s' is not a CUDA architecture (sm_XX, sm_XXa, compute_XX)",
+                 opt->arch);
+        return FUSEC_ERR_INVALID_ARGUMENT;
+    }
+    return FUSEC_OK;
+}
+
 const rt_backend rt_backend_cuda = {
     .name = "cuda",
     .target = FUSEC_TARGET_CUDA,
     .available = rt_cuda_available,
+    .resolve_options = cuda_resolve_options,
     .emit = rt_cuda_emit,
     .compile = rt_cuda_compile,
     .launch = rt_cuda_launch,
