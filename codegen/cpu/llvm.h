@@ -44,7 +44,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "codegen/plan.h"
+#include "plan/plan.h"
 #include "ir/ir.h"
 
 /* Changes whenever generated code changes for the same partition: part of cache keys. */
@@ -142,7 +142,7 @@ typedef struct llvm_gen_options {
     const char *cpu, *cpu_features;
 } llvm_gen_options;
 
-/* What the CPU backend asks of the kernel plan (codegen/plan.h). */
+/* What the CPU backend asks of the kernel plan (plan/plan.h). */
 extern const plan_options llvm_plan_options;
 
 /* Plans every function (each must have its partition) with the kernel plan, then describes

@@ -1,6 +1,6 @@
 /* codegen/cpu/llvm_internal.h: what the CPU code generator's files share (not for runtime/): the
  * CPU's plan of one kernel (or one part of a combined kernel), made by codegen/cpu/llvm_plan.c
- * from the kernel plan (codegen/plan.h) and followed by codegen/cpu/llvm.c: the loops it runs
+ * from the kernel plan (plan/plan.h) and followed by codegen/cpu/llvm.c: the loops it runs
  * as, and which per-element values each sweep evaluates or keeps in a row's scratch.
  */
 #ifndef FUSEC_CODEGEN_LLVM_INTERNAL_H

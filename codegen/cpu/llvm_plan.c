@@ -1,5 +1,5 @@
 /* codegen/cpu/llvm_plan.c: the CPU backend's plan of a partition, in plain C (no LLVM): from the
- * kernel plan (codegen/plan.h), the tasks of each function (the metadata of codegen/cpu/llvm.h)
+ * kernel plan (plan/plan.h), the tasks of each function (the metadata of codegen/cpu/llvm.h)
  * and the CPU's plan of each kernel that codegen/cpu/llvm.c follows (codegen/cpu/llvm_internal.h):
  * its loops, and the per-element values a row keeps in scratch between sweeps.
  *

@@ -21,13 +21,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "codegen/plan.h"
+#include "plan/plan.h"
 #include "ir/ir.h"
 
 /* Bump when the generated code changes for the same IR: it is part of every cache key. */
 #define CUDA_CODEGEN_VERSION 5
 
-/* What the CUDA generator asks of the kernel plan (codegen/plan.h). */
+/* What the CUDA generator asks of the kernel plan (plan/plan.h). */
 extern const plan_options cuda_plan_options;
 
 /* The most symbolic factors one size has (a shape has at most IR_MAX_RANK dims; strides

@@ -30,7 +30,7 @@ static const helper helpers[CG_H_COUNT] = {
          "Loads\n"
          "   are ld.global.nc and name no memory to the compiler (it may move them past a store):\n"
          "   correct because no launch reads memory that it, or a launch beside it, writes, which\n"
-         "   the kernel plan's verifier checks (codegen/plan_verify.c). */\n"
+         "   the kernel plan's verifier checks (plan/plan_verify.c). */\n"
          "template <typename T, int N> struct alignas(sizeof(T) * N) fx_vec {\n"
          "    T v[N];\n"
          "};\n"

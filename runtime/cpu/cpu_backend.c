@@ -23,6 +23,7 @@
 #include <stdio.h>
 
 #include "runtime/backend.h"
+#include "runtime/cpu/cpu_target.h"
 
 #if FUSEC_HAVE_LLVM
 
@@ -39,7 +40,6 @@
 #include "runtime/cache.h"
 #include "runtime/cpu/cpu_elf.h"
 #include "runtime/cpu/cpu_jit.h"
-#include "runtime/cpu/cpu_target.h"
 #include "runtime/cpu/threadpool.h"
 #include "runtime/clock.h"
 
@@ -134,16 +134,6 @@ static int streams(const llvm_kernel_meta *km, int vector_bytes, int64_t elems,
     double min_run =
         km->kind == IR_KERNEL_ROW_REDUCTION ? CPU_STREAM_MIN_ROW_BYTES : CPU_STREAM_MIN_RUN_BYTES;
     return bytes >= (double)LLVM_STREAM_MIN_BYTES && run >= min_run;
-}
-
-/* The CPU --cpu names (NULL: the host's), or its misspelling refused. */
-static fusec_status cpu_resolve_options(const fusec_options *opt, const void **resolved, char *err,
-                                        size_t errlen) {
-    const rt_cpu_target *t = NULL;
-    *resolved = NULL;
-    if (rt_cpu_target_resolve(opt->cpu, &t, err, errlen) != 0) return FUSEC_ERR_INVALID_ARGUMENT;
-    *resolved = t;
-    return FUSEC_OK;
 }
 
 /* Available when the LLVM module is there to build kernels (its presence is checked, it is
@@ -851,6 +841,17 @@ static fusec_status cpu_copy_time(size_t bytes, int reps, double *median_ms, cha
 }
 
 #endif
+
+/* The CPU --cpu names (NULL: the host's), or its misspelling refused: with or without LLVM,
+ * a misspelling is an error where it is made. */
+static fusec_status cpu_resolve_options(const fusec_options *opt, const void **resolved, char *err,
+                                        size_t errlen) {
+    const rt_cpu_target *t = NULL;
+    *resolved = NULL;
+    if (rt_cpu_target_resolve(opt->cpu, &t, err, errlen) != 0) return FUSEC_ERR_INVALID_ARGUMENT;
+    *resolved = t;
+    return FUSEC_OK;
+}
 
 const rt_backend rt_backend_cpu = {
     .name = "cpu",

@@ -1,9 +1,9 @@
-/* tests/unit/test_plan.c: the kernel plan (codegen/plan.h) both backends follow. Facts it must
+/* tests/unit/test_plan.c: the kernel plan (plan/plan.h) both backends follow. Facts it must
  * state for small programs the pipeline partitions (layouts, collapsed axes, accesses, levels,
  * rounding, launch checks, buffers), the same for the CPU's and CUDA's options but for the
  * split; plan_split_pieces against its definition; and plan_verify rejecting each kind of
  * corrupted plan with its own message, so that a check that is dropped or moved shows here. */
-#include "codegen/plan.h"
+#include "plan/plan.h"
 #include "frontend/frontend.h"
 #include "passes/passes.h"
 

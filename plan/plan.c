@@ -1,8 +1,8 @@
-/* codegen/plan.c: builds the kernel plan of codegen/plan.h: each function's buffer table, its
+/* plan/plan.c: builds the kernel plan of plan/plan.h: each function's buffer table, its
  * launch checks and scratch, and for each kernel (each part of a combined kernel) its
  * collapsed iteration space, accesses, layout, reduction levels, rounding and split.
  */
-#include "codegen/plan.h"
+#include "plan/plan.h"
 
 #include <string.h>
 

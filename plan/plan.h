@@ -1,4 +1,4 @@
-/* codegen/plan.h: the kernel plan, computed once per partition kernel from the IR and read by
+/* plan/plan.h: the kernel plan, computed once per partition kernel from the IR and read by
  * both code generators (codegen/cuda/, codegen/cpu/) and their runtimes. Everything two
  * backends would otherwise each work out for themselves lives here, so that what the CPU
  * tests verify of it holds for the CUDA path too:
@@ -31,8 +31,8 @@
  * plan_print is `fusec --emit=plan`. Plain C, no backend: the LLVM module (libfusec_llvm.so)
  * carries its own copy, as it does of ir/.
  */
-#ifndef FUSEC_CODEGEN_PLAN_H
-#define FUSEC_CODEGEN_PLAN_H
+#ifndef FUSEC_PLAN_PLAN_H
+#define FUSEC_PLAN_PLAN_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,10 +1,10 @@
-/* codegen/plan_verify.c: checks a kernel plan against the IR it was made from, so that a
+/* plan/plan_verify.c: checks a kernel plan against the IR it was made from, so that a
  * planning bug is a message naming the kernel, not a wrong index in generated code. Each
  * check re-derives a fact from the IR by the plain definition (not by the planner's code):
  * buffers and homes, the collapsed axes, each access's presence, the layout, the levels, and
  * that no launch reads memory it writes (what the backends' loads rely on), in place too.
  */
-#include "codegen/plan.h"
+#include "plan/plan.h"
 
 #include <stdarg.h>
 #include <stdio.h>

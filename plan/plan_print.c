@@ -1,4 +1,4 @@
-/* codegen/plan_print.c: the kernel plan as text, `fusec --emit=plan`. For each function, its
+/* plan/plan_print.c: the kernel plan as text, `fusec --emit=plan`. For each function, its
  * buffers, launch checks and scratch; for each kernel (each part), the layout, the collapsed
  * axes, the accesses, and for reductions the levels: what each sweep reduces, what is
  * computed once per result after it, which sweep writes each stored value.
@@ -18,7 +18,7 @@
  *
  * The format is for people and for tests that pin a plan; nothing parses it.
  */
-#include "codegen/plan.h"
+#include "plan/plan.h"
 
 static const char *const layout_names[] = {"element-wise", "row", "column", "full"};
 
