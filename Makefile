@@ -44,14 +44,14 @@ test-gpu: build
 # and with xxHash linked in (a GPU machine has neither), checked to need nothing but glibc. On
 # the GPU machine, from the checkout's root: bash scripts/gpu-check.sh gpu-bundle "$$OUT"
 # (DEVELOPERS.md: the device tool's call).
-# The CPU target's results that tests/py/test_one_answer.py compares CUDA's with (the GPU
+# The CPU target's results that tests/cli_py/test_one_answer.py compares CUDA's with (the GPU
 # machine has no CPU target) come from this build's: gpu-bundle/one_answer.
 gpu-bundle: deps build
 	cmake -S . -B $(GPU_BUILD) -DCMAKE_BUILD_TYPE=Release -DFUSEC_LLVM=OFF -DFUSEC_STATIC_XXHASH=ON $(CMAKE_FLAGS)
 	cmake --build $(GPU_BUILD) -j $(JOBS) --target fusec fusec_shared embed test_api \
 		test_gpu_runtime test_inplace test_strides test_dlpack test_grad_reductions test_nvrtc
 	rm -rf $(GPU_BUILD)/one_answer
-	FUSEC=$(BUILD)/fusec python3 tests/py/test_one_answer.py --write $(GPU_BUILD)/one_answer
+	FUSEC=$(BUILD)/fusec python3 tests/cli_py/test_one_answer.py --write $(GPU_BUILD)/one_answer
 	ONE_ANSWER=$(GPU_BUILD)/one_answer bash scripts/gpu-bundle.sh $(GPU_BUILD) gpu-bundle --check
 
 # The CUDA kernels emulated under ThreadSanitizer, which reports races between a block's

@@ -503,7 +503,7 @@ int pass_kgraph_try_merge(pass_kgraph *g, int32_t u, int32_t v) {
  * of a pointwise kernel that became part of a reduction kernel only after its own producers
  * were tried. Of the 4460 calls on the functions of examples/, tests/programs/,
  * bench/programs/, tests/fuzz/corpus/ and 1500 random programs
- * (tests/py/test_random_programs.py, seeds 20261122, 1 and 2; each round of
+ * (tests/cli_py/test_random_programs.py, seeds 20261122, 1 and 2; each round of
  * pass_fuse_rounds counted), 2237 merged nothing, 2212 merged in the first round only, 11
  * (all in fuse_reduction) in the second as well, and none in a third. The bound is there
  * because KG_BUDGET charges the searches of each merge, not a round's visit of every unit:
@@ -745,7 +745,7 @@ pass_ksig *pass_kgraph_sigs(pass_kgraph *g) {
 /* The most rounds pass_fuse_rounds runs. Another round runs only when Rule 1 copied
  * something (a copy can leave a kernel with nothing to do, or free a merge), and rounds
  * settle fast: of the 1518 runs of the two passes on the functions of examples/, tests/,
- * bench/ and 500 random programs (tests/py/test_random_programs.py's seed), 1410 settled
+ * bench/ and 500 random programs (tests/cli_py/test_random_programs.py's seed), 1410 settled
  * in one round, 102 in two, 5 in three and one in four (its fourth copied nothing); a
  * higher bound changes none of their partitions. Nothing proves that the rounds end (Rule 1
  * also copies where that moves as many bytes as storing, which need not be progress), and

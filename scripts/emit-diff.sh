@@ -2,7 +2,7 @@
 # scripts/emit-diff.sh: whether two builds of fusec generate the same code, for refactors that
 # must not change behaviour (a shared kernel plan, a split function, a moved table). For every
 # .fuse file given (default: examples/, tests/programs/, bench/programs/ and, with
-# RANDOM_COUNT=N, N random programs from tests/py/test_random_programs.py's generator) it compares what the two
+# RANDOM_COUNT=N, N random programs from tests/cli_py/test_random_programs.py's generator) it compares what the two
 # builds print: --emit=ir, the -v fusion report (timings removed), --emit=cuda and --emit=llvm
 # (--target=cpu), each fused and --no-fuse, with exit codes and messages. Prints each file and
 # mode that differs and exits 1 if any does.
@@ -28,7 +28,7 @@ if [ -n "${RANDOM_COUNT:-}" ]; then
     # the generator writes p<case>.fuse (and inputs) into FUSEC_RANDOM_KEEP as it runs them
     FUSEC="$old/fusec" FUSEC_SRC="$src" FUSEC_RANDOM_KEEP="$work/random" \
         FUSEC_RANDOM_PROGRAMS="$RANDOM_COUNT" FUSEC_CPU_TEST_QUICK=1 \
-        python3 "$src/tests/py/test_random_programs.py" >/dev/null 2>&1
+        python3 "$src/tests/cli_py/test_random_programs.py" >/dev/null 2>&1
     files+=("$work"/random/p*.fuse)
 fi
 

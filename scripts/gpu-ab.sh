@@ -42,7 +42,7 @@ b() { # BUNDLE ROUND FILE FN ARGS... (FILE from the bundle's src/)
 echo "== correctness of B: one answer against the CPU's results it carries (t=$((SECONDS - T0)))"
 if [[ -d $B/one_answer ]]; then
     FUSEC=$B/bin/fusec FUSEC_SRC=$B/src FUSEC_TEST_TARGET=cuda FUSEC_ONE_ANSWER_CPU=$B/one_answer \
-        FUSEC_CACHE_DIR=/tmp/cache-oa timeout 120 python3 "$B/src/tests/py/test_one_answer.py" 2>&1 |
+        FUSEC_CACHE_DIR=/tmp/cache-oa timeout 120 python3 "$B/src/tests/cli_py/test_one_answer.py" 2>&1 |
         tail -5
 fi
 echo "== side by side (t=$((SECONDS - T0)))"

@@ -8,7 +8,7 @@
 #               script and gpu-check.sh (tracked files only: no caches, no build outputs)
 #   DEST/BUNDLE.txt  the commit, the build's settings and each binary's `ldd`
 #   DEST/one_answer/ with ONE_ANSWER=DIR, a copy of DIR: the CPU target's results of
-#               tests/py/test_one_answer.py (`--write DIR`), which CUDA's are compared with
+#               tests/cli_py/test_one_answer.py (`--write DIR`), which CUDA's are compared with
 #
 # `make gpu-bundle` builds BUILD=build-gpu without LLVM and with xxHash linked in, then runs
 # this with DEST=gpu-bundle (git-ignored) and --check: under 15 MB, and no binary needing a
@@ -43,7 +43,7 @@ soname=$(objdump -p "$D/bin/libfusec.so" 2>/dev/null | awk '$1 == "SONAME" { pri
 [ -n "$soname" ] && [ "$soname" != libfusec.so ] && ln -sf libfusec.so "$D/bin/$soname"
 
 # what the tests and benchmarks read, as tracked in this checkout
-src=(examples tests/py tests/python tests/programs tests/gpu tests/lib.sh python/fusec
+src=(examples tests/cli_py tests/package tests/programs tests/gpu tests/lib.sh python/fusec
     bench/programs bench/torch_peers.py bench/run.py bench/compile_time.py bench/cpu_levels.py
     ir/ops.def README.md scripts/gpu-check.sh scripts/gpu-bundle.sh)
 if git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1; then
@@ -53,7 +53,7 @@ else
 fi
 # embed.c is built, not run from source; the check reads no example's C
 rm -f "$D/src/examples/"*.c
-# the CPU target's results that tests/py/test_one_answer.py compares CUDA's with (make
+# the CPU target's results that tests/cli_py/test_one_answer.py compares CUDA's with (make
 # gpu-bundle writes them with the LLVM build: the bundle has no CPU target)
 if [ -n "${ONE_ANSWER:-}" ]; then
     cp -r "$ONE_ANSWER" "$D/one_answer" || exit 1

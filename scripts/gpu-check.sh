@@ -399,17 +399,17 @@ fi
 # threads: on the H100's 16 cores it alone took 283 s on 4, the others done after 141 s)
 J="FUSEC_TEST_JOBS=${FUSEC_TEST_JOBS:-$JOBS}"
 bg_step programs 330 env FUSEC_CPU_TEST_QUICK=1 "FUSEC_TEST_JOBS=${FUSEC_TEST_JOBS:-$((2 * JOBS))}" \
-    python3 "$S/tests/py/test_cpu_backend.py"
+    python3 "$S/tests/cli_py/test_cpu_backend.py"
 bg_step random 240 env FUSEC_RANDOM_PROGRAMS="${FUSEC_RANDOM_PROGRAMS:-$RANDOM_N}" "$J" \
-    python3 "$S/tests/py/test_random_programs.py"
-bg_step grad 240 env "$J" python3 "$S/tests/py/test_grad.py"
+    python3 "$S/tests/cli_py/test_random_programs.py"
+bg_step grad 240 env "$J" python3 "$S/tests/cli_py/test_grad.py"
 bg_step python 150 "${DEV[@]}" PYTHONPATH="$S/python" FUSEC_LIBRARY="$BIN/libfusec.so" \
-    python3 "$S/tests/python/test_package.py"
+    python3 "$S/tests/package/test_package.py"
 # (one_answer: the CPU target's results from the bundle where it has them, this build having
 # no CPU target on a GPU machine)
 [[ -d $BUNDLE/one_answer ]] && export FUSEC_ONE_ANSWER_CPU=$BUNDLE/one_answer
 for t in rand argmax cli_views cuda_deep one_answer; do
-    bg_step $t 180 env "$J" python3 "$S/tests/py/test_$t.py"
+    bg_step $t 180 env "$J" python3 "$S/tests/cli_py/test_$t.py"
 done
 wait_steps
 

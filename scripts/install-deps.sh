@@ -31,7 +31,7 @@ if have_cmd python3 && ! python3 -c 'import numpy' >/dev/null 2>&1; then
         python3 -m pip install -q numpy || need+=(python3-numpy)
     fi
 fi
-# the Python package's tests (tests/python): `pip install .` into a fresh venv needs the venv
+# the Python package's tests (tests/package): `pip install .` into a fresh venv needs the venv
 # module (Debian's python3-venv for its own python3)
 if have_cmd python3 && [ "$(command -v python3)" = /usr/bin/python3 ] &&
     ! python3 -c 'import ensurepip' >/dev/null 2>&1; then

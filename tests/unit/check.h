@@ -62,7 +62,7 @@ static inline char *read_text(const char *path) {
 }
 
 /* Whether case k belongs to this run, by FUSEC_TEST_SHARD="i/n" (ctest runs a long test as n
- * tests, the i-th taking every n-th case from the i-th; tests/py/fusectest.py reads it too):
+ * tests, the i-th taking every n-th case from the i-th; tests/cli_py/fusectest.py reads it too):
  * every case when it is unset. */
 static inline int check_in_shard(int k) {
     const char *v = getenv("FUSEC_TEST_SHARD");

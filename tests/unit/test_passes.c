@@ -5,7 +5,7 @@
  * the unpartitioned function in the reference interpreter, on random inputs at several odd
  * shapes (f32 to a tight tolerance, f16/bf16 allowing the rounding of stored
  * intermediates, integers exactly). The kernel counts and kinds of every program are in
- * its `# expect` lines, checked by tests/py/test_fusion_expect.py. */
+ * its `# expect` lines, checked by tests/cli_py/test_fusion_expect.py. */
 #include "frontend/frontend.h"
 #include "passes/passes.h"
 

@@ -1,5 +1,5 @@
 /* tests/unit/test_philox.c: ir/philox.h against Random123's known answers for Philox4x32-10,
- * and rand's value (ir_philox_u01) against words computed by tests/py/test_rand.py's numpy
+ * and rand's value (ir_philox_u01) against words computed by tests/cli_py/test_rand.py's numpy
  * implementation (written from the SPEC alone) where the index and the seed have their high
  * words set, which no test program reaches (2^32 elements); and the CPU backend's math
  * (llvm_math_rand, the code the kernels inline) giving the same bits. */

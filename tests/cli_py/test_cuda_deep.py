@@ -1,4 +1,4 @@
-"""tests/py/test_cuda_deep.py: programs whose kernels hold a great deal of math build in bounded
+"""tests/cli_py/test_cuda_deep.py: programs whose kernels hold a great deal of math build in bounded
 time through NVRTC, and the math a kernel calls out of line gives the bits it gives inline
 (codegen/cuda/cuda_outline.c).
 

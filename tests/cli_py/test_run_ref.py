@@ -1,4 +1,4 @@
-"""tests/py/test_run_ref.py: `fusec run --target=ref` on every example against numpy, at odd
+"""tests/cli_py/test_run_ref.py: `fusec run --target=ref` on every example against numpy, at odd
 sizes, on fresh random non-zero inputs, within the SPEC's tolerances."""
 import os
 import sys

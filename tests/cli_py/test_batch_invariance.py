@@ -1,4 +1,4 @@
-"""tests/py/test_batch_invariance.py: SPEC §5's batch invariance: a result element does not
+"""tests/cli_py/test_batch_invariance.py: SPEC §5's batch invariance: a result element does not
 depend on how many other rows the call has. For every function of the examples and of
 tests/programs/*.fuse, and each symbolic dim D that is a batch dim there (one that every
 result has and no operation reduces), the function runs
@@ -10,7 +10,7 @@ rows of 1000 go to several threads and blocks where 7 do not, so the row and col
 work is cut differently while each row's order must stay the same.
 
 FUSEC_TEST_TARGET=cuda runs it on the CUDA target (a GPU, or the emulated one), FUSEC_TEST_SHARD
-takes every n-th function (tests/py/fusectest.py); FUSEC_CPU_TEST_QUICK=1 takes 300 rows for
+takes every n-th function (tests/cli_py/fusectest.py); FUSEC_CPU_TEST_QUICK=1 takes 300 rows for
 1000 and 260 for 600 (the emulated GPU's run)."""
 import os
 import re

@@ -1,4 +1,4 @@
-"""tests/py/test_cpu_backend.py: `fusec run --target=cpu` against `--target=ref` (the reference
+"""tests/cli_py/test_cpu_backend.py: `fusec run --target=cpu` against `--target=ref` (the reference
 interpreter) on the same .npy inputs: every function of every example and of
 tests/programs/*.fuse, fused and --no-fuse, at odd sizes (1, 7, 1000003 elements, rows of 1
 and of 100003 and 300007, long columns), every dtype, random non-zero inputs plus NaN, infinities, zeros
@@ -18,7 +18,7 @@ Set FUSEC_CPU_TEST_QUICK=1 to run the small sizes only, FUSEC_CPU_TEST_FUSED_ONL
 cases on the GPU (tests/gpu: skipped without one), results poisoned on the device first.
 FUSEC_TEST_FILES=a.fuse,b.fuse runs those files only (by name); FUSEC_TEST_JOBS=N runs N
 cases at once, FUSEC_TEST_SHARD=i/n every n-th function from the i-th (ctest splits the test
-so; tests/py/fusectest.py)."""
+so; tests/cli_py/fusectest.py)."""
 import os
 import re
 import shutil
@@ -114,7 +114,7 @@ def signature(path, fn):
 def functions(path):
     """The functions of the file but gradients (`fn d = grad(f)`): a backward computed in f32
     cancels where an f64 reference does not (layernorm's dx, a second derivative), beyond
-    SPEC §5's element-wise bounds; tests/py/test_grad.py holds them to PyTorch's own f32
+    SPEC §5's element-wise bounds; tests/cli_py/test_grad.py holds them to PyTorch's own f32
     error instead."""
     with open(path) as f:
         grads = set(re.findall(r"^fn\s+(\w+)\s*=\s*grad\b", f.read(), re.M))

@@ -1,4 +1,4 @@
-"""tests/py/test_fusion_expect.py: every function of every .fuse file in tests/programs/ and
+"""tests/cli_py/test_fusion_expect.py: every function of every .fuse file in tests/programs/ and
 examples/ states the partition fusion gives it, in comment lines just above its `fn` line,
 and the suite holds the compiler to them, so that a change in fusion shows up in review as a
 changed expectation:
@@ -19,7 +19,7 @@ The facts come from --target=ref and --emit=ir, which do not depend on the host'
 
 To regenerate them after an intended change, run with FUSEC_EXPECT_UPDATE=1:
 
-    FUSEC=build/fusec FUSEC_EXPECT_UPDATE=1 python3 tests/py/test_fusion_expect.py
+    FUSEC=build/fusec FUSEC_EXPECT_UPDATE=1 python3 tests/cli_py/test_fusion_expect.py
 
 which rewrites the expectation lines in place (a --no-fuse line is written for a new function
 and kept where there was one), then read the diff: each changed line is a changed partition.
@@ -287,5 +287,5 @@ for rel in files:
 
 if not UPDATE and fusectest.failures:
     print("(where fusec is right, FUSEC_EXPECT_UPDATE=1 rewrites the expectation lines to what "
-          "it gives now: see the top of tests/py/test_fusion_expect.py; then read the diff)")
+          "it gives now: see the top of tests/cli_py/test_fusion_expect.py; then read the diff)")
 finish()

@@ -1,4 +1,4 @@
-"""tests/py/test_grad.py: gradients (SPEC §1, "Gradients": `fn d = grad(f)`).
+"""tests/cli_py/test_grad.py: gradients (SPEC §1, "Gradients": `fn d = grad(f)`).
 
 1. Every differentiable op, read from ir/ops.def (so a new op is tested as soon as it is
    added), and the operators, reductions, broadcasts and selects: the gradient of a one-op f64
@@ -17,7 +17,7 @@
    round); the target within SPEC §5's bound plus four times what torch's own f32 backward is off by (a backward in f32 cancels
    where f64 does not: layernorm's dx, a second derivative), fused and --no-fuse.
 FUSEC_CPU_TEST_FUSED_ONLY=1 (the sanitizers' pass, the emulated GPU) skips --no-fuse on the target.
-FUSEC_TEST_JOBS=N checks N cases at once (tests/py/fusectest.py): each case's random values are
+FUSEC_TEST_JOBS=N checks N cases at once (tests/cli_py/fusectest.py): each case's random values are
 drawn first, in order, so they stay the seed's.
 """
 import os

@@ -1,4 +1,4 @@
-"""tests/py/test_argmax.py: argmax and argmin (SPEC §1) against numpy's, exactly, on the
+"""tests/cli_py/test_argmax.py: argmax and argmin (SPEC §1) against numpy's, exactly, on the
 reference interpreter and on FUSEC_TEST_TARGET (default cpu; cuda: the GPU or the emulated
 one), fused and --no-fuse: over rows, columns (short and tall, the latter long enough for
 the plan to cut columns into pieces), a middle axis, and everything (the flat row-major

@@ -1,4 +1,4 @@
-"""tests/py/fusectest.py: helpers shared by the Python tests: running fusec, numpy
+"""tests/cli_py/fusectest.py: helpers shared by the Python tests: running fusec, numpy
 references for bf16/f16 rounding, and the SPEC's tolerances (§5).
 
 Two knobs for the tests that run many fusec processes, which the one-call GPU check

@@ -1,4 +1,4 @@
-"""tests/py/test_random_programs.py: random .fuse programs, run by the CPU backend (or the GPU:
+"""tests/cli_py/test_random_programs.py: random .fuse programs, run by the CPU backend (or the GPU:
 FUSEC_TEST_TARGET=cuda) fused and --no-fuse, against the reference interpreter on the same
 inputs. Each program (two in three over [R, C], one in three over [A, B, C]) mixes
 parameters of the full shape and of broadcasting ones ([C], [R, 1], [B, C], [A, 1, C],
@@ -48,7 +48,7 @@ FUSEC_RANDOM_PROGRAMS sets the number of programs (default 18; 4 with FUSEC_CPU_
 as under the sanitizers), FUSEC_RANDOM_SEED the seed (default: fixed, so that a failure
 reproduces; the failing program is printed), FUSEC_RANDOM_KEEP a directory that keeps every
 program and its inputs (p<case>.fuse, c<case>_<param>.npy), FUSEC_RANDOM_ONLY one case's
-number to run that case alone. FUSEC_TEST_JOBS=N runs N programs at once (tests/py/fusectest.py:
+number to run that case alone. FUSEC_TEST_JOBS=N runs N programs at once (tests/cli_py/fusectest.py:
 each program's inputs are drawn first, in order, so the programs and values stay the seed's),
 FUSEC_TEST_SHARD=i/n every n-th case from the i-th (each program is drawn, only its shard's run)."""
 import os

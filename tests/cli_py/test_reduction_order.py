@@ -1,4 +1,4 @@
-"""tests/py/test_reduction_order.py: the order of a float sum or product (docs/plan.md, "The
+"""tests/cli_py/test_reduction_order.py: the order of a float sum or product (docs/plan.md, "The
 order of a reduction") on the CPU target, bit for bit against a model of that order written
 here in numpy float32 (blocks of 1024, 32 lanes each in index order, the lanes combined by
 halves, the blocks by the aligned binary tree), which no backend's code shares:

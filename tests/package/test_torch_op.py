@@ -1,18 +1,18 @@
-"""tests/python/test_torch_op.py: fusec.torch.op (SPEC §3b): fusec functions as PyTorch custom
+"""tests/package/test_torch_op.py: fusec.torch.op (SPEC §3b): fusec functions as PyTorch custom
 operators. Against PyTorch's own operators: forward values, and gradients through the
 operator's backward, which runs the module's `fn d = grad(f)` (every float parameter, or the
 wrt subset a gradient declares, the others None); torch.library.opcheck (schema, fake
 implementation, autograd registration, AOT dispatch); torch.compile(fullgraph=True) tracing
 through it, forward and backward; several results, one of them an integer; double backward
 through a declared gradient of the gradient, and the error that names the declaration where
-there is none; a name registered twice. Run by ctest (python.torch_op) on the CPU target;
+there is none; a name registered twice. Run by ctest (package.torch_op) on the CPU target;
 skipped (77) without PyTorch."""
 import os
 import sys
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "py"))
+sys.path.insert(0, os.path.join(HERE, "..", "cli_py"))
 from fusectest import check, finish  # noqa: E402  (exits 77 without numpy)
 
 try:

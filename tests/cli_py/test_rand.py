@@ -1,4 +1,4 @@
-"""tests/py/test_rand.py: rand(seed, x) bit for bit as SPEC §1 defines it, on the reference
+"""tests/cli_py/test_rand.py: rand(seed, x) bit for bit as SPEC §1 defines it, on the reference
 interpreter and on FUSEC_TEST_TARGET (default cpu; cuda: the GPU, or the emulated one in
 tests/emu), fused and --no-fuse.
 

@@ -1,4 +1,4 @@
-"""tests/py/test_cli_npy.py: how `fusec run` reads .npy files, against numpy: 64-bit integers
+"""tests/cli_py/test_cli_npy.py: how `fusec run` reads .npy files, against numpy: 64-bit integers
 converted to each parameter dtype as numpy's astype converts them (uint64 values from 2^63 up
 are no negative numbers; a float is rounded once from the exact integer, never through a
 double first), bf16 rounded to nearest even from the exact value; Fortran-order files (of

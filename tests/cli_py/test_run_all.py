@@ -1,4 +1,4 @@
-"""tests/py/test_run_all.py: `fusec run --target=all` (tools/run_all.c): the function on every
+"""tests/cli_py/test_run_all.py: `fusec run --target=all` (tools/run_all.c): the function on every
 target the machine has, each run's results compared bit for bit with the first's.
 
 - GELU with NaN, infinities and zeros among its inputs, and softmax over [37, 1001]: every

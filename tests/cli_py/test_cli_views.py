@@ -1,4 +1,4 @@
-"""tests/py/test_cli_views.py: `fusec run --in x=FILE.npy[VIEW]`, inputs read in place through
+"""tests/cli_py/test_cli_views.py: `fusec run --in x=FILE.npy[VIEW]`, inputs read in place through
 strides (SPEC §3), against numpy applying the same view: transposed, sliced with steps and
 negative bounds, reversed, indexed (an axis dropped), a new axis, '...', broadcast_to (stride
 0), and chains of them; on the reference interpreter and FUSEC_TEST_TARGET (default cpu; cuda

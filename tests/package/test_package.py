@@ -1,11 +1,11 @@
-"""tests/python/test_package.py: the Python package (python/fusec) against numpy references:
+"""tests/package/test_package.py: the Python package (python/fusec) against numpy references:
 every dtype (bf16 through ml_dtypes and PyTorch where they are installed), out=, several
 results, plans and rebind, numbers for rank-0 parameters in any position, each kind of error
 with its message, DLPack (versioned and legacy producers, each capsule's deleter run exactly
 once, nothing copied, a broken producer refused without a crash), no growth over 10^4 calls,
 calls from several Python threads at once, an unusable cache directory as a warning,
 fusec.torch reached from `import fusec`, and the README's Python example as written. Run by
-ctest (python.package) with the package imported from the source tree and FUSEC_LIBRARY naming
+ctest (package.api) with the package imported from the source tree and FUSEC_LIBRARY naming
 the build tree's libfusec.so; skipped (77) without numpy. On the CPU target;
 FUSEC_TEST_TARGET=cuda runs the CUDA target's checks instead (emu.python_package: through the
 emulated driver)."""
@@ -18,7 +18,7 @@ import threading
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "py"))
+sys.path.insert(0, os.path.join(HERE, "..", "cli_py"))
 sys.path.insert(0, HERE)
 from fusectest import check, close, finish, round_to  # noqa: E402  (exits 77 without numpy)
 
@@ -91,7 +91,7 @@ def check_raises(what, fn, cls, *fragments):
 
 def python(code):
     """(exit status, output) of code run by a fresh interpreter with this test's environment
-    and tests/python on its path: for what must not crash this one (a negative status is the
+    and tests/package on its path: for what must not crash this one (a negative status is the
     signal that ended it) or must start from a fresh import."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([HERE] + [p for p in (env.get("PYTHONPATH"),) if p])

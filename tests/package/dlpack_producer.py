@@ -1,4 +1,4 @@
-"""tests/python/dlpack_producer.py: arrays whose __dlpack__ is made by hand with ctypes, for
+"""tests/package/dlpack_producer.py: arrays whose __dlpack__ is made by hand with ctypes, for
 the package's tests: numpy memory described as any device, dtype code, strides and read-only
 flag, as a DLPack 1.x (versioned) or 0.x (legacy) producer, counting the deleter's calls. Their
 capsules behave as every producer's: the capsule's destructor calls the deleter unless a

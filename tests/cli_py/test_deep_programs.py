@@ -1,4 +1,4 @@
-"""tests/py/test_deep_programs.py: programs whose kernels hold a great deal of math compile in
+"""tests/cli_py/test_deep_programs.py: programs whose kernels hold a great deal of math compile in
 bounded time on the CPU, and give the same bits as small kernels.
 
 1. Compile time (issue 29): sin nested 150 deep with its gradient took 70 s to 300 s to compile,

@@ -1,4 +1,4 @@
-"""tests/py/test_cli_errors.py: the command line's answers to bad input and bad usage: a
+"""tests/cli_py/test_cli_errors.py: the command line's answers to bad input and bad usage: a
 clear message and the SPEC's exit code (1 input, 2 usage), never a crash."""
 import os
 import subprocess

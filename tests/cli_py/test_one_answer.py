@@ -1,4 +1,4 @@
-"""tests/py/test_one_answer.py: the CUDA target gives the CPU target's bits (SPEC §5, "one answer,
+"""tests/cli_py/test_one_answer.py: the CUDA target gives the CPU target's bits (SPEC §5, "one answer,
 bit for bit") for every element-wise float op: each transcendental is the one implementation
 both code generators use (codegen/cpu/llvm_math.c, codegen/plan_math.h), with the same fused
 multiply-adds and nothing else contracted (NVRTC's --fmad=false), and the other ops are one

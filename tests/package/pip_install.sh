@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/python/pip_install.sh: `pip install .` of the checkout into a fresh virtual environment,
+# tests/package/pip_install.sh: `pip install .` of the checkout into a fresh virtual environment,
 # then the SPEC §3b example (its CPU part) run from a directory outside the source tree with the
 # installed package alone: no PYTHONPATH, FUSEC_LIBRARY or FUSEC_LLVM_MODULE, and a cold kernel
 # cache, so that libfusec.so and the LLVM module it loads must both come from the package.

@@ -1,4 +1,4 @@
-"""tests/py/deepprog.py: the deep programs that test_deep_programs.py (the CPU target) and
+"""tests/cli_py/deepprog.py: the deep programs that test_deep_programs.py (the CPU target) and
 test_cuda_deep.py (NVRTC, the emulated GPU) build and run: kernels that hold so much math that
 the code generators call it out of line (codegen/cpu/llvm_outline.c, codegen/cuda/
 cuda_outline.c), and the checks that this changes no result."""
