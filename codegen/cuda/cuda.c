@@ -58,7 +58,7 @@ const plan_options cuda_plan_options = {1, 2048};
 
 /* ---- kernel arguments and functions -------------------------------------------------------- */
 
-static int name_taken(const cg_kernel *k, const char *name) {
+static int name_taken(const cugen_kernel *k, const char *name) {
     for (int32_t b = 0; b < k->nbufs; b++)
         if (strcmp(k->bufs[b].name, name) == 0) return 1;
     for (int32_t i = 0; i < k->nsizes; i++)
@@ -66,14 +66,14 @@ static int name_taken(const cg_kernel *k, const char *name) {
     return 0;
 }
 
-const char *cg_special_arg(cg_kernel *k, cuda_arg_kind kind, int32_t index, const char *name,
-                           const char *ctype) {
+const char *cugen_special_arg(cugen_kernel *k, cuda_arg_kind kind, int32_t index, const char *name,
+                              const char *ctype) {
     for (int32_t i = 0; i < k->nsizes; i++)
         if (k->sizes[i].kind == kind && k->sizes[i].index == index) return k->sizes[i].name;
     const char *nm = name;
     for (int suffix = 2; name_taken(k, nm); suffix++)
-        nm = cg_fmt(k, "%s%d_", name, suffix);
-    cg_sizearg a;
+        nm = cugen_fmt(k, "%s%d_", name, suffix);
+    cugen_sizearg a;
     memset(&a, 0, sizeof a);
     a.kind = kind;
     a.index = index;
@@ -83,12 +83,12 @@ const char *cg_special_arg(cg_kernel *k, cuda_arg_kind kind, int32_t index, cons
     return nm;
 }
 
-const char *cg_global_name(cg_kernel *k, const char *suffix) {
-    const char *n = cg_fmt(k, "%s%s", k->name, suffix);
-    cg_module *m = k->m;
+const char *cugen_global_name(cugen_kernel *k, const char *suffix) {
+    const char *n = cugen_fmt(k, "%s%s", k->name, suffix);
+    cugen_module *m = k->m;
     for (int32_t i = 0; i < m->nnames; i++)
         if (strcmp(m->names[i], n) == 0) {
-            cg_fail(m, "cuda codegen: two kernels named %s", n);
+            cugen_fail(m, "cuda codegen: two kernels named %s", n);
             return n;
         }
     IR_VEC_PUSH(m->a, m->names, m->nnames, m->cap_names, n);
@@ -96,17 +96,17 @@ const char *cg_global_name(cg_kernel *k, const char *suffix) {
 }
 
 /* The parameter list: buffers, then the other arguments with `size_type`. */
-static const char *params(cg_kernel *k, const char *size_type) {
+static const char *params(cugen_kernel *k, const char *size_type) {
     ir_buf b;
     ir_buf_init(&b, k->m->a);
     for (int32_t i = 0; i < k->nbufs; i++) {
-        const cg_buf *bf = &k->bufs[i];
+        const cugen_buf *bf = &k->bufs[i];
         if (bf->computed) continue;
         ir_buf_printf(&b, "%s%s%s *__restrict__ %s", b.len ? ", " : "", bf->output ? "" : "const ",
-                      cg_stype(bf->dtype), bf->name);
+                      cugen_stype(bf->dtype), bf->name);
     }
     for (int32_t i = 0; i < k->nsizes; i++) {
-        const cg_sizearg *s = &k->sizes[i];
+        const cugen_sizearg *s = &k->sizes[i];
         if (s->ctype)
             ir_buf_printf(&b, "%s%s %s", b.len ? ", " : "", s->ctype, s->name);
         else
@@ -116,13 +116,13 @@ static const char *params(cg_kernel *k, const char *size_type) {
 }
 
 /* The arguments of the call of a template body from an entry point. */
-static const char *call_args(cg_kernel *k, const char *cast) {
+static const char *call_args(cugen_kernel *k, const char *cast) {
     ir_buf b;
     ir_buf_init(&b, k->m->a);
     for (int32_t i = 0; i < k->nbufs; i++)
         if (!k->bufs[i].computed) ir_buf_printf(&b, "%s%s", b.len ? ", " : "", k->bufs[i].name);
     for (int32_t i = 0; i < k->nsizes; i++) {
-        const cg_sizearg *s = &k->sizes[i];
+        const cugen_sizearg *s = &k->sizes[i];
         ir_buf_printf(&b, "%s%s%s", b.len ? ", " : "", s->ctype ? "" : cast, s->name);
     }
     return b.data ? b.data : "";
@@ -150,7 +150,7 @@ static void put_header(ir_buf *out, const char *head, const char *params_text, c
 
 /* The chunked entry point's call: full buffers advance to the chunk, the element count is
  * the chunk's. */
-static const char *chunk_args(cg_kernel *k, const char *n) {
+static const char *chunk_args(cugen_kernel *k, const char *n) {
     ir_buf b;
     ir_buf_init(&b, k->m->a);
     for (int32_t i = 0; i < k->nbufs; i++)
@@ -161,19 +161,19 @@ static const char *chunk_args(cg_kernel *k, const char *n) {
     return b.data ? b.data : "";
 }
 
-/* Appends the kernel functions of cg_emit_function to o. */
-static void put_function(cg_kernel *k, ir_buf *o, const char *name, int max_block, const char *body,
-                         int templ) {
-    const char *bounds =
-        k->min_blocks ? cg_fmt(k, "%d, %d", max_block, k->min_blocks) : cg_fmt(k, "%d", max_block);
+/* Appends the kernel functions of cugen_emit_function to o. */
+static void put_function(cugen_kernel *k, ir_buf *o, const char *name, int max_block,
+                         const char *body, int templ) {
+    const char *bounds = k->min_blocks ? cugen_fmt(k, "%d, %d", max_block, k->min_blocks)
+                                       : cugen_fmt(k, "%d", max_block);
     if (templ == CG_FN_CHUNKED) {
         ir_buf_puts(o, "template <typename I>\n");
-        put_header(o, cg_fmt(k, "__device__ __forceinline__ void %s_run(", name), params(k, "I"),
+        put_header(o, cugen_fmt(k, "__device__ __forceinline__ void %s_run(", name), params(k, "I"),
                    ") {\n");
         ir_buf_puts(o, body);
         ir_buf_puts(o, "}\n");
         put_header(
-            o, cg_fmt(k, "extern \"C\" __global__ void __launch_bounds__(%s) %s(", bounds, name),
+            o, cugen_fmt(k, "extern \"C\" __global__ void __launch_bounds__(%s) %s(", bounds, name),
             params(k, "long long"), ") {\n");
         const char *n = k->nsizes ? k->sizes[0].name : NULL;
         if (!n) {
@@ -192,22 +192,22 @@ static void put_function(cg_kernel *k, ir_buf *o, const char *name, int max_bloc
     }
     if (templ == CG_FN_TEMPLATE) {
         ir_buf_puts(o, "template <typename I>\n");
-        put_header(o, cg_fmt(k, "__device__ __forceinline__ void %s_run(", name), params(k, "I"),
+        put_header(o, cugen_fmt(k, "__device__ __forceinline__ void %s_run(", name), params(k, "I"),
                    ") {\n");
         ir_buf_puts(o, body);
         ir_buf_puts(o, "}\n");
         static const char *const idx[2][2] = {{"", "unsigned"}, {"_i64", "unsigned long long"}};
         for (int v = 0; v < 2; v++) {
             put_header(o,
-                       cg_fmt(k, "extern \"C\" __global__ void __launch_bounds__(%s) %s%s(", bounds,
-                              name, idx[v][0]),
+                       cugen_fmt(k, "extern \"C\" __global__ void __launch_bounds__(%s) %s%s(",
+                                 bounds, name, idx[v][0]),
                        params(k, "long long"), ") {\n");
             ir_buf_printf(o, "    %s_run<%s>(%s);\n}\n", name, idx[v][1],
-                          call_args(k, cg_fmt(k, "(%s)", idx[v][1])));
+                          call_args(k, cugen_fmt(k, "(%s)", idx[v][1])));
         }
     } else {
         put_header(
-            o, cg_fmt(k, "extern \"C\" __global__ void __launch_bounds__(%s) %s(", bounds, name),
+            o, cugen_fmt(k, "extern \"C\" __global__ void __launch_bounds__(%s) %s(", bounds, name),
             params(k, "long long"), ") {\n");
         ir_buf_puts(o, body);
         ir_buf_puts(o, "}\n");
@@ -277,7 +277,7 @@ static int32_t name_id(ir_arena *a, name_ids *t, const char *p, size_t len) {
 
 /* Whether p[0..len) names a parameter of k (a buffer, p_<parameter> after the user's name,
  * or a size, <symbol>_). */
-static int is_param(const cg_kernel *k, const char *p, size_t len) {
+static int is_param(const cugen_kernel *k, const char *p, size_t len) {
     for (int32_t i = 0; i < k->nbufs; i++)
         if (strlen(k->bufs[i].name) == len && memcmp(k->bufs[i].name, p, len) == 0) return 1;
     for (int32_t i = 0; i < k->nsizes; i++)
@@ -289,8 +289,8 @@ static int is_param(const cg_kernel *k, const char *p, size_t len) {
  * (local_prefix, digits, then letters or '_') by "@<n>", n its order of first appearance:
  * equal for two kernels exactly when one is the other with its names consistently renamed
  * (strings, inline PTX, as they are). NULL: out of memory. */
-static const char *canonical(cg_kernel *k, const char *text, const char *name) {
-    cg_module *m = k->m;
+static const char *canonical(cugen_kernel *k, const char *text, const char *name) {
+    cugen_module *m = k->m;
     ir_buf b;
     ir_buf_init(&b, m->a);
     name_ids ids = {0};
@@ -333,9 +333,9 @@ static const char *canonical(cg_kernel *k, const char *text, const char *name) {
     return b.data ? b.data : "";
 }
 
-const char *cg_emit_function(cg_kernel *k, const char *name, int max_block, const char *body,
-                             int templ) {
-    cg_module *m = k->m;
+const char *cugen_emit_function(cugen_kernel *k, const char *name, int max_block, const char *body,
+                                int templ) {
+    cugen_module *m = k->m;
     ir_buf fn;
     ir_buf_init(&fn, m->a);
     put_function(k, &fn, name, max_block, body, templ);
@@ -347,14 +347,14 @@ const char *cg_emit_function(cg_kernel *k, const char *name, int max_block, cons
     for (int32_t i = 0; canon && i < m->nemitted; i++)
         if (m->emitted[i].hash == h && strcmp(m->emitted[i].canon, canon) == 0)
             return m->emitted[i].name;
-    cg_emitted e = {canon ? canon : "", name, h};
+    cugen_emitted e = {canon ? canon : "", name, h};
     IR_VEC_PUSH(m->a, m->emitted, m->nemitted, m->cap_emitted, e);
     ir_buf_puts(&m->text, text);
     return name;
 }
 
-void cg_launch_args(cg_kernel *k, cuda_launch *l) {
-    int32_t nreal = cg_real_bufs(k);
+void cugen_launch_args(cugen_kernel *k, cuda_launch *l) {
+    int32_t nreal = cugen_real_bufs(k);
     int32_t n = nreal + k->nsizes;
     cuda_arg *a = ir_arena_calloc(k->m->a, (size_t)(n ? n : 1), sizeof(cuda_arg));
     for (int32_t i = 0; i < nreal; i++) {
@@ -383,7 +383,7 @@ typedef struct home {
 } home;
 
 typedef struct fn_state {
-    cg_module *m;
+    cugen_module *m;
     const ir_func *f;
     const plan_func *pf; /* its kernel plan */
     home *homes;         /* per node */
@@ -395,8 +395,8 @@ typedef struct fn_state {
     const char *prefix; /* fusec_<function> */
 } fn_state;
 
-static void add_buf(cg_kernel *k, ir_ref node, int output, cuda_arg_kind kind, int32_t index) {
-    cg_buf b;
+static void add_buf(cugen_kernel *k, ir_ref node, int output, cuda_arg_kind kind, int32_t index) {
+    cugen_buf b;
     memset(&b, 0, sizeof b);
     b.node = node;
     b.output = output;
@@ -405,18 +405,18 @@ static void add_buf(cg_kernel *k, ir_ref node, int output, cuda_arg_kind kind, i
     b.index = index;
     b.computed = k->f->nodes[node].op == IR_OP_INDEX;
     if (b.computed)
-        b.name = cg_fmt(k, "i%d", (int)node);
+        b.name = cugen_fmt(k, "i%d", (int)node);
     else if (kind == CUDA_ARG_PARAM)
-        b.name = cg_fmt(k, "p_%s", k->f->params[index].name);
+        b.name = cugen_fmt(k, "p_%s", k->f->params[index].name);
     else if (kind == CUDA_ARG_RESULT)
-        b.name = cg_fmt(k, "r%d", (int)index);
+        b.name = cugen_fmt(k, "r%d", (int)index);
     else
-        b.name = cg_fmt(k, "t%d", (int)node);
+        b.name = cugen_fmt(k, "t%d", (int)node);
     if (!output) k->inbuf[node] = k->nbufs;
     IR_VEC_PUSH(k->m->a, k->bufs, k->nbufs, k->cap_bufs, b);
 }
 
-static const char *shape_text(cg_kernel *k, const ir_shape *s) {
+static const char *shape_text(cugen_kernel *k, const ir_shape *s) {
     ir_buf b;
     ir_buf_init(&b, k->m->a);
     ir_print_shape(&b, k->f, s);
@@ -424,18 +424,18 @@ static const char *shape_text(cg_kernel *k, const ir_shape *s) {
 }
 
 static void gen_kernel(fn_state *st, int32_t ki) {
-    cg_module *m = st->m;
+    cugen_module *m = st->m;
     const ir_func *f = st->f;
     const ir_kernel *kn = &f->partition->kernels[ki];
     size_t nn = (size_t)f->nnodes;
-    cg_kernel *k = ir_arena_calloc(m->a, 1, sizeof(cg_kernel));
+    cugen_kernel *k = ir_arena_calloc(m->a, 1, sizeof(cugen_kernel));
     k->m = m;
     k->f = f;
     k->kn = kn;
     k->kidx = ki;
     k->plans = &st->pf->kernels[ki];
     k->plan = &k->plans->parts[0];
-    k->name = cg_fmt(k, "%s_k%d", st->prefix, (int)ki);
+    k->name = cugen_fmt(k, "%s_k%d", st->prefix, (int)ki);
     k->inbuf = ir_arena_calloc(m->a, nn, sizeof(int32_t));
     k->var = ir_arena_calloc(m->a, nn, sizeof(uint32_t));
     k->in = ir_arena_calloc(m->a, nn, 1);
@@ -444,7 +444,7 @@ static void gen_kernel(fn_state *st, int32_t ki) {
     ir_buf_init(&k->body, m->a);
     for (size_t i = 0; i < nn; i++)
         k->inbuf[i] = -1;
-    cg_outline_plan(k);
+    cugen_outline_plan(k);
 
     /* buffers: inputs, then each output at each of its homes */
     for (int32_t i = 0; i < kn->ninputs; i++) {
@@ -493,22 +493,22 @@ static void gen_kernel(fn_state *st, int32_t ki) {
     l->kernel = ki;
     k->launch_index = st->nlaunches - 1;
     if (kn->kind == IR_KERNEL_COMBINED || layout == PLAN_ELEMENTWISE) {
-        cg_gen_elementwise(k, l);
-        cg_launch_args(k, l);
+        cugen_gen_elementwise(k, l);
+        cugen_launch_args(k, l);
         return;
     }
-    cg_space_build(k, 0);
+    cugen_space_build(k, 0);
     if (full) {
         cuda_scratch sc;
         sc.node = IR_NONE;
         sc.split_launch = -1;
-        sc.bytes = cg_size_lit((int64_t)k->plan->nreds * CG_MAX_PARTIALS * 8);
+        sc.bytes = cugen_size_lit((int64_t)k->plan->nreds * CG_MAX_PARTIALS * 8);
         k->partials_scratch = st->nscratch;
         IR_VEC_PUSH(m->a, st->scratch, st->nscratch, st->cap_scratch, sc);
         l[-1].kernel = ki;
-        cg_gen_full(k, l);
+        cugen_gen_full(k, l);
     } else if (layout == PLAN_ROW) {
-        cg_gen_row(k, l);
+        cugen_gen_row(k, l);
     } else if (split) {
         /* the partials: nreds 8-byte slots a column a piece, as many pieces as the launch
          * has (the plan's bound, PLAN_SPLIT_MAX, is far more than most launches need) */
@@ -516,15 +516,16 @@ static void gen_kernel(fn_state *st, int32_t ki) {
         cuda_scratch sc;
         sc.node = IR_NONE;
         sc.split_launch = st->nlaunches - 2;
-        sc.bytes = cg_size_mul(cg_shape_elems(&ps->per), cg_size_lit((int64_t)k->plan->nreds * 8));
+        sc.bytes = cugen_size_mul(cugen_shape_elems(&ps->per),
+                                  cugen_size_lit((int64_t)k->plan->nreds * 8));
         k->partials_scratch = st->nscratch;
         IR_VEC_PUSH(m->a, st->scratch, st->nscratch, st->cap_scratch, sc);
         l[-1].kernel = ki;
-        cg_gen_column_split(k, l);
+        cugen_gen_column_split(k, l);
     } else {
-        cg_gen_column(k, l);
+        cugen_gen_column(k, l);
     }
-    cg_launch_args(k, l);
+    cugen_launch_args(k, l);
 }
 
 /* Where each stored value lives (the plan's buffers): the lowest result that returns it, else
@@ -542,7 +543,8 @@ static void gen_homes(fn_state *st) {
         const plan_buf *b = &pf->bufs[i];
         if (b->kind != PLAN_BUF_TEMP) continue;
         cuda_scratch sc;
-        sc.bytes = cg_size_mul(cg_shape_elems(&b->shape), cg_size_lit(ir_dtypes[b->dtype].bytes));
+        sc.bytes =
+            cugen_size_mul(cugen_shape_elems(&b->shape), cugen_size_lit(ir_dtypes[b->dtype].bytes));
         sc.node = b->node;
         sc.split_launch = -1;
         st->homes[b->node].kind = CUDA_ARG_SCRATCH;
@@ -559,16 +561,16 @@ static void gen_checks(fn_state *st, cuda_func *out) {
     for (int32_t i = 0; i < st->pf->nchecks; i++) {
         const plan_check *pc = &st->pf->checks[i];
         cuda_check c;
-        c.extent = cg_shape_elems(&pc->shape);
+        c.extent = cugen_shape_elems(&pc->shape);
         c.message = ir_arena_printf(st->m->a, "%s over an empty axis", ir_ops[pc->op].name);
-        if (cg_size_is_lit(&c.extent, 0) || c.extent.nsyms > 0)
+        if (cugen_size_is_lit(&c.extent, 0) || c.extent.nsyms > 0)
             IR_VEC_PUSH(st->m->a, checks, nchecks, cap, c);
     }
     out->nchecks = nchecks;
     out->checks = checks;
 }
 
-static void gen_func(cg_module *m, const ir_func *f, const plan_func *pf, cuda_func *out) {
+static void gen_func(cugen_module *m, const ir_func *f, const plan_func *pf, cuda_func *out) {
     fn_state st;
     memset(&st, 0, sizeof st);
     st.m = m;
@@ -598,7 +600,7 @@ static void gen_func(cg_module *m, const ir_func *f, const plan_func *pf, cuda_f
 
 int cuda_generate(ir_arena *a, ir_func *const *funcs, int nfuncs, cuda_module **out, char *err,
                   size_t errlen) {
-    cg_module mod;
+    cugen_module mod;
     memset(&mod, 0, sizeof mod);
     mod.a = a;
     mod.fail.err = err;
@@ -630,7 +632,7 @@ int cuda_generate(ir_arena *a, ir_func *const *funcs, int nfuncs, cuda_module **
         for (int h = 0; h < CG_H_COUNT; h++) {
             unsigned deps = 0;
             if (!(used & (1u << h))) continue;
-            cg_helper_text((cg_helper)h, &deps);
+            cugen_helper_text((cugen_helper)h, &deps);
             if ((used | deps) != used) {
                 used |= deps;
                 changed = 1;
@@ -640,12 +642,12 @@ int cuda_generate(ir_arena *a, ir_func *const *funcs, int nfuncs, cuda_module **
     for (int h = 0; h < CG_H_COUNT; h++)
         if (used & (1u << h)) {
             ir_buf_puts(&src, "\n");
-            ir_buf_puts(&src, cg_helper_text((cg_helper)h, NULL));
+            ir_buf_puts(&src, cugen_helper_text((cugen_helper)h, NULL));
             if (h == CG_H_MATH) math_macros(&src);
         }
-    cg_outline_emit(&mod, &src);
+    cugen_outline_emit(&mod, &src);
     if (mod.text.data) ir_buf_puts(&src, mod.text.data);
-    cg_gen_gathers(&mod, funcs, nfuncs, fs, &src);
+    cugen_gen_gathers(&mod, funcs, nfuncs, fs, &src);
 
     cuda_module *cm = ir_arena_calloc(a, 1, sizeof(cuda_module));
     cm->source = src.data ? src.data : "";

@@ -20,7 +20,7 @@
 
 /* ---- sizes --------------------------------------------------------------------------------- */
 
-cuda_size cg_size_lit(int64_t v) {
+cuda_size cugen_size_lit(int64_t v) {
     cuda_size s;
     memset(&s, 0, sizeof s);
     s.coeff = v;
@@ -36,7 +36,7 @@ static void size_sort(cuda_size *s) {
         }
 }
 
-cuda_size cg_size_mul(cuda_size a, cuda_size b) {
+cuda_size cugen_size_mul(cuda_size a, cuda_size b) {
     cuda_size r = a;
     /* literal products stay far below 2^63 for any shape that fits a device */
     r.coeff = a.coeff * b.coeff;
@@ -47,30 +47,30 @@ cuda_size cg_size_mul(cuda_size a, cuda_size b) {
     return r;
 }
 
-int cg_size_equal(const cuda_size *a, const cuda_size *b) {
+int cugen_size_equal(const cuda_size *a, const cuda_size *b) {
     if (a->coeff != b->coeff || a->nsyms != b->nsyms) return 0;
     for (int32_t i = 0; i < a->nsyms; i++)
         if (a->syms[i] != b->syms[i]) return 0;
     return 1;
 }
 
-int cg_size_is_lit(const cuda_size *s, int64_t v) {
+int cugen_size_is_lit(const cuda_size *s, int64_t v) {
     return s->nsyms == 0 && s->coeff == v;
 }
 
-cuda_size cg_shape_elems(const ir_shape *s) {
-    cuda_size r = cg_size_lit(1);
+cuda_size cugen_shape_elems(const ir_shape *s) {
+    cuda_size r = cugen_size_lit(1);
     for (int32_t i = 0; i < s->rank; i++) {
-        cuda_size d = cg_size_lit(s->dims[i].sym >= 0 ? 1 : s->dims[i].size);
+        cuda_size d = cugen_size_lit(s->dims[i].sym >= 0 ? 1 : s->dims[i].size);
         if (s->dims[i].sym >= 0) d.syms[d.nsyms++] = s->dims[i].sym;
-        r = cg_size_mul(r, d);
+        r = cugen_size_mul(r, d);
     }
     return r;
 }
 
 /* ---- text ----------------------------------------------------------------------------------- */
 
-void cg_line(cg_kernel *k, const char *fmt, ...) {
+void cugen_line(cugen_kernel *k, const char *fmt, ...) {
     char small[512];
     va_list ap;
     va_start(ap, fmt);
@@ -90,7 +90,7 @@ void cg_line(cg_kernel *k, const char *fmt, ...) {
     ir_buf_puts(&k->body, "\n");
 }
 
-const char *cg_fmt(cg_kernel *k, const char *fmt, ...) {
+const char *cugen_fmt(cugen_kernel *k, const char *fmt, ...) {
     char small[256];
     va_list ap;
     va_start(ap, fmt);
@@ -108,7 +108,7 @@ const char *cg_fmt(cg_kernel *k, const char *fmt, ...) {
     return s;
 }
 
-void cg_use(cg_kernel *k, cg_helper h) {
+void cugen_use(cugen_kernel *k, cugen_helper h) {
     k->m->helpers |= 1u << h;
 }
 
@@ -125,19 +125,19 @@ static const struct {
     [IR_F64] = {"double", "double", 2},
 };
 
-const char *cg_ctype(ir_dtype t) {
+const char *cugen_ctype(ir_dtype t) {
     return dtype_c[t].ctype;
 }
 
-const char *cg_stype(ir_dtype t) {
+const char *cugen_stype(ir_dtype t) {
     return dtype_c[t].stype;
 }
 
-int cg_ctype_words(ir_dtype t) {
+int cugen_ctype_words(ir_dtype t) {
     return dtype_c[t].words;
 }
 
-cg_cclass cg_class_of(ir_dtype t) {
+cugen_cclass cugen_class_of(ir_dtype t) {
     switch (t) {
     case IR_BOOL: return CG_CC_BOOL;
     case IR_I32:
@@ -147,20 +147,20 @@ cg_cclass cg_class_of(ir_dtype t) {
     }
 }
 
-const char *cg_from_storage(cg_kernel *k, ir_dtype t, const char *expr) {
+const char *cugen_from_storage(cugen_kernel *k, ir_dtype t, const char *expr) {
     switch (t) {
-    case IR_BOOL: return cg_fmt(k, "(%s != 0)", expr);
-    case IR_F16: cg_use(k, CG_H_F16); return cg_fmt(k, "fx_h2f(%s)", expr);
-    case IR_BF16: cg_use(k, CG_H_BF16); return cg_fmt(k, "fx_b2f(%s)", expr);
+    case IR_BOOL: return cugen_fmt(k, "(%s != 0)", expr);
+    case IR_F16: cugen_use(k, CG_H_F16); return cugen_fmt(k, "fx_h2f(%s)", expr);
+    case IR_BF16: cugen_use(k, CG_H_BF16); return cugen_fmt(k, "fx_b2f(%s)", expr);
     default: return expr;
     }
 }
 
-const char *cg_to_storage(cg_kernel *k, ir_dtype t, const char *expr) {
+const char *cugen_to_storage(cugen_kernel *k, ir_dtype t, const char *expr) {
     switch (t) {
-    case IR_BOOL: return cg_fmt(k, "(unsigned char)%s", expr);
-    case IR_F16: cg_use(k, CG_H_F16); return cg_fmt(k, "fx_f2h(%s)", expr);
-    case IR_BF16: cg_use(k, CG_H_BF16); return cg_fmt(k, "fx_f2b(%s)", expr);
+    case IR_BOOL: return cugen_fmt(k, "(unsigned char)%s", expr);
+    case IR_F16: cugen_use(k, CG_H_F16); return cugen_fmt(k, "fx_f2h(%s)", expr);
+    case IR_BF16: cugen_use(k, CG_H_BF16); return cugen_fmt(k, "fx_f2b(%s)", expr);
     default: return expr;
     }
 }
@@ -173,8 +173,8 @@ const char *cg_to_storage(cg_kernel *k, ir_dtype t, const char *expr) {
  *
  * The table is expanded from ops.def, each op's entry being the macro TMPL_<ENUM> below, so
  * an op added to ops.def without its template here fails to compile. The ops that are no
- * element-wise expression (leaves, cast, broadcast, reductions, output: cg_emit_node makes
- * those otherwise) are NONE. cg_op_table_check (tests) makes sure that each element-wise op
+ * element-wise expression (leaves, cast, broadcast, reductions, output: cugen_emit_node makes
+ * those otherwise) are NONE. cugen_op_table_check (tests) makes sure that each element-wise op
  * has the templates its flags in ops.def call for. */
 typedef struct op_tmpl {
     const char *f, *d, *i, *b;
@@ -281,7 +281,7 @@ static const op_tmpl op_table[IR_OP_COUNT] = {
 #undef ARITH
 #undef MINMAX
 
-const char *cg_op_table_check(void) {
+const char *cugen_op_table_check(void) {
     for (int op = 0; op < IR_OP_COUNT; op++) {
         const ir_op_info *oi = &ir_ops[op];
         if (oi->cls != IR_CLASS_EW) continue;
@@ -315,19 +315,19 @@ static const char *subst_in(ir_arena *a, const char *tmpl, const char *const *op
     return b.data ? b.data : "";
 }
 
-static const char *subst(cg_kernel *k, const char *tmpl, const char *const *ops) {
+static const char *subst(cugen_kernel *k, const char *tmpl, const char *const *ops) {
     return subst_in(k->m->a, tmpl, ops);
 }
 
-const char *cg_math_call(cg_module *m, int op, int dbl) {
+const char *cugen_math_call(cugen_module *m, int op, int dbl) {
     const char *ops[4] = {"a", "b", "", ""};
     return subst_in(m->a, dbl ? op_table[op].d : op_table[op].f, ops);
 }
 
 /* ---- constants ------------------------------------------------------------------------------- */
 
-static const char *float_literal(cg_kernel *k, double v, int is_double) {
-    cg_use(k, CG_H_BITS);
+static const char *float_literal(cugen_kernel *k, double v, int is_double) {
+    cugen_use(k, CG_H_BITS);
     if (isnan(v)) return is_double ? "FX_NAN_D" : "FX_NAN_F";
     if (!is_double) v = (double)(float)v; /* the value the f32 computation uses */
     if (isinf(v)) {
@@ -338,34 +338,34 @@ static const char *float_literal(cg_kernel *k, double v, int is_double) {
     snprintf(buf, sizeof buf, is_double ? "%.17g" : "%.9g", v);
     if (!strpbrk(buf, ".e")) strcat(buf, ".0");
     if (!is_double) strcat(buf, "f");
-    if (buf[0] == '-') return cg_fmt(k, "(%s)", buf);
-    return cg_fmt(k, "%s", buf);
+    if (buf[0] == '-') return cugen_fmt(k, "(%s)", buf);
+    return cugen_fmt(k, "%s", buf);
 }
 
-static const char *const_literal(cg_kernel *k, const ir_node *n) {
+static const char *const_literal(cugen_kernel *k, const ir_node *n) {
     switch (n->dtype) {
     case IR_BOOL: return n->value.i ? "true" : "false";
     case IR_I32: {
         int64_t v = ir_wrap_int(n->value.i, IR_I32);
         if (v == INT32_MIN) return "(-2147483647 - 1)";
-        return cg_fmt(k, v < 0 ? "(%" PRId64 ")" : "%" PRId64, v);
+        return cugen_fmt(k, v < 0 ? "(%" PRId64 ")" : "%" PRId64, v);
     }
     case IR_I64: {
         int64_t v = n->value.i;
         if (v == INT64_MIN) return "(-9223372036854775807LL - 1LL)";
-        return cg_fmt(k, v < 0 ? "(%" PRId64 "LL)" : "%" PRId64 "LL", v);
+        return cugen_fmt(k, v < 0 ? "(%" PRId64 "LL)" : "%" PRId64 "LL", v);
     }
     case IR_F64: return float_literal(k, n->value.f, 1);
     default: return float_literal(k, n->value.f, 0);
     }
 }
 
-const char *cg_operand(cg_kernel *k, ir_ref r) {
+const char *cugen_operand(cugen_kernel *k, ir_ref r) {
     const ir_node *n = &k->f->nodes[r];
     if (n->op == IR_OP_CONST) return const_literal(k, n);
     if (!k->val[r]) {
-        cg_fail(k->m, "cuda codegen: %%%d of '%s' has no value where it is used", (int)r,
-                k->f->name);
+        cugen_fail(k->m, "cuda codegen: %%%d of '%s' has no value where it is used", (int)r,
+                   k->f->name);
         return "0";
     }
     return k->val[r];
@@ -376,60 +376,60 @@ const char *cg_operand(cg_kernel *k, ir_ref r) {
 /* x, of compute class of `from`, converted as the reference converts (ir/interp.c eval_cast):
  * rounding to the target's precision, float -> integer saturating with NaN -> 0, integers
  * wrapping, anything -> bool as != 0. */
-static const char *cast_expr(cg_kernel *k, ir_dtype from, ir_dtype to, const char *x) {
+static const char *cast_expr(cugen_kernel *k, ir_dtype from, ir_dtype to, const char *x) {
     if (from == to) return x;
-    cg_cclass cf = cg_class_of(from);
+    cugen_cclass cf = cugen_class_of(from);
     switch (to) {
     case IR_BOOL:
-        if (cf == CG_CC_FLOAT) return cg_fmt(k, "(%s != 0.0f)", x);
-        if (cf == CG_CC_DOUBLE) return cg_fmt(k, "(%s != 0.0)", x);
-        return cg_fmt(k, "(%s != 0)", x);
+        if (cf == CG_CC_FLOAT) return cugen_fmt(k, "(%s != 0.0f)", x);
+        if (cf == CG_CC_DOUBLE) return cugen_fmt(k, "(%s != 0.0)", x);
+        return cugen_fmt(k, "(%s != 0)", x);
     case IR_I32:
     case IR_I64: {
         int w = to == IR_I64;
-        if (cf == CG_CC_BOOL) return cg_fmt(k, "(%s)%s", w ? "long long" : "int", x);
+        if (cf == CG_CC_BOOL) return cugen_fmt(k, "(%s)%s", w ? "long long" : "int", x);
         if (cf == CG_CC_INT) {
-            if (w) return cg_fmt(k, "(long long)%s", x);
-            cg_use(k, CG_H_INT);
-            return cg_fmt(k, "fx_wrap32(%s)", x);
+            if (w) return cugen_fmt(k, "(long long)%s", x);
+            cugen_use(k, CG_H_INT);
+            return cugen_fmt(k, "fx_wrap32(%s)", x);
         }
-        cg_use(k, CG_H_CVT);
-        if (cf == CG_CC_FLOAT) return cg_fmt(k, w ? "fx_f2ll(%s)" : "fx_f2i(%s)", x);
-        return cg_fmt(k, w ? "fx_d2ll(%s)" : "fx_d2i(%s)", x);
+        cugen_use(k, CG_H_CVT);
+        if (cf == CG_CC_FLOAT) return cugen_fmt(k, w ? "fx_f2ll(%s)" : "fx_f2i(%s)", x);
+        return cugen_fmt(k, w ? "fx_d2ll(%s)" : "fx_d2i(%s)", x);
     }
     case IR_F64:
-        if (cf == CG_CC_BOOL) return cg_fmt(k, "(%s ? 1.0 : 0.0)", x);
-        return cg_fmt(k, "(double)%s", x);
+        if (cf == CG_CC_BOOL) return cugen_fmt(k, "(%s ? 1.0 : 0.0)", x);
+        return cugen_fmt(k, "(double)%s", x);
     case IR_F32:
     case IR_F16:
     case IR_BF16: {
         const char *f;
         if (cf == CG_CC_BOOL) {
-            f = cg_fmt(k, "(%s ? 1.0f : 0.0f)", x);
+            f = cugen_fmt(k, "(%s ? 1.0f : 0.0f)", x);
         } else if (cf == CG_CC_DOUBLE) {
             if (to == IR_F16) {
-                cg_use(k, CG_H_F64HALF);
-                return cg_fmt(k, "fx_d2h_round(%s)", x);
+                cugen_use(k, CG_H_F64HALF);
+                return cugen_fmt(k, "fx_d2h_round(%s)", x);
             }
             if (to == IR_BF16) {
-                cg_use(k, CG_H_F64HALF);
-                return cg_fmt(k, "fx_d2b_round(%s)", x);
+                cugen_use(k, CG_H_F64HALF);
+                return cugen_fmt(k, "fx_d2b_round(%s)", x);
             }
-            return cg_fmt(k, "(float)%s", x);
+            return cugen_fmt(k, "(float)%s", x);
         } else if (cf == CG_CC_INT) {
             /* to f16 exact: every integer f16 holds is exact in f32; to bf16 an integer past
              * 2^24 rounds twice (within the SPEC's one unit in the last place) */
-            f = cg_fmt(k, "(float)%s", x);
+            f = cugen_fmt(k, "(float)%s", x);
         } else {
             f = x;
         }
         if (to == IR_F16) {
-            cg_use(k, CG_H_F16);
-            return cg_fmt(k, "fx_rnd_h(%s)", f);
+            cugen_use(k, CG_H_F16);
+            return cugen_fmt(k, "fx_rnd_h(%s)", f);
         }
         if (to == IR_BF16) {
-            cg_use(k, CG_H_BF16);
-            return cg_fmt(k, "fx_rnd_b(%s)", f);
+            cugen_use(k, CG_H_BF16);
+            return cugen_fmt(k, "fx_rnd_b(%s)", f);
         }
         return f;
     }
@@ -439,17 +439,17 @@ static const char *cast_expr(cg_kernel *k, ir_dtype from, ir_dtype to, const cha
 
 /* ---- nodes ----------------------------------------------------------------------------------- */
 
-static const char *ew_expr(cg_kernel *k, ir_ref r) {
+static const char *ew_expr(cugen_kernel *k, ir_ref r) {
     const ir_node *n = &k->f->nodes[r];
     const ir_op_info *oi = &ir_ops[n->op];
     const op_tmpl *t = &op_table[n->op];
-    const char *ops[4] = {"", "", "", cg_fmt(k, "%d", (int)n->index)};
+    const char *ops[4] = {"", "", "", cugen_fmt(k, "%d", (int)n->index)};
     for (int i = 0; i < oi->arity; i++)
-        ops[i] = cg_operand(k, n->args[i]);
+        ops[i] = cugen_operand(k, n->args[i]);
     /* the class of the computation: the operands' for comparisons and predicates */
     ir_dtype ct =
         (oi->flags & (IR_OPF_CMP | IR_OPF_PRED)) ? k->f->nodes[n->args[0]].dtype : n->dtype;
-    cg_cclass c = cg_class_of(ct);
+    cugen_cclass c = cugen_class_of(ct);
     const char *tmpl = c == CG_CC_FLOAT    ? t->f
                        : c == CG_CC_DOUBLE ? t->d
                        : c == CG_CC_INT    ? t->i
@@ -459,22 +459,23 @@ static const char *ew_expr(cg_kernel *k, ir_ref r) {
          * reference, in integers, then != 0 */
         const char *iops[4] = {"", "", "", ops[3]};
         for (int i = 0; i < 3; i++)
-            iops[i] = cg_fmt(k, "(int)%s", ops[i]);
+            iops[i] = cugen_fmt(k, "(int)%s", ops[i]);
         for (int h = 0; h < CG_H_COUNT; h++)
-            if (t->hi & (1u << h)) cg_use(k, (cg_helper)h);
-        return cg_fmt(k, "(%s != 0)", subst(k, t->i, iops));
+            if (t->hi & (1u << h)) cugen_use(k, (cugen_helper)h);
+        return cugen_fmt(k, "(%s != 0)", subst(k, t->i, iops));
     }
     if (!tmpl) {
-        cg_fail(k->m, "cuda codegen: %s has no form for %s operands", oi->name, ir_dtypes[ct].name);
+        cugen_fail(k->m, "cuda codegen: %s has no form for %s operands", oi->name,
+                   ir_dtypes[ct].name);
         return "0";
     }
     unsigned hs = c == CG_CC_INT ? t->hi : c == CG_CC_BOOL ? 0 : t->hfd;
     for (int h = 0; h < CG_H_COUNT; h++)
-        if (hs & (1u << h)) cg_use(k, (cg_helper)h);
+        if (hs & (1u << h)) cugen_use(k, (cugen_helper)h);
     if (n->op == IR_OP_EXP && c == CG_CC_FLOAT && plan_exp_nonpositive(k->f, n->args[0])) {
         tmpl = "fx_expf_nonpos($0)"; /* as the CPU chooses it (never outlined: small) */
     } else if (c == CG_CC_FLOAT || c == CG_CC_DOUBLE) {
-        const char *call = cg_outline_call(k, n->op, c == CG_CC_DOUBLE);
+        const char *call = cugen_outline_call(k, n->op, c == CG_CC_DOUBLE);
         if (call) tmpl = call;
     }
     return subst(k, tmpl, ops);
@@ -482,67 +483,67 @@ static const char *ew_expr(cg_kernel *k, ir_ref r) {
 
 /* Whether a stored f16/bf16 value must be rounded where it is computed: the reference holds
  * the stored (rounded) value for every later reader (the plan's rounding). */
-static int round_stored(const cg_kernel *k, ir_ref r) {
+static int round_stored(const cugen_kernel *k, ir_ref r) {
     return k->plan->round_kept[r];
 }
 
-void cg_emit_node(cg_kernel *k, ir_ref r) {
+void cugen_emit_node(cugen_kernel *k, ir_ref r) {
     const ir_node *n = &k->f->nodes[r];
     const char *e;
     switch (ir_ops[n->op].cls) {
     case IR_CLASS_BROADCAST:
         /* an indexed read: the operand's value at the mapped point is its value here */
-        cg_set_val(k, r, cg_operand(k, n->args[0]));
+        cugen_set_val(k, r, cugen_operand(k, n->args[0]));
         return;
     case IR_CLASS_EW: e = ew_expr(k, r); break;
     case IR_CLASS_CAST:
-        e = cast_expr(k, k->f->nodes[n->args[0]].dtype, n->dtype, cg_operand(k, n->args[0]));
+        e = cast_expr(k, k->f->nodes[n->args[0]].dtype, n->dtype, cugen_operand(k, n->args[0]));
         break;
     case IR_CLASS_REDUCE:
         if (k->reduce_single) {
             /* a reduction of one element: the identity combined with it, as the reference */
-            const char *x = cg_operand(k, n->args[0]);
+            const char *x = cugen_operand(k, n->args[0]);
             if (k->f->nodes[n->args[0]].dtype != n->dtype)
-                x = cg_fmt(k, "(%s)%s", cg_ctype(n->dtype), x);
-            e = cg_red_finish(k, r, cg_fmt(k, "(%s)", cg_red_combine(k, r, cg_red_init(k, r), x)),
-                              "1");
+                x = cugen_fmt(k, "(%s)%s", cugen_ctype(n->dtype), x);
+            e = cugen_red_finish(
+                k, r, cugen_fmt(k, "(%s)", cugen_red_combine(k, r, cugen_red_init(k, r), x)), "1");
             break;
         }
         /* fall through */
     default:
-        cg_fail(k->m, "cuda codegen: %s %%%d of '%s' has no value where it is used",
-                ir_ops[n->op].name, (int)r, k->f->name);
+        cugen_fail(k->m, "cuda codegen: %s %%%d of '%s' has no value where it is used",
+                   ir_ops[n->op].name, (int)r, k->f->name);
         return;
     }
     if (round_stored(k, r)) {
-        cg_helper h = n->dtype == IR_F16 ? CG_H_F16 : CG_H_BF16;
-        cg_use(k, h);
-        e = cg_fmt(k, "%s(%s)", n->dtype == IR_F16 ? "fx_rnd_h" : "fx_rnd_b", e);
+        cugen_helper h = n->dtype == IR_F16 ? CG_H_F16 : CG_H_BF16;
+        cugen_use(k, h);
+        e = cugen_fmt(k, "%s(%s)", n->dtype == IR_F16 ? "fx_rnd_h" : "fx_rnd_b", e);
     }
-    cg_line(k, "const %s v%d = %s;", cg_ctype(n->dtype), (int)r, e);
-    cg_set_val(k, r, cg_fmt(k, "v%d", (int)r));
+    cugen_line(k, "const %s v%d = %s;", cugen_ctype(n->dtype), (int)r, e);
+    cugen_set_val(k, r, cugen_fmt(k, "v%d", (int)r));
 }
 
 /* ---- scopes ---------------------------------------------------------------------------------- */
 
-int32_t cg_scope_mark(cg_kernel *k) {
+int32_t cugen_scope_mark(cugen_kernel *k) {
     return k->nsaved;
 }
 
-void cg_scope_pop(cg_kernel *k, int32_t mark) {
+void cugen_scope_pop(cugen_kernel *k, int32_t mark) {
     while (k->nsaved > mark) {
-        cg_saved *s = &k->saved[--k->nsaved];
+        cugen_saved *s = &k->saved[--k->nsaved];
         k->val[s->node] = s->prev;
     }
 }
 
-void cg_set_val(cg_kernel *k, ir_ref r, const char *expr) {
-    cg_saved s = {r, k->val[r]};
+void cugen_set_val(cugen_kernel *k, ir_ref r, const char *expr) {
+    cugen_saved s = {r, k->val[r]};
     IR_VEC_PUSH(k->m->a, k->saved, k->nsaved, k->cap_saved, s);
     k->val[r] = expr;
 }
 
-static void need_rec(cg_kernel *k, ir_ref r, unsigned char *need) {
+static void need_rec(cugen_kernel *k, ir_ref r, unsigned char *need) {
     const ir_node *n = &k->f->nodes[r];
     if (need[r] || k->val[r] || n->op == IR_OP_CONST) return;
     if (k->inbuf[r] >= 0) {
@@ -550,12 +551,13 @@ static void need_rec(cg_kernel *k, ir_ref r, unsigned char *need) {
         return;
     }
     if (!k->in[r]) {
-        cg_fail(k->m, "cuda codegen: %%%d of '%s' is read outside its kernel", (int)r, k->f->name);
+        cugen_fail(k->m, "cuda codegen: %%%d of '%s' is read outside its kernel", (int)r,
+                   k->f->name);
         return;
     }
     if (ir_ops[n->op].cls == IR_CLASS_REDUCE && !k->reduce_single) {
-        cg_fail(k->m, "cuda codegen: %s %%%d of '%s' is read before it is computed",
-                ir_ops[n->op].name, (int)r, k->f->name);
+        cugen_fail(k->m, "cuda codegen: %s %%%d of '%s' is read before it is computed",
+                   ir_ops[n->op].name, (int)r, k->f->name);
         return;
     }
     need[r] = 1;
@@ -563,27 +565,27 @@ static void need_rec(cg_kernel *k, ir_ref r, unsigned char *need) {
         need_rec(k, n->args[i], need);
 }
 
-void cg_need(cg_kernel *k, const ir_ref *targets, int32_t n, unsigned char *need) {
+void cugen_need(cugen_kernel *k, const ir_ref *targets, int32_t n, unsigned char *need) {
     for (int32_t i = 0; i < n; i++)
         need_rec(k, targets[i], need);
 }
 
-void cg_emit_needed(cg_kernel *k, const unsigned char *need) {
+void cugen_emit_needed(cugen_kernel *k, const unsigned char *need) {
     for (int32_t b = 0; b < k->nbufs; b++) {
-        const cg_buf *bf = &k->bufs[b];
+        const cugen_buf *bf = &k->bufs[b];
         if (bf->output || !need[bf->node] || k->val[bf->node]) continue;
-        cg_set_val(k, bf->node, k->load(k, b));
+        cugen_set_val(k, bf->node, k->load(k, b));
     }
     for (int32_t i = k->from; i < k->to; i++) {
         ir_ref r = k->kn->body[i];
-        if (need[r] && !k->val[r]) cg_emit_node(k, r);
+        if (need[r] && !k->val[r]) cugen_emit_node(k, r);
     }
 }
 
-void cg_emit_values(cg_kernel *k, const ir_ref *targets, int32_t n) {
+void cugen_emit_values(cugen_kernel *k, const ir_ref *targets, int32_t n) {
     unsigned char *need = ir_arena_calloc(k->m->a, (size_t)k->f->nnodes, 1);
-    cg_need(k, targets, n, need);
-    cg_emit_needed(k, need);
+    cugen_need(k, targets, n, need);
+    cugen_emit_needed(k, need);
 }
 
 /* ---- reductions ------------------------------------------------------------------------------ */
@@ -591,76 +593,76 @@ void cg_emit_values(cg_kernel *k, const ir_ref *targets, int32_t n) {
 /* The identity of reduction r (ir_reduce_identity) as a literal of its compute type: an
  * integer takes the LL suffix only where an int cannot hold it; a finite float identity is 0
  * or 1, exact with one decimal. */
-const char *cg_red_init(cg_kernel *k, ir_ref r) {
+const char *cugen_red_init(cugen_kernel *k, ir_ref r) {
     const ir_node *n = &k->f->nodes[r];
     ir_identity kind = ir_ops[n->op].identity;
     if (kind == IR_ID_NONE) {
-        cg_fail(k->m, "cuda codegen: %s is no reduction", ir_ops[n->op].name);
+        cugen_fail(k->m, "cuda codegen: %s is no reduction", ir_ops[n->op].name);
         return "0";
     }
     /* the extremes of floats are the infinities of the bits helper; integer extremes take
      * the helper in too, unused, which keeps the generated code as it has been */
-    if (kind == IR_ID_LOWEST || kind == IR_ID_HIGHEST) cg_use(k, CG_H_BITS);
+    if (kind == IR_ID_LOWEST || kind == IR_ID_HIGHEST) cugen_use(k, CG_H_BITS);
     ir_scalar id = ir_reduce_identity(n->op, n->dtype);
-    switch (cg_class_of(n->dtype)) {
+    switch (cugen_class_of(n->dtype)) {
     case CG_CC_BOOL: return id.i ? "true" : "false";
     case CG_CC_INT:
         if (id.i == INT64_MIN) return "(-9223372036854775807LL - 1LL)";
         if (id.i == INT32_MIN) return "(-2147483647 - 1)";
-        return cg_fmt(k, id.i > INT32_MAX ? "%" PRId64 "LL" : "%" PRId64, id.i);
+        return cugen_fmt(k, id.i > INT32_MAX ? "%" PRId64 "LL" : "%" PRId64, id.i);
     case CG_CC_DOUBLE:
         if (isinf(id.f)) return id.f > 0 ? "FX_INF_D" : "(-FX_INF_D)";
-        return cg_fmt(k, "%.1f", id.f);
+        return cugen_fmt(k, "%.1f", id.f);
     case CG_CC_FLOAT:
         if (isinf(id.f)) return id.f > 0 ? "FX_INF_F" : "(-FX_INF_F)";
-        return cg_fmt(k, "%.1ff", id.f);
+        return cugen_fmt(k, "%.1ff", id.f);
     }
     return "0";
 }
 
-const char *cg_red_combine(cg_kernel *k, ir_ref r, const char *acc, const char *x) {
+const char *cugen_red_combine(cugen_kernel *k, ir_ref r, const char *acc, const char *x) {
     const ir_node *n = &k->f->nodes[r];
-    cg_cclass c = cg_class_of(n->dtype);
+    cugen_cclass c = cugen_class_of(n->dtype);
     switch (n->op) {
     case IR_OP_SUM:
     case IR_OP_MEAN:
         if (c == CG_CC_INT) {
-            cg_use(k, CG_H_INT);
-            return cg_fmt(k, "fx_add(%s, %s)", acc, x);
+            cugen_use(k, CG_H_INT);
+            return cugen_fmt(k, "fx_add(%s, %s)", acc, x);
         }
-        if (c == CG_CC_BOOL) return cg_fmt(k, "(%s || %s)", acc, x);
-        return cg_fmt(k, "%s + %s", acc, x);
+        if (c == CG_CC_BOOL) return cugen_fmt(k, "(%s || %s)", acc, x);
+        return cugen_fmt(k, "%s + %s", acc, x);
     case IR_OP_PROD:
         if (c == CG_CC_INT) {
-            cg_use(k, CG_H_INT);
-            return cg_fmt(k, "fx_mul(%s, %s)", acc, x);
+            cugen_use(k, CG_H_INT);
+            return cugen_fmt(k, "fx_mul(%s, %s)", acc, x);
         }
-        if (c == CG_CC_BOOL) return cg_fmt(k, "(%s && %s)", acc, x);
-        return cg_fmt(k, "%s * %s", acc, x);
+        if (c == CG_CC_BOOL) return cugen_fmt(k, "(%s && %s)", acc, x);
+        return cugen_fmt(k, "%s * %s", acc, x);
     case IR_OP_MAX:
-        if (c == CG_CC_BOOL) return cg_fmt(k, "(%s || %s)", acc, x);
-        cg_use(k, CG_H_MINMAX);
-        return cg_fmt(k, "fx_max(%s, %s)", acc, x);
+        if (c == CG_CC_BOOL) return cugen_fmt(k, "(%s || %s)", acc, x);
+        cugen_use(k, CG_H_MINMAX);
+        return cugen_fmt(k, "fx_max(%s, %s)", acc, x);
     case IR_OP_MIN:
-        if (c == CG_CC_BOOL) return cg_fmt(k, "(%s && %s)", acc, x);
-        cg_use(k, CG_H_MINMAX);
-        return cg_fmt(k, "fx_min(%s, %s)", acc, x);
+        if (c == CG_CC_BOOL) return cugen_fmt(k, "(%s && %s)", acc, x);
+        cugen_use(k, CG_H_MINMAX);
+        return cugen_fmt(k, "fx_min(%s, %s)", acc, x);
     default: return acc;
     }
 }
 
-const char *cg_red_finish(cg_kernel *k, ir_ref r, const char *acc, const char *count) {
+const char *cugen_red_finish(cugen_kernel *k, ir_ref r, const char *acc, const char *count) {
     const ir_node *n = &k->f->nodes[r];
     if (n->op != IR_OP_MEAN) return acc;
     /* 0 / 0 is NaN: the mean over an empty axis, as the reference has it */
-    if (n->dtype == IR_F64) return cg_fmt(k, "%s / (double)%s", acc, count);
-    return cg_fmt(k, "%s / (float)%s", acc, count);
+    if (n->dtype == IR_F64) return cugen_fmt(k, "%s / (double)%s", acc, count);
+    return cugen_fmt(k, "%s / (float)%s", acc, count);
 }
 
 /* ---- index spaces ---------------------------------------------------------------------------- */
 
-int cg_buf_used(const cg_kernel *k, int32_t b) {
-    const cg_buf *bf = &k->bufs[b];
+int cugen_buf_used(const cugen_kernel *k, int32_t b) {
+    const cugen_buf *bf = &k->bufs[b];
     if (bf->output) return k->in[bf->node];
     /* an input: read by a node of the range */
     for (int32_t i = k->from; i < k->to; i++) {
@@ -671,7 +673,7 @@ int cg_buf_used(const cg_kernel *k, int32_t b) {
     return 0;
 }
 
-void cg_space_build(cg_kernel *k, int32_t part) {
+void cugen_space_build(cugen_kernel *k, int32_t part) {
     const ir_func *f = k->f;
     const plan_kernel *p = &k->plans->parts[part];
     k->plan = p;
@@ -686,18 +688,18 @@ void cg_space_build(cg_kernel *k, int32_t part) {
     k->reduced = p->reduced;
     for (int32_t g = 0; g < p->naxes; g++) {
         ir_shape s = plan_axes_shape(p, 1u << g);
-        k->groups[g].extent = cg_shape_elems(&s);
+        k->groups[g].extent = cugen_shape_elems(&s);
         k->groups[g].reduced = (int)((p->reduced >> g) & 1);
     }
     for (int32_t b = 0; b < k->nbufs; b++) {
-        cg_buf *bf = &k->bufs[b];
-        bf->mask = cg_buf_used(k, b) ? plan_presence(p, &f->nodes[bf->node].shape) : 0;
+        cugen_buf *bf = &k->bufs[b];
+        bf->mask = cugen_buf_used(k, b) ? plan_presence(p, &f->nodes[bf->node].shape) : 0;
     }
 
     /* what each value varies over */
     memset(k->var, 0, sizeof(uint32_t) * (size_t)f->nnodes);
     for (int32_t b = 0; b < k->nbufs; b++)
-        if (!k->bufs[b].output && cg_buf_used(k, b)) k->var[k->bufs[b].node] = k->bufs[b].mask;
+        if (!k->bufs[b].output && cugen_buf_used(k, b)) k->var[k->bufs[b].node] = k->bufs[b].mask;
     for (int32_t i = p->from; i < p->to; i++) {
         ir_ref r = k->kn->body[i];
         const ir_node *n = &f->nodes[r];
@@ -711,39 +713,40 @@ void cg_space_build(cg_kernel *k, int32_t part) {
      * gradient's) is still written to every element of its buffer: it counts as varying
      * there, so the engines write it where they write each element */
     for (int32_t b = 0; b < k->nbufs; b++)
-        if (k->bufs[b].output && cg_buf_used(k, b)) k->var[k->bufs[b].node] |= k->bufs[b].mask;
+        if (k->bufs[b].output && cugen_buf_used(k, b)) k->var[k->bufs[b].node] |= k->bufs[b].mask;
 }
 
-const char *cg_size_expr(cg_kernel *k, cuda_size s, const char *hint) {
+const char *cugen_size_expr(cugen_kernel *k, cuda_size s, const char *hint) {
     if (s.nsyms == 0) {
-        if (s.coeff > INT32_MAX || s.coeff < INT32_MIN) return cg_fmt(k, "%" PRId64 "LL", s.coeff);
-        return cg_fmt(k, "%" PRId64, s.coeff);
+        if (s.coeff > INT32_MAX || s.coeff < INT32_MIN)
+            return cugen_fmt(k, "%" PRId64 "LL", s.coeff);
+        return cugen_fmt(k, "%" PRId64, s.coeff);
     }
     for (int32_t i = 0; i < k->nsizes; i++)
-        if (k->sizes[i].kind == CUDA_ARG_SIZE && cg_size_equal(&k->sizes[i].size, &s))
+        if (k->sizes[i].kind == CUDA_ARG_SIZE && cugen_size_equal(&k->sizes[i].size, &s))
             return k->sizes[i].name;
     /* a readable name: the symbol itself for a lone symbol, else the hint */
     /* kernel arguments end in '_' (locals never do); a lone symbol is named after it */
     const char *name = NULL;
     if (s.coeff == 1 && s.nsyms == 1)
-        name = cg_fmt(k, "%s_", k->f->syms[s.syms[0]]);
+        name = cugen_fmt(k, "%s_", k->f->syms[s.syms[0]]);
     else
-        name = cg_fmt(k, "%s_", hint);
+        name = cugen_fmt(k, "%s_", hint);
     for (int32_t i = 0, suffix = 2; i < k->nsizes; i++) {
         if (strcmp(k->sizes[i].name, name) == 0) {
-            name = cg_fmt(k, "%s%d_", hint, (int)suffix++);
+            name = cugen_fmt(k, "%s%d_", hint, (int)suffix++);
             i = -1;
         }
     }
-    cg_sizearg a = {CUDA_ARG_SIZE, 0, s, name, NULL};
+    cugen_sizearg a = {CUDA_ARG_SIZE, 0, s, name, NULL};
     IR_VEC_PUSH(k->m->a, k->sizes, k->nsizes, k->cap_sizes, a);
     return name;
 }
 
-cuda_size cg_groups_extent(const cg_kernel *k, uint32_t mask) {
-    cuda_size s = cg_size_lit(1);
+cuda_size cugen_groups_extent(const cugen_kernel *k, uint32_t mask) {
+    cuda_size s = cugen_size_lit(1);
     for (int32_t g = 0; g < k->ngroups; g++)
-        if (mask & (1u << g)) s = cg_size_mul(s, k->groups[g].extent);
+        if (mask & (1u << g)) s = cugen_size_mul(s, k->groups[g].extent);
     return s;
 }
 
@@ -754,7 +757,7 @@ static uint32_t after(int32_t g) {
 /* The offset part of buffer b from the groups in `space` (the kept or the reduced ones), whose
  * linear index within that space is t: for each run of consecutive groups b spans, the run's
  * own index ((t / D) % P) times b's stride after the run. */
-static const char *offset_part(cg_kernel *k, int32_t b, uint32_t space, const char *t) {
+static const char *offset_part(cugen_kernel *k, int32_t b, uint32_t space, const char *t) {
     uint32_t m = k->bufs[b].mask & space;
     if (!m) return NULL;
     const char *sum = NULL;
@@ -766,44 +769,45 @@ static const char *offset_part(cg_kernel *k, int32_t b, uint32_t space, const ch
         uint32_t run = 0;
         for (int32_t h = g; h <= c; h++)
             run |= 1u << h;
-        cuda_size div = cg_groups_extent(k, space & after(c));
-        cuda_size per = cg_groups_extent(k, run);
+        cuda_size div = cugen_groups_extent(k, space & after(c));
+        cuda_size per = cugen_groups_extent(k, run);
         int first = !(space & ((1u << g) - 1)); /* no group of the space before the run */
         const char *x = t;
-        if (!cg_size_is_lit(&div, 1))
-            x = cg_fmt(k, strpbrk(t, " +-*/%") ? "(%s) / %s" : "%s / %s", x,
-                       cg_size_expr(k, div, "div"));
+        if (!cugen_size_is_lit(&div, 1))
+            x = cugen_fmt(k, strpbrk(t, " +-*/%") ? "(%s) / %s" : "%s / %s", x,
+                          cugen_size_expr(k, div, "div"));
         if (!first)
-            x = cg_fmt(k, "(%s) %% %s", x, cg_size_expr(k, per, "ext"));
-        else if (!cg_size_is_lit(&div, 1))
-            x = cg_fmt(k, "(%s)", x);
-        cuda_size stride = cg_groups_extent(k, k->bufs[b].mask & after(c));
-        if (!cg_size_is_lit(&stride, 1))
-            x = cg_fmt(k, "%s * %s", x, cg_size_expr(k, stride, "stride"));
-        sum = sum ? cg_fmt(k, "%s + %s", sum, x) : x;
+            x = cugen_fmt(k, "(%s) %% %s", x, cugen_size_expr(k, per, "ext"));
+        else if (!cugen_size_is_lit(&div, 1))
+            x = cugen_fmt(k, "(%s)", x);
+        cuda_size stride = cugen_groups_extent(k, k->bufs[b].mask & after(c));
+        if (!cugen_size_is_lit(&stride, 1))
+            x = cugen_fmt(k, "%s * %s", x, cugen_size_expr(k, stride, "stride"));
+        sum = sum ? cugen_fmt(k, "%s + %s", sum, x) : x;
         g = c;
     }
     return sum;
 }
 
-const char *cg_offset_kept(cg_kernel *k, int32_t b, const char *o, const char *cast) {
+const char *cugen_offset_kept(cugen_kernel *k, int32_t b, const char *o, const char *cast) {
     (void)cast;
     return offset_part(k, b, ~k->reduced & ((1u << k->ngroups) - 1), o);
 }
 
-const char *cg_offset_reduced(cg_kernel *k, int32_t b, const char *l, const char *cast) {
+const char *cugen_offset_reduced(cugen_kernel *k, int32_t b, const char *l, const char *cast) {
     (void)cast;
     return offset_part(k, b, k->reduced, l);
 }
 
-const char *cg_offset(cg_kernel *k, int32_t b, const char *o, const char *l, const char *cast) {
-    const char *x = o ? cg_offset_kept(k, b, o, cast) : NULL;
-    const char *y = l ? cg_offset_reduced(k, b, l, cast) : NULL;
-    if (x && y) return cg_fmt(k, "%s + %s", x, y);
+const char *cugen_offset(cugen_kernel *k, int32_t b, const char *o, const char *l,
+                         const char *cast) {
+    const char *x = o ? cugen_offset_kept(k, b, o, cast) : NULL;
+    const char *y = l ? cugen_offset_reduced(k, b, l, cast) : NULL;
+    if (x && y) return cugen_fmt(k, "%s + %s", x, y);
     return x ? x : y ? y : "0";
 }
 
-int cg_reduced_linear(const cg_kernel *k, int32_t b) {
+int cugen_reduced_linear(const cugen_kernel *k, int32_t b) {
     uint32_t m = k->bufs[b].mask;
     if ((m & k->reduced) != k->reduced) return 0;
     if (!k->reduced) return 1;

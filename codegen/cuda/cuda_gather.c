@@ -23,7 +23,7 @@ static int size_log2(int bytes) {
     return bytes == 1 ? 0 : bytes == 2 ? 1 : bytes == 4 ? 2 : 3;
 }
 
-static void emit_gather(cg_module *m, ir_buf *out, int lg, const char *name) {
+static void emit_gather(cugen_module *m, ir_buf *out, int lg, const char *name) {
     const char *t = move_type[lg];
     ir_buf_printf(out,
                   "\n/* a strided input into a dense temporary: %d-byte elements */\n"
@@ -60,7 +60,8 @@ static void emit_gather(cg_module *m, ir_buf *out, int lg, const char *name) {
     IR_VEC_PUSH(m->a, m->names, m->nnames, m->cap_names, name);
 }
 
-void cg_gen_gathers(cg_module *m, ir_func *const *funcs, int nfuncs, cuda_func *fs, ir_buf *out) {
+void cugen_gen_gathers(cugen_module *m, ir_func *const *funcs, int nfuncs, cuda_func *fs,
+                       ir_buf *out) {
     const char *names[4] = {NULL, NULL, NULL, NULL};
     for (int i = 0; i < nfuncs; i++) {
         const ir_func *f = funcs[i];

@@ -1,6 +1,8 @@
 /* codegen/cuda/cuda_internal.h: what the CUDA generator's files share: the generation state of a
  * module and of one kernel, the index space of a kernel (its domain collapsed into groups of
- * axes), the buffers a kernel reads and writes, and the emitters of each file.
+ * axes), the buffers a kernel reads and writes, and the emitters of each file. Their prefix is
+ * cugen_ (the CUDA generator's; the CPU generator's are llvm_ and lg_, the CUDA runtime's
+ * rt_cuda_).
  *
  *   cuda.c           the module: names, buffers of each function, launches, the translation
  *                    unit, cuda_resolve
@@ -28,7 +30,7 @@
 
 /* ORDER CG_HELPER: cuda_prelude.c's table follows this enum; helpers are emitted in this
  * order, each after the ones it needs. */
-typedef enum cg_helper {
+typedef enum cugen_helper {
     CG_H_TYPES,   /* fx_vec, vector loads and stores, alignment */
     CG_H_LDVS,    /* fx_ldvs / fx_stvs: a vector or its live elements one by one */
     CG_H_BITS,    /* infinities and bit casts */
@@ -43,28 +45,28 @@ typedef enum cg_helper {
     CG_H_RAND,    /* rand: Philox4x32-10 (ir/philox.h's code in CUDA C) */
     CG_H_MATH,    /* the llvm_math_* functions: codegen/cpu/llvm_math.c, the CPU's own */
     CG_H_COUNT
-} cg_helper;
+} cugen_helper;
 
 /* The helper's text; the helpers it needs are set in *deps (bit h: helper h). */
-const char *cg_helper_text(cg_helper h, unsigned *deps);
+const char *cugen_helper_text(cugen_helper h, unsigned *deps);
 
 /* ---- sizes -------------------------------------------------------------------------------- */
 
-cuda_size cg_size_lit(int64_t v);
-cuda_size cg_size_mul(cuda_size a, cuda_size b);
-int cg_size_equal(const cuda_size *a, const cuda_size *b);
-int cg_size_is_lit(const cuda_size *s, int64_t v); /* a literal equal to v */
-cuda_size cg_shape_elems(const ir_shape *s);       /* the element count of a shape */
+cuda_size cugen_size_lit(int64_t v);
+cuda_size cugen_size_mul(cuda_size a, cuda_size b);
+int cugen_size_equal(const cuda_size *a, const cuda_size *b);
+int cugen_size_is_lit(const cuda_size *s, int64_t v); /* a literal equal to v */
+cuda_size cugen_shape_elems(const ir_shape *s);       /* the element count of a shape */
 
 /* ---- the module being generated ----------------------------------------------------------- */
 
 /* A kernel function emitted: its text with names made canonical (cuda.c's canonical). */
-typedef struct cg_emitted {
+typedef struct cugen_emitted {
     const char *canon, *name;
     uint64_t hash; /* of canon */
-} cg_emitted;
+} cugen_emitted;
 
-typedef struct cg_module {
+typedef struct cugen_module {
     ir_arena *a;
     unsigned helpers; /* bit h: helper h is used */
     /* [op][f64]: the out-of-line wrapper of op's math function is called (cuda_outline.c) */
@@ -72,23 +74,24 @@ typedef struct cg_module {
     ir_buf text; /* the kernels, after the prelude */
     ir_failure fail;
     /* every __global__ name given, for the module's list (a kernel that an earlier one with
-     * other names stands for is not in the source: cg_emit_function) */
+     * other names stands for is not in the source: cugen_emit_function) */
     const char **names;
     int32_t nnames, cap_names;
-    cg_emitted *emitted; /* the kernel functions in the source */
+    cugen_emitted *emitted; /* the kernel functions in the source */
     int32_t nemitted, cap_emitted;
-} cg_module;
+} cugen_module;
 
 /* The gather kernels of funcs (one per element size their parameters have) into out, and
  * each fs[i].gather. */
-void cg_gen_gathers(cg_module *m, ir_func *const *funcs, int nfuncs, cuda_func *fs, ir_buf *out);
+void cugen_gen_gathers(cugen_module *m, ir_func *const *funcs, int nfuncs, cuda_func *fs,
+                       ir_buf *out);
 
-#define cg_fail(m, ...) ir_failure_set(&(m)->fail, __VA_ARGS__)
+#define cugen_fail(m, ...) ir_failure_set(&(m)->fail, __VA_ARGS__)
 
 /* ---- one kernel --------------------------------------------------------------------------- */
 
 /* A pointer argument of a kernel: a value it reads, or a place it writes a stored value. */
-typedef struct cg_buf {
+typedef struct cugen_buf {
     ir_ref node;        /* the INPUT node or stored node */
     int output;         /* written (else read) */
     ir_dtype dtype;     /* element dtype in memory */
@@ -98,57 +101,57 @@ typedef struct cg_buf {
     uint32_t mask;      /* groups of the current space it spans (space_build) */
     int computed;       /* an INDEX: no pointer, no argument; its value is the offset a
                            dense buffer of its shape would have (after the real buffers) */
-} cg_buf;
+} cugen_buf;
 
 /* A group: a collapsed axis of the kernel plan (adjacent domain axes that every buffer of the
  * kernel spans alike, all reduced or all kept). Axes of literal size 1 belong to none. */
-typedef struct cg_group {
+typedef struct cugen_group {
     cuda_size extent;
     int reduced;
-} cg_group;
+} cugen_group;
 
 /* A non-buffer argument of a kernel: an int64 size (kind CUDA_ARG_SIZE), or a special one
  * (threads per row, a part's first block, a grid size, the partials' scratch pointer). */
-typedef struct cg_sizearg {
+typedef struct cugen_sizearg {
     cuda_arg_kind kind;
     int32_t index;
     cuda_size size;
     const char *name;
     const char *ctype; /* its C type; NULL: the size type (I or long long) */
-} cg_sizearg;
+} cugen_sizearg;
 
 /* A value's expression in the current scope, saved when a scope sets it. */
-typedef struct cg_saved {
+typedef struct cugen_saved {
     ir_ref node;
     const char *prev;
-} cg_saved;
+} cugen_saved;
 
-typedef struct cg_kernel cg_kernel;
+typedef struct cugen_kernel cugen_kernel;
 /* Emits (if needed) the read of input buffer `b` for node q in the current iteration context
  * and returns its value's expression. */
-typedef const char *(*cg_load_fn)(cg_kernel *k, int b);
+typedef const char *(*cugen_load_fn)(cugen_kernel *k, int b);
 
-struct cg_kernel {
-    cg_module *m;
+struct cugen_kernel {
+    cugen_module *m;
     const ir_func *f;
     const ir_kernel *kn;
     int32_t kidx;
     const plan_kernel_set *plans; /* the kernel plan of the kernel, a plan a part */
-    const plan_kernel *plan;      /* the current part's (cg_space_build) */
+    const plan_kernel *plan;      /* the current part's (cugen_space_build) */
     const char *name;             /* the base name of its functions: fusec_<fn>_k<i> */
 
     /* buffers: one per input, one per (stored node, destination) */
-    cg_buf *bufs;
+    cugen_buf *bufs;
     int32_t nbufs, cap_bufs;
     int32_t *inbuf; /* per node: the input buffer that holds it, -1 */
 
     /* int64 size arguments */
-    cg_sizearg *sizes;
+    cugen_sizearg *sizes;
     int32_t nsizes, cap_sizes;
 
     /* the current index space (space_build) */
     int32_t ngroups;
-    cg_group groups[IR_MAX_RANK];
+    cugen_group groups[IR_MAX_RANK];
     uint32_t reduced;  /* the mask of reduced groups */
     uint32_t *var;     /* per node: groups its value varies over */
     unsigned char *in; /* per node: in the current body range */
@@ -156,10 +159,10 @@ struct cg_kernel {
 
     /* values */
     const char **val; /* per node: its expression in the current scope, NULL */
-    cg_saved *saved;
+    cugen_saved *saved;
     int32_t nsaved, cap_saved;
-    cg_load_fn load; /* how inputs are read where values are emitted */
-    void *ctx;       /* the engine's state for `load` */
+    cugen_load_fn load; /* how inputs are read where values are emitted */
+    void *ctx;          /* the engine's state for `load` */
 
     /* text */
     ir_buf body;
@@ -180,107 +183,108 @@ struct cg_kernel {
 };
 
 /* Text: a line at the current indentation. */
-void cg_line(cg_kernel *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-const char *cg_fmt(cg_kernel *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void cg_use(cg_kernel *k, cg_helper h);
+void cugen_line(cugen_kernel *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+const char *cugen_fmt(cugen_kernel *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void cugen_use(cugen_kernel *k, cugen_helper h);
 
 /* ---- dtypes and values (cuda_expr.c) ------------------------------------------------------ */
 
-const char *cg_ctype(ir_dtype t); /* compute type: float, double, int, long long, bool */
-const char *cg_stype(ir_dtype t); /* storage type: unsigned short for f16 and bf16, ... */
-int cg_ctype_words(ir_dtype t);   /* 32-bit registers of one computed value */
+const char *cugen_ctype(ir_dtype t); /* compute type: float, double, int, long long, bool */
+const char *cugen_stype(ir_dtype t); /* storage type: unsigned short for f16 and bf16, ... */
+int cugen_ctype_words(ir_dtype t);   /* 32-bit registers of one computed value */
 /* A value read from storage (expr of the storage type) as the compute type. */
-const char *cg_from_storage(cg_kernel *k, ir_dtype t, const char *expr);
+const char *cugen_from_storage(cugen_kernel *k, ir_dtype t, const char *expr);
 /* A computed value as the storage type. */
-const char *cg_to_storage(cg_kernel *k, ir_dtype t, const char *expr);
+const char *cugen_to_storage(cugen_kernel *k, ir_dtype t, const char *expr);
 
-/* Scopes: cg_scope_mark, then values set with cg_set_val, then cg_scope_pop(mark) forgets
+/* Scopes: cugen_scope_mark, then values set with cugen_set_val, then cugen_scope_pop(mark) forgets
  * them and restores what they shadowed. */
-int32_t cg_scope_mark(cg_kernel *k);
-void cg_scope_pop(cg_kernel *k, int32_t mark);
-void cg_set_val(cg_kernel *k, ir_ref r, const char *expr);
+int32_t cugen_scope_mark(cugen_kernel *k);
+void cugen_scope_pop(cugen_kernel *k, int32_t mark);
+void cugen_set_val(cugen_kernel *k, ir_ref r, const char *expr);
 
 /* Marks in need[] the nodes of the current range needed to compute `targets` that have no
  * value yet (and the input nodes among them); reductions never (they must have values). */
-void cg_need(cg_kernel *k, const ir_ref *targets, int32_t n, unsigned char *need);
+void cugen_need(cugen_kernel *k, const ir_ref *targets, int32_t n, unsigned char *need);
 /* Emits, in body order, every node need[] marks (inputs through k->load). */
-void cg_emit_needed(cg_kernel *k, const unsigned char *need);
+void cugen_emit_needed(cugen_kernel *k, const unsigned char *need);
 /* Emits one body node (its operands have values). */
-void cg_emit_node(cg_kernel *k, ir_ref r);
+void cugen_emit_node(cugen_kernel *k, ir_ref r);
 /* The value of an operand: a literal for constants, else val[]. */
-const char *cg_operand(cg_kernel *k, ir_ref r);
+const char *cugen_operand(cugen_kernel *k, ir_ref r);
 /* Emits the definitions of the targets (and their cones) in the current scope. */
-void cg_emit_values(cg_kernel *k, const ir_ref *targets, int32_t n);
+void cugen_emit_values(cugen_kernel *k, const ir_ref *targets, int32_t n);
 
 /* op's math function (f32 or f64) applied to `a` (and `b`), as the op table writes it. */
-const char *cg_math_call(cg_module *m, int op, int dbl);
+const char *cugen_math_call(cugen_module *m, int op, int dbl);
 
 /* ---- math out of line (cuda_outline.c) ---------------------------------------------------- */
 
 /* Decides which math functions kernel k calls out of line (k->outlined), from its body. */
-void cg_outline_plan(cg_kernel *k);
+void cugen_outline_plan(cugen_kernel *k);
 /* The template ($0, $1) that calls op's function for f32 or f64 out of line, marking its
  * wrapper used in the module; NULL where k inlines it. */
-const char *cg_outline_call(cg_kernel *k, int op, int dbl);
+const char *cugen_outline_call(cugen_kernel *k, int op, int dbl);
 /* The wrappers of every math function the module's kernels call out of line. */
-void cg_outline_emit(cg_module *m, ir_buf *out);
+void cugen_outline_emit(cugen_module *m, ir_buf *out);
 
 /* Reductions as CUDA: identity and combination of accumulators. */
-const char *cg_red_init(cg_kernel *k, ir_ref r);
-const char *cg_red_combine(cg_kernel *k, ir_ref r, const char *acc, const char *x);
+const char *cugen_red_init(cugen_kernel *k, ir_ref r);
+const char *cugen_red_combine(cugen_kernel *k, ir_ref r, const char *acc, const char *x);
 /* The reduction's result from its accumulator (mean divides by the count expr). */
-const char *cg_red_finish(cg_kernel *k, ir_ref r, const char *acc, const char *count);
+const char *cugen_red_finish(cugen_kernel *k, ir_ref r, const char *acc, const char *count);
 
 /* ---- index spaces (cuda_expr.c) ------------------------------------------------------------ */
 
 /* Makes part `part` (0 for a kernel of one part) current: its body range, its groups (the
  * plan's collapsed axes), every buffer's mask (the groups it spans in the plan) and every
  * node's var. */
-void cg_space_build(cg_kernel *k, int32_t part);
+void cugen_space_build(cugen_kernel *k, int32_t part);
 /* 1 if buffer b is used by the current range. */
-int cg_buf_used(const cg_kernel *k, int32_t b);
+int cugen_buf_used(const cugen_kernel *k, int32_t b);
 /* The expression of a size: a literal, or the name of an int64 argument (added if new). */
-const char *cg_size_expr(cg_kernel *k, cuda_size s, const char *hint);
+const char *cugen_size_expr(cugen_kernel *k, cuda_size s, const char *hint);
 /* The product of the extents of the groups in `mask`. */
-cuda_size cg_groups_extent(const cg_kernel *k, uint32_t mask);
+cuda_size cugen_groups_extent(const cugen_kernel *k, uint32_t mask);
 /* The offset in buffer b of the point whose kept groups have linear index `o` and whose
  * reduced groups have linear index `l` (either NULL when b spans none of them); `cast` is
  * prepended to each size ("(I)", "(long long)" or ""). */
-const char *cg_offset(cg_kernel *k, int32_t b, const char *o, const char *l, const char *cast);
+const char *cugen_offset(cugen_kernel *k, int32_t b, const char *o, const char *l,
+                         const char *cast);
 /* The part of that offset from the kept groups alone, and from the reduced ones alone. */
-const char *cg_offset_kept(cg_kernel *k, int32_t b, const char *o, const char *cast);
-const char *cg_offset_reduced(cg_kernel *k, int32_t b, const char *l, const char *cast);
+const char *cugen_offset_kept(cugen_kernel *k, int32_t b, const char *o, const char *cast);
+const char *cugen_offset_reduced(cugen_kernel *k, int32_t b, const char *l, const char *cast);
 /* Whether the reduced part of b's offset is the reduced index itself. */
-int cg_reduced_linear(const cg_kernel *k, int32_t b);
+int cugen_reduced_linear(const cugen_kernel *k, int32_t b);
 
 /* ---- the engines ---------------------------------------------------------------------------- */
 
 /* cuda_pointwise.c: a pointwise or combined kernel, or a reduction over one element a
  * result (every reduced axis of literal size 1). Fills the launch. */
-void cg_gen_elementwise(cg_kernel *k, cuda_launch *l);
+void cugen_gen_elementwise(cugen_kernel *k, cuda_launch *l);
 /* cuda_pointwise.c: the sweep of a flat (element-wise) space: every element of the current
  * space once, vectorized where alignment allows, writing the output buffers `outs` (each
  * spans the whole space) and adding each of `reds` into its accumulator (named "a<node>",
  * compensation "a<node>c", declared by the caller). Block and grid come from `bid` and
  * `nblk` (expressions of type I). Returns the vector width. */
-int cg_flat_sweep(cg_kernel *k, const int32_t *outs, int32_t nouts, const ir_ref *reds,
-                  int32_t nreds, const char *bid, const char *nblk);
+int cugen_flat_sweep(cugen_kernel *k, const int32_t *outs, int32_t nouts, const ir_ref *reds,
+                     int32_t nreds, const char *bid, const char *nblk);
 /* cuda_reduce.c */
-void cg_gen_row(cg_kernel *k, cuda_launch *l);
-void cg_gen_column(cg_kernel *k, cuda_launch *l);
+void cugen_gen_row(cugen_kernel *k, cuda_launch *l);
+void cugen_gen_column(cugen_kernel *k, cuda_launch *l);
 /* A column reduction the plan lets split: two launches, l2 - 1 the column kernel or, when the
  * launch's split cuts the rows into pieces, the pieces' partial results; l2 the join of the
  * pieces (skipped when not split). */
-void cg_gen_column_split(cg_kernel *k, cuda_launch *l2);
+void cugen_gen_column_split(cugen_kernel *k, cuda_launch *l2);
 /* A full reduction: two launches (partials, then the final combine). */
-void cg_gen_full(cg_kernel *k, cuda_launch *l2);
+void cugen_gen_full(cugen_kernel *k, cuda_launch *l2);
 
 /* cuda.c: a special argument (its name; added once per kind and index). ctype NULL: the
  * size type. */
-const char *cg_special_arg(cg_kernel *k, cuda_arg_kind kind, int32_t index, const char *name,
-                           const char *ctype);
+const char *cugen_special_arg(cugen_kernel *k, cuda_arg_kind kind, int32_t index, const char *name,
+                              const char *ctype);
 /* The buffers with a pointer: all but the computed ones, which come after them. */
-static inline int32_t cg_real_bufs(const cg_kernel *k) {
+static inline int32_t cugen_real_bufs(const cugen_kernel *k) {
     int32_t n = 0;
     while (n < k->nbufs && !k->bufs[n].computed)
         n++;
@@ -288,11 +292,11 @@ static inline int32_t cg_real_bufs(const cg_kernel *k) {
 }
 /* Compute-type classes: which template column of the op table applies (f16 and bf16 compute
  * in float). */
-typedef enum cg_cclass { CG_CC_FLOAT, CG_CC_DOUBLE, CG_CC_INT, CG_CC_BOOL } cg_cclass;
-cg_cclass cg_class_of(ir_dtype t);
+typedef enum cugen_cclass { CG_CC_FLOAT, CG_CC_DOUBLE, CG_CC_INT, CG_CC_BOOL } cugen_cclass;
+cugen_cclass cugen_class_of(ir_dtype t);
 
 /* The launch's arguments: the kernel's buffers, then its size and special arguments. */
-void cg_launch_args(cg_kernel *k, cuda_launch *l);
+void cugen_launch_args(cugen_kernel *k, cuda_launch *l);
 /* Emits kernel functions with `body` (indented one level). CG_FN_PLAIN: one entry point
  * `name`. CG_FN_TEMPLATE: a template over the index type I and the entry points `name`
  * (I = unsigned) and `name`_i64 (I = unsigned long long). CG_FN_CHUNKED (a flat sweep over
@@ -302,10 +306,10 @@ void cg_launch_args(cg_kernel *k, cuda_launch *l);
  * that of an earlier kernel of the module whose functions are these with other names
  * (emitted once; its _i64 entry point too). */
 enum { CG_FN_PLAIN, CG_FN_TEMPLATE, CG_FN_CHUNKED };
-const char *cg_emit_function(cg_kernel *k, const char *name, int max_block, const char *body,
-                             int templ);
+const char *cugen_emit_function(cugen_kernel *k, const char *name, int max_block, const char *body,
+                                int templ);
 /* A __global__ name of this kernel (fusec_<function>_k<index><suffix>), recorded. */
-const char *cg_global_name(cg_kernel *k, const char *suffix);
+const char *cugen_global_name(cugen_kernel *k, const char *suffix);
 
 /* The most partial results (blocks) of the first stage of a full reduction; each reduction
  * has CG_MAX_PARTIALS * 8 bytes of scratch for them. */
@@ -316,6 +320,6 @@ const char *cg_global_name(cg_kernel *k, const char *suffix);
 
 /* Returns the name of the first element-wise op that lacks a CUDA template its flags call
  * for, NULL if none (tests). */
-const char *cg_op_table_check(void);
+const char *cugen_op_table_check(void);
 
 #endif

@@ -62,12 +62,12 @@ static int math_weight(int op, int dbl) {
 
 /* The floating class of node r's computation: 0 float, 1 double, -1 neither (an integer or
  * bool op has no math function). */
-static int float_class(const cg_kernel *k, ir_ref r) {
-    cg_cclass c = cg_class_of(k->f->nodes[r].dtype);
+static int float_class(const cugen_kernel *k, ir_ref r) {
+    cugen_cclass c = cugen_class_of(k->f->nodes[r].dtype);
     return c == CG_CC_DOUBLE ? 1 : c == CG_CC_FLOAT ? 0 : -1;
 }
 
-void cg_outline_plan(cg_kernel *k) {
+void cugen_outline_plan(cugen_kernel *k) {
     memset(k->outlined, 0, sizeof k->outlined);
     k->outlines = 0;
     int32_t count[IR_OP_COUNT][2];
@@ -101,14 +101,14 @@ void cg_outline_plan(cg_kernel *k) {
     }
 }
 
-const char *cg_outline_call(cg_kernel *k, int op, int dbl) {
+const char *cugen_outline_call(cugen_kernel *k, int op, int dbl) {
     if (!k->outlined[op][dbl]) return NULL;
     k->m->outlined[op][dbl] = 1;
-    return cg_fmt(k, "fx_ol_%s_%c($0%s)", ir_ops[op].name, dbl ? 'd' : 'f',
-                  ir_ops[op].arity == 2 ? ", $1" : "");
+    return cugen_fmt(k, "fx_ol_%s_%c($0%s)", ir_ops[op].name, dbl ? 'd' : 'f',
+                     ir_ops[op].arity == 2 ? ", $1" : "");
 }
 
-void cg_outline_emit(cg_module *m, ir_buf *out) {
+void cugen_outline_emit(cugen_module *m, ir_buf *out) {
     for (int op = 0; op < IR_OP_COUNT; op++)
         for (int dbl = 0; dbl < 2; dbl++) {
             if (!m->outlined[op][dbl]) continue;
@@ -121,6 +121,6 @@ void cg_outline_emit(cg_module *m, ir_buf *out) {
             else
                 ir_buf_printf(out, "\nstatic __device__ __noinline__ %s fx_ol_%s_%c(%s a) {\n", t,
                               name, sfx, t);
-            ir_buf_printf(out, "    return %s;\n}\n", cg_math_call(m, op, dbl));
+            ir_buf_printf(out, "    return %s;\n}\n", cugen_math_call(m, op, dbl));
         }
 }

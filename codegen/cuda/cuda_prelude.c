@@ -432,7 +432,7 @@ static const helper helpers[CG_H_COUNT] = {
                    "#endif\n"},
 };
 
-const char *cg_helper_text(cg_helper h, unsigned *deps) {
+const char *cugen_helper_text(cugen_helper h, unsigned *deps) {
     if ((int)h < 0 || h >= CG_H_COUNT) {
         if (deps) *deps = 0;
         return "";

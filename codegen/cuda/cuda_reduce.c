@@ -73,16 +73,16 @@ typedef struct rplan {
     int vec; /* the vector width of rows */
 } rplan;
 
-static int per_element(const cg_kernel *k, ir_ref r) {
+static int per_element(const cugen_kernel *k, ir_ref r) {
     return (k->var[r] & k->reduced) != 0;
 }
 
-static int row_linear(const cg_kernel *k, int32_t b);
+static int row_linear(const cugen_kernel *k, int32_t b);
 
 /* ---- planning -------------------------------------------------------------------------------- */
 
 /* The targets of sweep s: operands of its reductions, and the outputs it writes. */
-static int32_t sweep_targets(const cg_kernel *k, const rplan *p, int32_t s, ir_ref *t) {
+static int32_t sweep_targets(const cugen_kernel *k, const rplan *p, int32_t s, ir_ref *t) {
     int32_t n = 0;
     for (int32_t i = 0; i < p->nreds; i++)
         if (p->lev[p->reds[i]] == s) t[n++] = k->f->nodes[p->reds[i]].args[0];
@@ -91,7 +91,7 @@ static int32_t sweep_targets(const cg_kernel *k, const rplan *p, int32_t s, ir_r
     return n;
 }
 
-static void plan_mark(const cg_kernel *k, ir_ref r, unsigned char *need, const int32_t *first,
+static void plan_mark(const cugen_kernel *k, ir_ref r, unsigned char *need, const int32_t *first,
                       int32_t s) {
     const ir_node *n = &k->f->nodes[r];
     if (need[r] || n->op == IR_OP_CONST || !per_element(k, r)) return;
@@ -104,7 +104,7 @@ static void plan_mark(const cg_kernel *k, ir_ref r, unsigned char *need, const i
 
 /* For the cache set `cached`: sweeps[r] = the sweeps that compute node r (or read input r),
  * as a bit mask; first[r] = the first sweep that computes a cached node. */
-static void plan_needs(const cg_kernel *k, const rplan *p, const unsigned char *cached,
+static void plan_needs(const cugen_kernel *k, const rplan *p, const unsigned char *cached,
                        uint32_t *sweeps, int32_t *first) {
     int32_t nn = k->f->nnodes;
     unsigned char *need = ir_arena_alloc(k->m->a, (size_t)nn);
@@ -132,8 +132,8 @@ static int popcount(uint32_t x) {
     return n;
 }
 
-static void plan_build(cg_kernel *k, rplan *p, int with_cache) {
-    cg_module *m = k->m;
+static void plan_build(cugen_kernel *k, rplan *p, int with_cache) {
+    cugen_module *m = k->m;
     const ir_func *f = k->f;
     int32_t nn = f->nnodes;
     memset(p, 0, sizeof *p);
@@ -148,7 +148,7 @@ static void plan_build(cg_kernel *k, rplan *p, int with_cache) {
     p->cached_buf = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
     /* each per-element output: the first sweep that can compute it, else the last sweep */
     for (int32_t b = 0; b < k->nbufs; b++) {
-        const cg_buf *bf = &k->bufs[b];
+        const cugen_buf *bf = &k->bufs[b];
         if (!bf->output || !k->in[bf->node] || !per_element(k, bf->node)) continue;
         p->out_sweep[b] = p->lev[bf->node] + 1;
     }
@@ -169,16 +169,16 @@ static void plan_build(cg_kernel *k, rplan *p, int with_cache) {
         if (p->cached_node[r] && popcount(sweeps[r]) < 2) p->cached_node[r] = 0;
     /* and the inputs that vary along rows and several sweeps read */
     for (int32_t b = 0; b < k->nbufs; b++) {
-        const cg_buf *bf = &k->bufs[b];
+        const cugen_buf *bf = &k->bufs[b];
         if (bf->output || !per_element(k, bf->node) || !(bf->mask & ~k->reduced)) continue;
         if (!row_linear(k, b)) continue; /* (an index is computed, never cached) */
         if (popcount(sweeps[bf->node]) >= 2) p->cached_buf[b] = 1;
     }
     int32_t node_words = 0, buf_words = 0;
     for (ir_ref r = 0; r < nn; r++)
-        if (p->cached_node[r]) node_words += cg_ctype_words(f->nodes[r].dtype);
+        if (p->cached_node[r]) node_words += cugen_ctype_words(f->nodes[r].dtype);
     for (int32_t b = 0; b < k->nbufs; b++)
-        if (p->cached_buf[b]) buf_words += cg_ctype_words(k->bufs[b].dtype);
+        if (p->cached_buf[b]) buf_words += cugen_ctype_words(k->bufs[b].dtype);
     /* rows of CACHE_EPT * 1024 elements in registers beat sparing a recomputation: drop the
      * cached values when they would shorten the rows that fit */
     if (node_words && buf_words * CACHE_EPT <= CACHE_WORDS &&
@@ -187,11 +187,11 @@ static void plan_build(cg_kernel *k, rplan *p, int with_cache) {
         node_words = 0;
         plan_needs(k, p, p->cached_node, sweeps, first);
         for (int32_t b = 0; b < k->nbufs; b++) {
-            const cg_buf *bf = &k->bufs[b];
+            const cugen_buf *bf = &k->bufs[b];
             if (bf->output || !per_element(k, bf->node) || !(bf->mask & ~k->reduced)) continue;
             if (row_linear(k, b) && popcount(sweeps[bf->node]) >= 2 && !p->cached_buf[b]) {
                 p->cached_buf[b] = 1;
-                buf_words += cg_ctype_words(bf->dtype);
+                buf_words += cugen_ctype_words(bf->dtype);
             }
         }
     }
@@ -201,42 +201,42 @@ static void plan_build(cg_kernel *k, rplan *p, int with_cache) {
 /* ---- shared pieces ----------------------------------------------------------------------------
  */
 
-static const char *acc_name(cg_kernel *k, ir_ref r) {
-    return cg_fmt(k, "a%d", (int)r);
+static const char *acc_name(cugen_kernel *k, ir_ref r) {
+    return cugen_fmt(k, "a%d", (int)r);
 }
 
-static void acc_init(cg_kernel *k, const rplan *p, int32_t s) {
+static void acc_init(cugen_kernel *k, const rplan *p, int32_t s) {
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
-        const char *t = cg_ctype(k->f->nodes[r].dtype);
-        cg_line(k, "%s a%d = %s;", t, (int)r, cg_red_init(k, r));
+        const char *t = cugen_ctype(k->f->nodes[r].dtype);
+        cugen_line(k, "%s a%d = %s;", t, (int)r, cugen_red_init(k, r));
     }
 }
 
-static void acc_add(cg_kernel *k, const rplan *p, int32_t s) {
+static void acc_add(cugen_kernel *k, const rplan *p, int32_t s) {
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
         const ir_node *n = &k->f->nodes[r];
-        const char *x = cg_operand(k, n->args[0]);
+        const char *x = cugen_operand(k, n->args[0]);
         if (k->f->nodes[n->args[0]].dtype != n->dtype)
-            x = cg_fmt(k, "(%s)%s", cg_ctype(n->dtype), x);
-        cg_line(k, "a%d = %s;", (int)r, cg_red_combine(k, r, acc_name(k, r), x));
+            x = cugen_fmt(k, "(%s)%s", cugen_ctype(n->dtype), x);
+        cugen_line(k, "a%d = %s;", (int)r, cugen_red_combine(k, r, acc_name(k, r), x));
     }
 }
 
-static void shared_decls(cg_kernel *k, const rplan *p, const char *dims) {
+static void shared_decls(cugen_kernel *k, const rplan *p, const char *dims) {
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
-        cg_line(k, "__shared__ %s red%d%s;", cg_ctype(k->f->nodes[r].dtype), (int)r, dims);
+        cugen_line(k, "__shared__ %s red%d%s;", cugen_ctype(k->f->nodes[r].dtype), (int)r, dims);
     }
 }
 
 /* Butterfly over the lanes of groups of `width` lanes (an expression, a power of two <= 32). */
-static void warp_combine(cg_kernel *k, const rplan *p, int32_t s, const char *width) {
-    cg_use(k, CG_H_SHFL);
-    cg_line(k, "for (int o = %s >> 1; o > 0; o >>= 1) {", width);
+static void warp_combine(cugen_kernel *k, const rplan *p, int32_t s, const char *width) {
+    cugen_use(k, CG_H_SHFL);
+    cugen_line(k, "for (int o = %s >> 1; o > 0; o >>= 1) {", width);
     k->ind++;
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
@@ -244,51 +244,52 @@ static void warp_combine(cg_kernel *k, const rplan *p, int32_t s, const char *wi
         const char *a = acc_name(k, r);
         /* the shuffle first, every lane: a combine that short-circuits (a bool max is
          * a || b) would leave lanes out of a full-mask shuffle */
-        cg_line(k, "const %s %s_o = fx_shfl_xor(%s, o);", cg_ctype(k->f->nodes[r].dtype), a, a);
-        cg_line(k, "%s = %s;", a, cg_red_combine(k, r, a, cg_fmt(k, "%s_o", a)));
+        cugen_line(k, "const %s %s_o = fx_shfl_xor(%s, o);", cugen_ctype(k->f->nodes[r].dtype), a,
+                   a);
+        cugen_line(k, "%s = %s;", a, cugen_red_combine(k, r, a, cugen_fmt(k, "%s_o", a)));
     }
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
 }
 
 /* Sets each reduction of sweep s to its finished value: const T v<r> = ... A stored f16 or
  * bf16 result that the kernel reads again is rounded first, as the reference holds it. */
-static void acc_values(cg_kernel *k, const rplan *p, int32_t s, const char *count) {
+static void acc_values(cugen_kernel *k, const rplan *p, int32_t s, const char *count) {
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
         const ir_node *n = &k->f->nodes[r];
-        const char *x = cg_red_finish(k, r, acc_name(k, r), count);
+        const char *x = cugen_red_finish(k, r, acc_name(k, r), count);
         if (k->plan->round_kept[r]) {
-            cg_use(k, n->dtype == IR_F16 ? CG_H_F16 : CG_H_BF16);
-            x = cg_fmt(k, "%s(%s)", n->dtype == IR_F16 ? "fx_rnd_h" : "fx_rnd_b", x);
+            cugen_use(k, n->dtype == IR_F16 ? CG_H_F16 : CG_H_BF16);
+            x = cugen_fmt(k, "%s(%s)", n->dtype == IR_F16 ? "fx_rnd_h" : "fx_rnd_b", x);
         }
-        cg_line(k, "const %s v%d = %s;", cg_ctype(n->dtype), (int)r, x);
-        cg_set_val(k, r, cg_fmt(k, "v%d", (int)r));
+        cugen_line(k, "const %s v%d = %s;", cugen_ctype(n->dtype), (int)r, x);
+        cugen_set_val(k, r, cugen_fmt(k, "v%d", (int)r));
     }
 }
 
 /* Emits the per-result values of level s, then writes the per-result outputs that now have
  * values and are not written yet (guard: who writes, e.g. "lane == 0 && live"). */
-static void per_result_stage(cg_kernel *k, const rplan *p, int32_t s, unsigned char *written,
+static void per_result_stage(cugen_kernel *k, const rplan *p, int32_t s, unsigned char *written,
                              const char *guard, const char *o) {
     for (int32_t i = k->from; i < k->to; i++) {
         ir_ref r = k->kn->body[i];
         if (per_element(k, r) || p->lev[r] != s || k->val[r]) continue;
         if (ir_ops[k->f->nodes[r].op].cls == IR_CLASS_REDUCE) continue;
-        cg_emit_values(k, &r, 1);
+        cugen_emit_values(k, &r, 1);
     }
     for (int32_t b = 0; b < k->nbufs; b++) {
-        const cg_buf *bf = &k->bufs[b];
+        const cugen_buf *bf = &k->bufs[b];
         if (!bf->output || written[b] || !k->in[bf->node] || per_element(k, bf->node)) continue;
         if (!k->val[bf->node]) continue;
         written[b] = 1;
-        const char *st = cg_fmt(k, "%s[%s] = %s;", bf->name, o ? o : "0",
-                                cg_to_storage(k, bf->dtype, k->val[bf->node]));
+        const char *st = cugen_fmt(k, "%s[%s] = %s;", bf->name, o ? o : "0",
+                                   cugen_to_storage(k, bf->dtype, k->val[bf->node]));
         if (guard)
-            cg_line(k, "if (%s) %s", guard, st);
+            cugen_line(k, "if (%s) %s", guard, st);
         else
-            cg_line(k, "%s", st);
+            cugen_line(k, "%s", st);
     }
 }
 
@@ -307,66 +308,67 @@ typedef struct rowctx {
 
 /* Buffers read or written along rows, at the row's offset plus the element index (indexes
  * are no memory: never vector loads). */
-static int row_linear(const cg_kernel *k, int32_t b) {
-    return !k->bufs[b].computed && per_element(k, k->bufs[b].node) && cg_reduced_linear(k, b);
+static int row_linear(const cugen_kernel *k, int32_t b) {
+    return !k->bufs[b].computed && per_element(k, k->bufs[b].node) && cugen_reduced_linear(k, b);
 }
 
 /* An index's value at the current point of a reduction: the kept part of the offset, then the
  * reduced part at element index e. */
-static const char *index_value(cg_kernel *k, int b, const char *e) {
-    const cg_buf *bf = &k->bufs[b];
-    const char *v = cg_fmt(k, "v%d", (int)bf->node);
-    const char *kept = (bf->mask & ~k->reduced) ? cg_fmt(k, "o%d", (int)b) : "0";
-    const char *red = e ? cg_offset_reduced(k, b, e, "") : NULL;
-    cg_line(k, "const long long %s = (long long)(%s%s%s);", v, kept, red ? " + " : "",
-            red ? red : "");
+static const char *index_value(cugen_kernel *k, int b, const char *e) {
+    const cugen_buf *bf = &k->bufs[b];
+    const char *v = cugen_fmt(k, "v%d", (int)bf->node);
+    const char *kept = (bf->mask & ~k->reduced) ? cugen_fmt(k, "o%d", (int)b) : "0";
+    const char *red = e ? cugen_offset_reduced(k, b, e, "") : NULL;
+    cugen_line(k, "const long long %s = (long long)(%s%s%s);", v, kept, red ? " + " : "",
+               red ? red : "");
     return v;
 }
 
-static const char *row_base(cg_kernel *k, int32_t b) {
-    return (k->bufs[b].mask & ~k->reduced) ? cg_fmt(k, "%s + o%d", k->bufs[b].name, (int)b)
+static const char *row_base(cugen_kernel *k, int32_t b) {
+    return (k->bufs[b].mask & ~k->reduced) ? cugen_fmt(k, "%s + o%d", k->bufs[b].name, (int)b)
                                            : k->bufs[b].name;
 }
 
-static const char *row_load(cg_kernel *k, int b) {
+static const char *row_load(cugen_kernel *k, int b) {
     rowctx *c = k->ctx;
-    const cg_buf *bf = &k->bufs[b];
-    const char *v = cg_fmt(k, "v%d", (int)bf->node);
+    const cugen_buf *bf = &k->bufs[b];
+    const char *v = cugen_fmt(k, "v%d", (int)bf->node);
     const char *x;
     if (bf->computed) return index_value(k, b, c->elem ? c->e : NULL);
     /* (a full reduction's elements as one row: a value that varies along no reduced group,
      * a scalar, is read where its element needs it) */
     if (!c->elem || !(bf->mask & k->reduced)) {
         /* a value per row: the row's element, or nothing past the last row */
-        const char *at = (bf->mask & ~k->reduced) ? cg_fmt(k, "o%d", (int)b) : "0";
-        x = cg_fmt(k, "live ? %s : (%s)0",
-                   cg_from_storage(k, bf->dtype, cg_fmt(k, "%s[%s]", bf->name, at)),
-                   cg_ctype(bf->dtype));
+        const char *at = (bf->mask & ~k->reduced) ? cugen_fmt(k, "o%d", (int)b) : "0";
+        x = cugen_fmt(k, "live ? %s : (%s)0",
+                      cugen_from_storage(k, bf->dtype, cugen_fmt(k, "%s[%s]", bf->name, at)),
+                      cugen_ctype(bf->dtype));
     } else if (c->cached && c->p->cached_buf[b]) {
-        x = cg_fmt(k, "cb%d[k][j]", (int)b);
+        x = cugen_fmt(k, "cb%d[k][j]", (int)b);
     } else if (c->vecbuf[b]) {
-        x = cg_from_storage(k, bf->dtype, cg_fmt(k, "u%d.v[j]", (int)b));
+        x = cugen_from_storage(k, bf->dtype, cugen_fmt(k, "u%d.v[j]", (int)b));
     } else {
         /* spans only some reduced groups: its offset by division (rare) */
-        x = cg_from_storage(
-            k, bf->dtype, cg_fmt(k, "(%s)[%s]", row_base(k, b), cg_offset_reduced(k, b, c->e, "")));
+        x = cugen_from_storage(
+            k, bf->dtype,
+            cugen_fmt(k, "(%s)[%s]", row_base(k, b), cugen_offset_reduced(k, b, c->e, "")));
     }
-    cg_line(k, "const %s %s = %s;", cg_ctype(bf->dtype), v, x);
+    cugen_line(k, "const %s %s = %s;", cugen_ctype(bf->dtype), v, x);
     return v;
 }
 
 /* Adds the element's operand of each reduction of sweep s to lane j of its lane array
  * (fmt names it from the node: "a%d[j]"). */
-static void acc_add_lanes(cg_kernel *k, const rplan *p, int32_t s, const char *fmt) {
+static void acc_add_lanes(cugen_kernel *k, const rplan *p, int32_t s, const char *fmt) {
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
         const ir_node *n = &k->f->nodes[r];
-        const char *x = cg_operand(k, n->args[0]);
+        const char *x = cugen_operand(k, n->args[0]);
         if (k->f->nodes[n->args[0]].dtype != n->dtype)
-            x = cg_fmt(k, "(%s)%s", cg_ctype(n->dtype), x);
-        const char *a = cg_fmt(k, fmt, (int)r);
-        cg_line(k, "%s = %s;", a, cg_red_combine(k, r, a, x));
+            x = cugen_fmt(k, "(%s)%s", cugen_ctype(n->dtype), x);
+        const char *a = cugen_fmt(k, fmt, (int)r);
+        cugen_line(k, "%s = %s;", a, cugen_red_combine(k, r, a, x));
     }
 }
 
@@ -375,148 +377,149 @@ static void acc_add_lanes(cg_kernel *k, const rplan *p, int32_t s, const char *f
  * acc (NULL: the reductions' own accumulators, "a<r>"; else a format for "acc[j]", as
  * "a%d[j]") and written, then the vectors of the outputs stored. Cached: the thread's chunk k
  * of whole vectors, cached values from registers or shared memory. */
-static void row_chunk(cg_kernel *k, const rplan *p, rowctx *c, int32_t s, const ir_ref *t,
+static void row_chunk(cugen_kernel *k, const rplan *p, rowctx *c, int32_t s, const ir_ref *t,
                       int32_t nt, const char *acc) {
-    cg_module *m = k->m;
+    cugen_module *m = k->m;
     int w = p->vec;
-    int32_t mark = cg_scope_mark(k);
+    int32_t mark = cugen_scope_mark(k);
     /* the cone of the sweep's targets, with cached values as leaves */
     if (c->cached)
         for (ir_ref r = 0; r < k->f->nnodes; r++)
             if (p->cached_node[r] && k->cache_first[r] && k->cache_first[r] < s)
-                cg_set_val(k, r, cg_fmt(k, "cv%d[k][j]", (int)r));
+                cugen_set_val(k, r, cugen_fmt(k, "cv%d[k][j]", (int)r));
     unsigned char *need = ir_arena_calloc(m->a, (size_t)k->f->nnodes, 1);
-    cg_need(k, t, nt, need);
+    cugen_need(k, t, nt, need);
     memset(c->vecbuf, 0, (size_t)(k->nbufs + 1));
     for (int32_t b = 0; b < k->nbufs; b++) {
-        const cg_buf *bf = &k->bufs[b];
+        const cugen_buf *bf = &k->bufs[b];
         if (bf->output || !need[bf->node] || (c->cached && p->cached_buf[b])) continue;
         if (!row_linear(k, b)) continue;
         c->vecbuf[b] = 1;
         if (c->cached) {
-            cg_use(k, CG_H_TYPES);
-            cg_line(k, "const fx_vec<%s, %d> u%d = fx_ldv<%d>(%s + e);", cg_stype(bf->dtype), w,
-                    (int)b, w, row_base(k, b));
+            cugen_use(k, CG_H_TYPES);
+            cugen_line(k, "const fx_vec<%s, %d> u%d = fx_ldv<%d>(%s + e);", cugen_stype(bf->dtype),
+                       w, (int)b, w, row_base(k, b));
         } else {
-            cg_use(k, CG_H_LDVS);
-            cg_line(k, "const fx_vec<%s, %d> u%d = fx_ldvs<%d>(%s, e, n, vec);",
-                    cg_stype(bf->dtype), w, (int)b, w, row_base(k, b));
+            cugen_use(k, CG_H_LDVS);
+            cugen_line(k, "const fx_vec<%s, %d> u%d = fx_ldvs<%d>(%s, e, n, vec);",
+                       cugen_stype(bf->dtype), w, (int)b, w, row_base(k, b));
         }
     }
     for (int32_t b = 0; b < k->nbufs; b++)
         if (k->bufs[b].output && p->out_sweep[b] == s && row_linear(k, b))
-            cg_line(k, "fx_vec<%s, %d> s%d;", cg_stype(k->bufs[b].dtype), w, (int)b);
-    cg_line(k, "#pragma unroll");
-    cg_line(k, "for (int j = 0; j < %d; j++) {", w);
+            cugen_line(k, "fx_vec<%s, %d> s%d;", cugen_stype(k->bufs[b].dtype), w, (int)b);
+    cugen_line(k, "#pragma unroll");
+    cugen_line(k, "for (int j = 0; j < %d; j++) {", w);
     k->ind++;
     if (!c->cached) {
-        cg_line(k, "if (e + j < n) {");
+        cugen_line(k, "if (e + j < n) {");
         k->ind++;
     }
-    int32_t mark2 = cg_scope_mark(k);
+    int32_t mark2 = cugen_scope_mark(k);
     c->elem = 1;
     c->e = "e + j";
-    cg_emit_needed(k, need);
+    cugen_emit_needed(k, need);
     if (c->cached)
         for (ir_ref r = 0; r < k->f->nnodes; r++)
             if (p->cached_node[r] && need[r] && k->cache_first[r] == s)
-                cg_line(k, "cv%d[k][j] = v%d;", (int)r, (int)r);
+                cugen_line(k, "cv%d[k][j] = v%d;", (int)r, (int)r);
     if (acc)
         acc_add_lanes(k, p, s, acc);
     else
         acc_add(k, p, s);
     for (int32_t b = 0; b < k->nbufs; b++) {
         if (!k->bufs[b].output || p->out_sweep[b] != s) continue;
-        const char *x = cg_to_storage(k, k->bufs[b].dtype, cg_operand(k, k->bufs[b].node));
+        const char *x = cugen_to_storage(k, k->bufs[b].dtype, cugen_operand(k, k->bufs[b].node));
         if (row_linear(k, b))
-            cg_line(k, "s%d.v[j] = %s;", (int)b, x);
+            cugen_line(k, "s%d.v[j] = %s;", (int)b, x);
         else /* kept groups between the reduced ones: element by element (rare) */
-            cg_line(k, "(%s)[%s] = %s;", row_base(k, b), cg_offset_reduced(k, b, c->e, ""), x);
+            cugen_line(k, "(%s)[%s] = %s;", row_base(k, b), cugen_offset_reduced(k, b, c->e, ""),
+                       x);
     }
     c->elem = 0;
-    cg_scope_pop(k, mark2);
+    cugen_scope_pop(k, mark2);
     if (!c->cached) {
         k->ind--;
-        cg_line(k, "}");
+        cugen_line(k, "}");
     }
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
     for (int32_t b = 0; b < k->nbufs; b++) {
         if (!k->bufs[b].output || p->out_sweep[b] != s || !row_linear(k, b)) continue;
         if (c->cached) {
-            cg_line(k, "fx_stv<%d>(%s + e, s%d);", w, row_base(k, b), (int)b);
+            cugen_line(k, "fx_stv<%d>(%s + e, s%d);", w, row_base(k, b), (int)b);
         } else {
-            cg_use(k, CG_H_LDVS);
-            cg_line(k, "fx_stvs<%d>(%s, e, n, vec, s%d);", w, row_base(k, b), (int)b);
+            cugen_use(k, CG_H_LDVS);
+            cugen_line(k, "fx_stvs<%d>(%s, e, n, vec, s%d);", w, row_base(k, b), (int)b);
         }
     }
-    cg_scope_pop(k, mark);
+    cugen_scope_pop(k, mark);
 }
 
 /* One sweep over the row. Cached: the K chunks of this thread unrolled, each a whole vector
  * (the launcher takes this variant only for aligned rows of whole vectors), values of the
  * cached inputs and nodes from registers. Streamed: a loop over the row with vector loads
  * where aligned, element by element otherwise. */
-static void row_sweep(cg_kernel *k, const rplan *p, rowctx *c, int32_t s, int K) {
+static void row_sweep(cugen_kernel *k, const rplan *p, rowctx *c, int32_t s, int K) {
     int w = p->vec;
     ir_ref *t = ir_arena_calloc(k->m->a, (size_t)(p->nreds + k->nbufs + 1), sizeof(ir_ref));
     int32_t nt = sweep_targets(k, p, s, t);
-    cg_line(k, "/* sweep %d */", (int)s);
+    cugen_line(k, "/* sweep %d */", (int)s);
     acc_init(k, p, s);
     if (c->cached) {
-        cg_line(k, "#pragma unroll");
-        cg_line(k, "for (int k = 0; k < %d; k++) {", K);
+        cugen_line(k, "#pragma unroll");
+        cugen_line(k, "for (int k = 0; k < %d; k++) {", K);
         k->ind++;
-        cg_line(k, "const int e = (k * T + lane) * %d;", w);
-        cg_line(k, "if (e < n) {");
+        cugen_line(k, "const int e = (k * T + lane) * %d;", w);
+        cugen_line(k, "if (e < n) {");
     } else {
-        cg_line(k, "for (long long e = (long long)lane * %d; e < n; e += (long long)T * %d) {", w,
-                w);
+        cugen_line(k, "for (long long e = (long long)lane * %d; e < n; e += (long long)T * %d) {",
+                   w, w);
     }
     k->ind++;
     row_chunk(k, p, c, s, t, nt, NULL);
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
     if (c->cached) {
         k->ind--;
-        cg_line(k, "}");
+        cugen_line(k, "}");
     }
 }
 
 /* Combines the accumulators of sweep s across the T threads of each row. */
-static void row_combine(cg_kernel *k, const rplan *p, int32_t s) {
+static void row_combine(cugen_kernel *k, const rplan *p, int32_t s) {
     int any = 0;
     for (int32_t i = 0; i < p->nreds; i++)
         any |= p->lev[p->reds[i]] == s;
     if (!any) return;
     warp_combine(k, p, s, "(T < 32 ? T : 32)");
-    cg_line(k, "if (T > 32) {");
+    cugen_line(k, "if (T > 32) {");
     k->ind++;
-    cg_line(k, "/* the row's warps, in order */");
+    cugen_line(k, "/* the row's warps, in order */");
     for (int32_t i = 0; i < p->nreds; i++)
         if (p->lev[p->reds[i]] == s)
-            cg_line(k, "if ((threadIdx.x & 31) == 0) red%d[threadIdx.x >> 5] = a%d;",
-                    (int)p->reds[i], (int)p->reds[i]);
-    cg_line(k, "__syncthreads();");
-    cg_line(k, "const int w0 = (int)(threadIdx.x / T) * (T >> 5);");
+            cugen_line(k, "if ((threadIdx.x & 31) == 0) red%d[threadIdx.x >> 5] = a%d;",
+                       (int)p->reds[i], (int)p->reds[i]);
+    cugen_line(k, "__syncthreads();");
+    cugen_line(k, "const int w0 = (int)(threadIdx.x / T) * (T >> 5);");
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
-        cg_line(k, "a%d = red%d[w0];", (int)r, (int)r);
+        cugen_line(k, "a%d = red%d[w0];", (int)r, (int)r);
     }
-    cg_line(k, "for (int w = 1; w < (T >> 5); w++) {");
+    cugen_line(k, "for (int w = 1; w < (T >> 5); w++) {");
     k->ind++;
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
-        cg_line(k, "a%d = %s;", (int)r,
-                cg_red_combine(k, r, acc_name(k, r), cg_fmt(k, "red%d[w0 + w]", (int)r)));
+        cugen_line(k, "a%d = %s;", (int)r,
+                   cugen_red_combine(k, r, acc_name(k, r), cugen_fmt(k, "red%d[w0 + w]", (int)r)));
     }
     k->ind--;
-    cg_line(k, "}");
-    cg_line(k, "__syncthreads(); /* before the next row reuses the slots */");
+    cugen_line(k, "}");
+    cugen_line(k, "__syncthreads(); /* before the next row reuses the slots */");
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
 }
 
 /* ---- rows in the plan's order (docs/plan.md, "The order of a reduction") -----------------
@@ -534,10 +537,10 @@ static void row_combine(cg_kernel *k, const rplan *p, int32_t s) {
  * warps through shared memory the same way. Every thread of the row ends with the value. */
 
 /* Whether the kernel reduces in an order-sensitive way: a float sum, mean or product. */
-static int row_needs_order(const cg_kernel *k, const rplan *p) {
+static int row_needs_order(const cugen_kernel *k, const rplan *p) {
     for (int32_t i = 0; i < p->nreds; i++) {
         const ir_node *n = &k->f->nodes[p->reds[i]];
-        cg_cclass c = cg_class_of(n->dtype);
+        cugen_cclass c = cugen_class_of(n->dtype);
         if ((n->op == IR_OP_SUM || n->op == IR_OP_MEAN || n->op == IR_OP_PROD) &&
             (c == CG_CC_FLOAT || c == CG_CC_DOUBLE))
             return 1;
@@ -554,67 +557,68 @@ enum {
     SET_ACC_FROM_TOP,
     SET_ACC_FROM_WARPS
 };
-static void each_red(cg_kernel *k, const rplan *p, int32_t s, int form) {
+static void each_red(cugen_kernel *k, const rplan *p, int32_t s, int form) {
     for (int32_t i = 0; i < p->nreds; i++) {
         int r = (int)p->reds[i];
         if (p->lev[r] != s) continue;
         switch (form) {
         case SET_LANE0_FROM_LEVEL:
-            cg_line(k, "a%dl[0] = %s;", r,
-                    cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", r), cg_fmt(k, "a%dl[0]", r)));
+            cugen_line(
+                k, "a%dl[0] = %s;", r,
+                cugen_red_combine(k, r, cugen_fmt(k, "a%dt[q]", r), cugen_fmt(k, "a%dl[0]", r)));
             break;
-        case SET_LEVEL_FROM_LANE0: cg_line(k, "a%dt[q] = a%dl[0];", r, r); break;
-        case SET_ACC_FROM_LANE0: cg_line(k, "    a%d = a%dl[0];", r, r); break;
-        case SET_ACC_FROM_TOP: cg_line(k, "    a%d = a%dt[lp];", r, r); break;
+        case SET_LEVEL_FROM_LANE0: cugen_line(k, "a%dt[q] = a%dl[0];", r, r); break;
+        case SET_ACC_FROM_LANE0: cugen_line(k, "    a%d = a%dl[0];", r, r); break;
+        case SET_ACC_FROM_TOP: cugen_line(k, "    a%d = a%dt[lp];", r, r); break;
         default:
-            cg_line(k, "a%d = red%d[w0 + (int)(threadIdx.x & 31 & ((T >> 5) - 1))];", r, r);
+            cugen_line(k, "a%d = red%d[w0 + (int)(threadIdx.x & 31 & ((T >> 5) - 1))];", r, r);
             break;
         }
     }
 }
 
 /* a<r> combined with its value o lanes away, for each reduction r of sweep s */
-static void each_red_xor(cg_kernel *k, const rplan *p, int32_t s) {
+static void each_red_xor(cugen_kernel *k, const rplan *p, int32_t s) {
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
-        cg_line(k, "const %s x%d = fx_shfl_xor(a%d, o);", cg_ctype(k->f->nodes[r].dtype), (int)r,
-                (int)r);
-        cg_line(k, "a%d = %s;", (int)r,
-                cg_red_combine(k, r, acc_name(k, r), cg_fmt(k, "x%d", (int)r)));
+        cugen_line(k, "const %s x%d = fx_shfl_xor(a%d, o);", cugen_ctype(k->f->nodes[r].dtype),
+                   (int)r, (int)r);
+        cugen_line(k, "a%d = %s;", (int)r,
+                   cugen_red_combine(k, r, acc_name(k, r), cugen_fmt(k, "x%d", (int)r)));
     }
 }
 
 /* Whether a row's buffers allow 16-byte vectors: `base` (whole vectors a row), and every
  * buffer that moves along the row aligned for vectors of w. */
-static const char *row_vec_cond(cg_kernel *k, const rplan *p, int w, const char *base) {
+static const char *row_vec_cond(cugen_kernel *k, const rplan *p, int w, const char *base) {
     const char *vc = base;
     for (int32_t b = 0; b < k->nbufs; b++) {
-        if (!cg_buf_used(k, b) || !row_linear(k, b)) continue;
+        if (!cugen_buf_used(k, b) || !row_linear(k, b)) continue;
         if (k->bufs[b].output && !p->out_sweep[b]) continue;
-        cg_use(k, CG_H_TYPES);
-        vc = cg_fmt(k, "%s && fx_vec_ok<%d>(%s)", vc, w, k->bufs[b].name);
+        cugen_use(k, CG_H_TYPES);
+        vc = cugen_fmt(k, "%s && fx_vec_ok<%d>(%s)", vc, w, k->bufs[b].name);
     }
     return vc;
 }
 
 /* The loop over a block's rows, opened: the thread's row, whether it is live, its live
  * elements n (of type ntype) and each buffer's offset of the row; the scope mark to pop. */
-static int32_t row_loop_begin(cg_kernel *k, const char *rows, const char *ntype) {
+static int32_t row_loop_begin(cugen_kernel *k, const char *rows, const char *ntype) {
     uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
-    cg_line(k,
-            "for (long long row0 = (long long)blockIdx.x * rpb; row0 < %s; row0 += "
-            "(long long)gridDim.x * rpb) {",
-            rows);
+    cugen_line(k,
+               "for (long long row0 = (long long)blockIdx.x * rpb; row0 < %s; row0 += "
+               "(long long)gridDim.x * rpb) {",
+               rows);
     k->ind++;
-    int32_t mark = cg_scope_mark(k);
-    cg_line(k, "const long long row = row0 + (long long)(threadIdx.x / T);");
-    cg_line(k, "const bool live = row < %s;", rows);
-    cg_line(k, "const %s n = live ? L : 0; /* this thread's row's live elements */", ntype);
+    int32_t mark = cugen_scope_mark(k);
+    cugen_line(k, "const long long row = row0 + (long long)(threadIdx.x / T);");
+    cugen_line(k, "const bool live = row < %s;", rows);
+    cugen_line(k, "const %s n = live ? L : 0; /* this thread's row's live elements */", ntype);
     for (int32_t b = 0; b < k->nbufs; b++)
-        if (cg_buf_used(k, b) && (k->bufs[b].mask & kept))
-            cg_line(k, "const long long o%d = %s; /* the row in %s */", (int)b,
-                    cg_offset_kept(k, b, "row", ""), k->bufs[b].name);
+        if (cugen_buf_used(k, b) && (k->bufs[b].mask & kept))
+            cugen_line(k, "const long long o%d = %s; /* the row in %s */", (int)b,
+                       cugen_offset_kept(k, b, "row", ""), k->bufs[b].name);
     return mark;
 }
 
@@ -622,85 +626,85 @@ static int32_t row_loop_begin(cg_kernel *k, const char *rows, const char *ntype)
  * origin (an expression and " + ", or ""). */
 /* The end of block i of a group's P: the block's lanes by halves (xor shuffles among the
  * group's threads, then within the thread's vector), then the block into the binary counter. */
-static void row_block_end(cg_kernel *k, const rplan *p, int32_t s, int w) {
-    cg_use(k, CG_H_SHFL);
-    cg_line(k, "/* the block's lanes by halves: 16 .. w apart among the group's threads, ");
-    cg_line(k, "   then within the thread's vector */");
-    cg_line(k, "for (int o = %d; o > 0; o >>= 1) {", 16 / w);
+static void row_block_end(cugen_kernel *k, const rplan *p, int32_t s, int w) {
+    cugen_use(k, CG_H_SHFL);
+    cugen_line(k, "/* the block's lanes by halves: 16 .. w apart among the group's threads, ");
+    cugen_line(k, "   then within the thread's vector */");
+    cugen_line(k, "for (int o = %d; o > 0; o >>= 1) {", 16 / w);
     k->ind++;
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
-        cg_line(k, "#pragma unroll");
-        cg_line(k, "for (int j = 0; j < %d; j++) {", w);
-        cg_line(k, "    const %s x = fx_shfl_xor(a%dl[j], o);", cg_ctype(k->f->nodes[r].dtype),
-                (int)r);
-        cg_line(k, "    a%dl[j] = %s;", (int)r,
-                cg_red_combine(k, r, cg_fmt(k, "a%dl[j]", (int)r), "x"));
-        cg_line(k, "}");
+        cugen_line(k, "#pragma unroll");
+        cugen_line(k, "for (int j = 0; j < %d; j++) {", w);
+        cugen_line(k, "    const %s x = fx_shfl_xor(a%dl[j], o);",
+                   cugen_ctype(k->f->nodes[r].dtype), (int)r);
+        cugen_line(k, "    a%dl[j] = %s;", (int)r,
+                   cugen_red_combine(k, r, cugen_fmt(k, "a%dl[j]", (int)r), "x"));
+        cugen_line(k, "}");
     }
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
     for (int h = w / 2; h > 0; h /= 2)
         for (int32_t i = 0; i < p->nreds; i++) {
             ir_ref r = p->reds[i];
             if (p->lev[r] != s) continue;
             for (int j = 0; j < h; j++)
-                cg_line(k, "a%dl[%d] = %s;", (int)r, j,
-                        cg_red_combine(k, r, cg_fmt(k, "a%dl[%d]", (int)r, j),
-                                       cg_fmt(k, "a%dl[%d]", (int)r, j + h)));
+                cugen_line(k, "a%dl[%d] = %s;", (int)r, j,
+                           cugen_red_combine(k, r, cugen_fmt(k, "a%dl[%d]", (int)r, j),
+                                             cugen_fmt(k, "a%dl[%d]", (int)r, j + h)));
         }
-    cg_line(k, "/* block i of the group's P: the binary counter over them (in local memory:");
-    cg_line(k, "   rows of more than 128 blocks only) */");
-    cg_line(k, "if (P == 1) {");
+    cugen_line(k, "/* block i of the group's P: the binary counter over them (in local memory:");
+    cugen_line(k, "   rows of more than 128 blocks only) */");
+    cugen_line(k, "if (P == 1) {");
     each_red(k, p, s, SET_ACC_FROM_LANE0);
-    cg_line(k, "} else {");
+    cugen_line(k, "} else {");
     k->ind++;
-    cg_line(k, "int q = 0;");
-    cg_line(k, "for (long long bi = i; bi & 1; bi >>= 1, q++) {");
+    cugen_line(k, "int q = 0;");
+    cugen_line(k, "for (long long bi = i; bi & 1; bi >>= 1, q++) {");
     k->ind++;
     each_red(k, p, s, SET_LANE0_FROM_LEVEL);
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
     each_red(k, p, s, SET_LEVEL_FROM_LANE0);
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
 }
 
 /* The groups' values combined to every thread of the row: the groups of a warp by xor
  * shuffles (g with g ^ 1, then g ^ 2: the aligned tree), the row's warps the same way through
  * shared memory. */
-static void row_groups_combine(cg_kernel *k, const rplan *p, int32_t s) {
-    cg_line(k, "if (P > 1) {");
+static void row_groups_combine(cugen_kernel *k, const rplan *p, int32_t s) {
+    cugen_line(k, "if (P > 1) {");
     each_red(k, p, s, SET_ACC_FROM_TOP);
-    cg_line(k, "}");
-    cg_line(k, "/* the groups of the row's warp: g with g ^ 1, then g ^ 2, ... */");
-    cg_line(k, "for (int o = G; o < (T < 32 ? T : 32); o <<= 1) {");
+    cugen_line(k, "}");
+    cugen_line(k, "/* the groups of the row's warp: g with g ^ 1, then g ^ 2, ... */");
+    cugen_line(k, "for (int o = G; o < (T < 32 ? T : 32); o <<= 1) {");
     k->ind++;
     each_red_xor(k, p, s);
     k->ind--;
-    cg_line(k, "}");
-    cg_line(k, "if (T > 32) {");
+    cugen_line(k, "}");
+    cugen_line(k, "if (T > 32) {");
     k->ind++;
-    cg_line(k, "/* the row's warps: the same tree, through shared memory */");
+    cugen_line(k, "/* the row's warps: the same tree, through shared memory */");
     for (int32_t i = 0; i < p->nreds; i++)
         if (p->lev[p->reds[i]] == s)
-            cg_line(k, "if ((threadIdx.x & 31) == 0) red%d[threadIdx.x >> 5] = a%d;",
-                    (int)p->reds[i], (int)p->reds[i]);
-    cg_line(k, "__syncthreads();");
-    cg_line(k, "const int w0 = (int)(threadIdx.x / T) * (T >> 5);");
+            cugen_line(k, "if ((threadIdx.x & 31) == 0) red%d[threadIdx.x >> 5] = a%d;",
+                       (int)p->reds[i], (int)p->reds[i]);
+    cugen_line(k, "__syncthreads();");
+    cugen_line(k, "const int w0 = (int)(threadIdx.x / T) * (T >> 5);");
     each_red(k, p, s, SET_ACC_FROM_WARPS);
-    cg_line(k, "for (int o = 1; o < (T >> 5); o <<= 1) {");
+    cugen_line(k, "for (int o = 1; o < (T >> 5); o <<= 1) {");
     k->ind++;
     each_red_xor(k, p, s);
     k->ind--;
-    cg_line(k, "}");
-    cg_line(k, "__syncthreads(); /* before the next row reuses the slots */");
+    cugen_line(k, "}");
+    cugen_line(k, "__syncthreads(); /* before the next row reuses the slots */");
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
 }
 
-static void row_sweep_ordered(cg_kernel *k, const rplan *p, rowctx *c, int32_t s,
+static void row_sweep_ordered(cugen_kernel *k, const rplan *p, rowctx *c, int32_t s,
                               const char *origin) {
     int w = p->vec;
     ir_ref *t = ir_arena_calloc(k->m->a, (size_t)(p->nreds + k->nbufs + 1), sizeof(ir_ref));
@@ -708,38 +712,38 @@ static void row_sweep_ordered(cg_kernel *k, const rplan *p, rowctx *c, int32_t s
     int any = 0;
     for (int32_t i = 0; i < p->nreds; i++)
         any |= p->lev[p->reds[i]] == s;
-    cg_line(k, "/* sweep %d, in the plan's order */", (int)s);
+    cugen_line(k, "/* sweep %d, in the plan's order */", (int)s);
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
         /* the finished subtrees of the binary counter, level by level */
-        cg_line(k, "%s a%d, a%dt[40];", cg_ctype(k->f->nodes[r].dtype), (int)r, (int)r);
+        cugen_line(k, "%s a%d, a%dt[40];", cugen_ctype(k->f->nodes[r].dtype), (int)r, (int)r);
     }
-    cg_line(k, "for (long long i = 0; i < P; i++) {");
+    cugen_line(k, "for (long long i = 0; i < P; i++) {");
     k->ind++;
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
-        const char *id = cg_red_init(k, r);
-        cg_line(k, "%s a%dl[%d];", cg_ctype(k->f->nodes[r].dtype), (int)r, w);
-        cg_line(k, "#pragma unroll");
-        cg_line(k, "for (int j = 0; j < %d; j++) a%dl[j] = %s;", w, (int)r, id);
+        const char *id = cugen_red_init(k, r);
+        cugen_line(k, "%s a%dl[%d];", cugen_ctype(k->f->nodes[r].dtype), (int)r, w);
+        cugen_line(k, "#pragma unroll");
+        cugen_line(k, "for (int j = 0; j < %d; j++) a%dl[j] = %s;", w, (int)r, id);
     }
-    cg_line(k, "const long long e0 = %s(grp * P + i) * 1024 + gp * %d;", origin, w);
-    cg_line(k, "for (int m = 0; m < 32; m++) {");
+    cugen_line(k, "const long long e0 = %s(grp * P + i) * 1024 + gp * %d;", origin, w);
+    cugen_line(k, "for (int m = 0; m < 32; m++) {");
     k->ind++;
-    cg_line(k, "const long long e = e0 + m * 32;");
+    cugen_line(k, "const long long e = e0 + m * 32;");
     row_chunk(k, p, c, s, t, nt, "a%dl[j]");
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
     if (any) row_block_end(k, p, s, w);
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
     if (any) row_groups_combine(k, p, s);
 }
 
-static void gen_row_ordered(cg_kernel *k, const rplan *p) {
-    cg_module *m = k->m;
+static void gen_row_ordered(cugen_kernel *k, const rplan *p) {
+    cugen_module *m = k->m;
     int w = p->vec;
     uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
     rowctx c;
@@ -749,24 +753,25 @@ static void gen_row_ordered(cg_kernel *k, const rplan *p) {
     c.vecbuf = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
     k->ctx = &c;
     k->load = row_load;
-    const char *rows = cg_size_expr(k, cg_groups_extent(k, kept), "rows");
-    const char *len = cg_size_expr(k, cg_groups_extent(k, k->reduced), "len");
-    const char *tpr = cg_special_arg(k, CUDA_ARG_ROW_THREADS, 0, "tpr_", NULL);
-    cg_line(k, "/* T threads a row (a power of two, G at least), blockDim.x / T rows a block; G");
-    cg_line(k, "   threads a block of 1024 elements, %d lanes each */", w);
-    cg_line(k, "const int T = (int)%s;", tpr);
-    cg_line(k, "const int G = %d;", 32 / w);
-    cg_line(k, "const int lane = (int)threadIdx.x & (T - 1);");
-    cg_line(k, "const long long grp = lane / G;");
-    cg_line(k, "const int gp = lane & (G - 1);");
-    cg_line(k, "const long long rpb = (long long)(blockDim.x / T);");
-    cg_line(k, "const long long L = %s;", len);
-    cg_line(k, "/* P blocks a group: the power of two that covers the row */");
-    cg_line(k, "long long P = 1;");
-    cg_line(k, "int lp = 0;");
-    cg_line(k, "while (P * (T / G) * 1024 < L) P *= 2, lp++;");
+    const char *rows = cugen_size_expr(k, cugen_groups_extent(k, kept), "rows");
+    const char *len = cugen_size_expr(k, cugen_groups_extent(k, k->reduced), "len");
+    const char *tpr = cugen_special_arg(k, CUDA_ARG_ROW_THREADS, 0, "tpr_", NULL);
+    cugen_line(k,
+               "/* T threads a row (a power of two, G at least), blockDim.x / T rows a block; G");
+    cugen_line(k, "   threads a block of 1024 elements, %d lanes each */", w);
+    cugen_line(k, "const int T = (int)%s;", tpr);
+    cugen_line(k, "const int G = %d;", 32 / w);
+    cugen_line(k, "const int lane = (int)threadIdx.x & (T - 1);");
+    cugen_line(k, "const long long grp = lane / G;");
+    cugen_line(k, "const int gp = lane & (G - 1);");
+    cugen_line(k, "const long long rpb = (long long)(blockDim.x / T);");
+    cugen_line(k, "const long long L = %s;", len);
+    cugen_line(k, "/* P blocks a group: the power of two that covers the row */");
+    cugen_line(k, "long long P = 1;");
+    cugen_line(k, "int lp = 0;");
+    cugen_line(k, "while (P * (T / G) * 1024 < L) P *= 2, lp++;");
     shared_decls(k, p, "[32]");
-    cg_line(k, "const bool vec = %s;", row_vec_cond(k, p, w, cg_fmt(k, "L %% %d == 0", w)));
+    cugen_line(k, "const bool vec = %s;", row_vec_cond(k, p, w, cugen_fmt(k, "L %% %d == 0", w)));
     int32_t mark = row_loop_begin(k, rows, "long long");
     unsigned char *written = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
     per_result_stage(k, p, 0, written, "lane == 0 && live", "row");
@@ -777,9 +782,9 @@ static void gen_row_ordered(cg_kernel *k, const rplan *p) {
         acc_values(k, p, s, "L");
         per_result_stage(k, p, s, written, "lane == 0 && live", "row");
     }
-    cg_scope_pop(k, mark);
+    cugen_scope_pop(k, mark);
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
     k->ctx = NULL;
 }
 
@@ -794,34 +799,35 @@ static int32_t row_shared_bytes(const rplan *p, int ept) {
  * ROW_MAX_T threads, which the variant's condition guarantees): chunk k of every thread side
  * by side, so that a warp's vector accesses are adjacent (no bank conflicts), NAME a pointer
  * to arrays of ROW_MAX_T * w elements offset by the thread's vector. */
-static void row_cache_decls(cg_kernel *k, const rplan *p, int cached, int K, int w) {
+static void row_cache_decls(cugen_kernel *k, const rplan *p, int cached, int K, int w) {
     int32_t nn = k->f->nnodes, off = 0;
     if (cached == ROW_SHARED) {
-        cg_line(k, "/* the row in dynamic shared memory */");
-        cg_line(k, "#ifdef __CUDA_ARCH__");
-        cg_line(k, "extern __shared__ __align__(16) unsigned char fx_row[];");
-        cg_line(k, "#else");
-        cg_line(k, "static unsigned char fx_row[%d] __attribute__((aligned(16)));",
-                row_shared_bytes(p, K * w));
-        cg_line(k, "#endif");
+        cugen_line(k, "/* the row in dynamic shared memory */");
+        cugen_line(k, "#ifdef __CUDA_ARCH__");
+        cugen_line(k, "extern __shared__ __align__(16) unsigned char fx_row[];");
+        cugen_line(k, "#else");
+        cugen_line(k, "static unsigned char fx_row[%d] __attribute__((aligned(16)));",
+                   row_shared_bytes(p, K * w));
+        cugen_line(k, "#endif");
     }
     for (int32_t i = 0; i < nn + k->nbufs; i++) {
         int node = i < nn;
         if (node ? !p->cached_node[i] : !p->cached_buf[i - nn]) continue;
         ir_dtype t = node ? k->f->nodes[i].dtype : k->bufs[i - nn].dtype;
-        const char *name = cg_fmt(k, "%s%d", node ? "cv" : "cb", (int)(node ? i : i - nn));
+        const char *name = cugen_fmt(k, "%s%d", node ? "cv" : "cb", (int)(node ? i : i - nn));
         if (cached == ROW_REGISTERS) {
-            cg_line(k, "%s %s[%d][%d];", cg_ctype(t), name, K, w);
+            cugen_line(k, "%s %s[%d][%d];", cugen_ctype(t), name, K, w);
             continue;
         }
-        cg_line(k, "%s (*const %s)[%d] = (%s (*)[%d])((%s *)(fx_row + %d) + threadIdx.x * %d);",
-                cg_ctype(t), name, ROW_MAX_T * w, cg_ctype(t), ROW_MAX_T * w, cg_ctype(t), off, w);
-        off += ROW_MAX_T * K * w * cg_ctype_words(t) * 4;
+        cugen_line(k, "%s (*const %s)[%d] = (%s (*)[%d])((%s *)(fx_row + %d) + threadIdx.x * %d);",
+                   cugen_ctype(t), name, ROW_MAX_T * w, cugen_ctype(t), ROW_MAX_T * w,
+                   cugen_ctype(t), off, w);
+        off += ROW_MAX_T * K * w * cugen_ctype_words(t) * 4;
     }
 }
 
-static void gen_row_variant(cg_kernel *k, const rplan *p, int cached, int ept) {
-    cg_module *m = k->m;
+static void gen_row_variant(cugen_kernel *k, const rplan *p, int cached, int ept) {
+    cugen_module *m = k->m;
     int w = p->vec, K = ept / w;
     uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
     rowctx c;
@@ -831,25 +837,26 @@ static void gen_row_variant(cg_kernel *k, const rplan *p, int cached, int ept) {
     c.vecbuf = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
     k->ctx = &c;
     k->load = row_load;
-    const char *rows = cg_size_expr(k, cg_groups_extent(k, kept), "rows");
-    const char *len = cg_size_expr(k, cg_groups_extent(k, k->reduced), "len");
-    const char *tpr = cg_special_arg(k, CUDA_ARG_ROW_THREADS, 0, "tpr_", NULL);
+    const char *rows = cugen_size_expr(k, cugen_groups_extent(k, kept), "rows");
+    const char *len = cugen_size_expr(k, cugen_groups_extent(k, k->reduced), "len");
+    const char *tpr = cugen_special_arg(k, CUDA_ARG_ROW_THREADS, 0, "tpr_", NULL);
 
-    cg_line(k, "/* T threads a row (a power of two), blockDim.x / T rows a block */");
-    cg_line(k, "const int T = (int)%s;", tpr);
-    cg_line(k, "const int lane = (int)threadIdx.x & (T - 1);");
-    cg_line(k, "const long long rpb = (long long)(blockDim.x / T);");
+    cugen_line(k, "/* T threads a row (a power of two), blockDim.x / T rows a block */");
+    cugen_line(k, "const int T = (int)%s;", tpr);
+    cugen_line(k, "const int lane = (int)threadIdx.x & (T - 1);");
+    cugen_line(k, "const long long rpb = (long long)(blockDim.x / T);");
     if (cached)
-        cg_line(k,
-                "/* rows of at most %d elements, aligned vectors of %d: the row fits the "
-                "%s */",
-                ROW_MAX_T * ept, w, cached == ROW_SHARED ? "shared memory" : "registers");
-    cg_line(k, "const %s L = %s;", cached ? "int" : "long long",
-            cached ? cg_fmt(k, "(int)%s", len) : len);
+        cugen_line(k,
+                   "/* rows of at most %d elements, aligned vectors of %d: the row fits the "
+                   "%s */",
+                   ROW_MAX_T * ept, w, cached == ROW_SHARED ? "shared memory" : "registers");
+    cugen_line(k, "const %s L = %s;", cached ? "int" : "long long",
+               cached ? cugen_fmt(k, "(int)%s", len) : len);
     shared_decls(k, p, "[32]");
     if (!cached) {
         /* vectors where every buffer along the row is aligned and rows hold whole vectors */
-        cg_line(k, "const bool vec = %s;", row_vec_cond(k, p, w, cg_fmt(k, "L %% %d == 0", w)));
+        cugen_line(k, "const bool vec = %s;",
+                   row_vec_cond(k, p, w, cugen_fmt(k, "L %% %d == 0", w)));
     }
     int32_t mark = row_loop_begin(k, rows, cached ? "int" : "long long");
     unsigned char *written = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
@@ -859,19 +866,19 @@ static void gen_row_variant(cg_kernel *k, const rplan *p, int cached, int ept) {
         row_cache_decls(k, p, cached, K, w);
         for (int32_t b = 0; b < k->nbufs; b++) {
             if (!p->cached_buf[b]) continue;
-            const cg_buf *bf = &k->bufs[b];
-            cg_use(k, CG_H_TYPES);
-            cg_line(k, "#pragma unroll");
-            cg_line(k, "for (int k = 0; k < %d; k++) {", K);
+            const cugen_buf *bf = &k->bufs[b];
+            cugen_use(k, CG_H_TYPES);
+            cugen_line(k, "#pragma unroll");
+            cugen_line(k, "for (int k = 0; k < %d; k++) {", K);
             k->ind++;
-            cg_line(k, "const int e = (k * T + lane) * %d;", w);
-            cg_line(k, "fx_vec<%s, %d> t = {};", cg_stype(bf->dtype), w);
-            cg_line(k, "if (e < n) t = fx_ldv<%d>(%s + e);", w, row_base(k, b));
-            cg_line(k, "#pragma unroll");
-            cg_line(k, "for (int j = 0; j < %d; j++) cb%d[k][j] = %s;", w, (int)b,
-                    cg_from_storage(k, bf->dtype, "t.v[j]"));
+            cugen_line(k, "const int e = (k * T + lane) * %d;", w);
+            cugen_line(k, "fx_vec<%s, %d> t = {};", cugen_stype(bf->dtype), w);
+            cugen_line(k, "if (e < n) t = fx_ldv<%d>(%s + e);", w, row_base(k, b));
+            cugen_line(k, "#pragma unroll");
+            cugen_line(k, "for (int j = 0; j < %d; j++) cb%d[k][j] = %s;", w, (int)b,
+                       cugen_from_storage(k, bf->dtype, "t.v[j]"));
             k->ind--;
-            cg_line(k, "}");
+            cugen_line(k, "}");
         }
     }
     int32_t last = p->nsweeps + (p->final_sweep ? 1 : 0);
@@ -882,17 +889,17 @@ static void gen_row_variant(cg_kernel *k, const rplan *p, int cached, int ept) {
         acc_values(k, p, s, "L");
         per_result_stage(k, p, s, written, "lane == 0 && live", "row");
     }
-    cg_scope_pop(k, mark);
+    cugen_scope_pop(k, mark);
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
     k->ctx = NULL;
 }
 
 /* The conditions of a cached variant: rows that fit, of whole vectors, every row buffer
  * aligned; in shared memory, rows that need a whole block too (so T = ROW_MAX_T, the block is
  * the row, which its arrays' layout assumes: row_cache_decls). */
-static void row_cached_conds(cg_kernel *k, const rplan *p, cuda_variant *v, cuda_size len, int ept,
-                             int shared) {
+static void row_cached_conds(cugen_kernel *k, const rplan *p, cuda_variant *v, cuda_size len,
+                             int ept, int shared) {
     cuda_cond *c = ir_arena_calloc(k->m->a, (size_t)(k->nbufs + 3), sizeof(cuda_cond));
     int32_t nc = 0;
     if (shared) {
@@ -907,7 +914,7 @@ static void row_cached_conds(cg_kernel *k, const rplan *p, cuda_variant *v, cuda
     c[nc].size = len;
     c[nc++].value = p->vec;
     for (int32_t b = 0; b < k->nbufs; b++) {
-        if (!cg_buf_used(k, b) || !row_linear(k, b)) continue;
+        if (!cugen_buf_used(k, b) || !row_linear(k, b)) continue;
         c[nc].kind = CUDA_COND_ALIGNED;
         c[nc].arg = b; /* buffers are the first arguments */
         c[nc++].value = (int64_t)p->vec * ir_dtypes[k->bufs[b].dtype].bytes;
@@ -918,9 +925,9 @@ static void row_cached_conds(cg_kernel *k, const rplan *p, cuda_variant *v, cuda
 
 /* The launch of a row kernel in the plan's order: one variant, G threads a row at least, one
  * for each 32 * w elements (a block's) up to a block of ROW_MAX_T. */
-static void gen_row_order_launch(cg_kernel *k, cuda_launch *l, const rplan *p, cuda_size rows,
+static void gen_row_order_launch(cugen_kernel *k, cuda_launch *l, const rplan *p, cuda_size rows,
                                  cuda_size len) {
-    cg_module *m = k->m;
+    cugen_module *m = k->m;
     gen_row_ordered(k, p);
     const char *body = k->body.data ? k->body.data : "";
     ir_buf_init(&k->body, m->a);
@@ -935,7 +942,7 @@ static void gen_row_order_launch(cg_kernel *k, cuda_launch *l, const rplan *p, c
     g->blocks_per_sm = ROW_BLOCKS_PER_SM;
     v->nparts = 1;
     v->parts = g;
-    v->name = cg_emit_function(k, cg_global_name(k, ""), ROW_MAX_T, body, CG_FN_PLAIN);
+    v->name = cugen_emit_function(k, cugen_global_name(k, ""), ROW_MAX_T, body, CG_FN_PLAIN);
     l->what = "row-reduction";
     l->nvariants = 1;
     l->variants = v;
@@ -944,16 +951,17 @@ static void gen_row_order_launch(cg_kernel *k, cuda_launch *l, const rplan *p, c
 
 /* The vector width of a row (or of a full reduction's elements): 16 bytes of the widest buffer
  * that moves along it, 8 elements at most. */
-static int full_vec(cg_kernel *k) {
+static int full_vec(cugen_kernel *k) {
     int maxbytes = 1;
     for (int32_t b = 0; b < k->nbufs; b++)
-        if (cg_buf_used(k, b) && row_linear(k, b) && ir_dtypes[k->bufs[b].dtype].bytes > maxbytes)
+        if (cugen_buf_used(k, b) && row_linear(k, b) &&
+            ir_dtypes[k->bufs[b].dtype].bytes > maxbytes)
             maxbytes = ir_dtypes[k->bufs[b].dtype].bytes;
     return 16 / maxbytes > 8 ? 8 : 16 / maxbytes;
 }
 
-void cg_gen_row(cg_kernel *k, cuda_launch *l) {
-    cg_module *m = k->m;
+void cugen_gen_row(cugen_kernel *k, cuda_launch *l) {
+    cugen_module *m = k->m;
     rplan p;
     plan_build(k, &p, 1);
     if (m->fail.failed) return;
@@ -966,8 +974,8 @@ void cg_gen_row(cg_kernel *k, cuda_launch *l) {
             ept *= 2;
         if (ept < p.vec) ept = p.vec;
     }
-    cuda_size rows = cg_groups_extent(k, ((1u << k->ngroups) - 1) & ~k->reduced);
-    cuda_size len = cg_groups_extent(k, k->reduced);
+    cuda_size rows = cugen_groups_extent(k, ((1u << k->ngroups) - 1) & ~k->reduced);
+    cuda_size len = cugen_groups_extent(k, k->reduced);
     if (row_needs_order(k, &p)) {
         gen_row_order_launch(k, l, &p, rows, len);
         return;
@@ -1014,8 +1022,8 @@ void cg_gen_row(cg_kernel *k, cuda_launch *l) {
         if (where[i] != ROW_STREAM) row_cached_conds(k, &p, vi, len, ept, where[i] == ROW_SHARED);
         if (where[i] == ROW_SHARED) vi->smem_bytes = smem;
         k->min_blocks = where[i] == ROW_SHARED ? ROW_SHARED_BLOCKS : 0;
-        vi->name =
-            cg_emit_function(k, cg_global_name(k, suffix[i]), ROW_MAX_T, body[i], CG_FN_PLAIN);
+        vi->name = cugen_emit_function(k, cugen_global_name(k, suffix[i]), ROW_MAX_T, body[i],
+                                       CG_FN_PLAIN);
         k->min_blocks = 0;
     }
     l->what = "row-reduction";
@@ -1031,48 +1039,49 @@ typedef struct colctx {
     int elem;
 } colctx;
 
-static const char *col_load(cg_kernel *k, int b) {
+static const char *col_load(cugen_kernel *k, int b) {
     colctx *c = k->ctx;
-    const cg_buf *bf = &k->bufs[b];
+    const cugen_buf *bf = &k->bufs[b];
     if (bf->computed) return index_value(k, b, c->elem ? "e" : NULL);
-    const char *v = cg_fmt(k, "v%d", (int)bf->node);
-    const char *base = (bf->mask & ~k->reduced) ? cg_fmt(k, "o%d", (int)b) : "0";
+    const char *v = cugen_fmt(k, "v%d", (int)bf->node);
+    const char *base = (bf->mask & ~k->reduced) ? cugen_fmt(k, "o%d", (int)b) : "0";
     const char *x;
     if (!c->elem) {
-        x = cg_fmt(k, "live ? %s : (%s)0",
-                   cg_from_storage(k, bf->dtype, cg_fmt(k, "%s[%s]", bf->name, base)),
-                   cg_ctype(bf->dtype));
+        x = cugen_fmt(k, "live ? %s : (%s)0",
+                      cugen_from_storage(k, bf->dtype, cugen_fmt(k, "%s[%s]", bf->name, base)),
+                      cugen_ctype(bf->dtype));
     } else {
-        const char *ro = cg_offset_reduced(k, b, "e", "");
-        x = cg_from_storage(k, bf->dtype,
-                            cg_fmt(k, "%s[%s%s%s]", bf->name, base, ro ? " + " : "", ro ? ro : ""));
+        const char *ro = cugen_offset_reduced(k, b, "e", "");
+        x = cugen_from_storage(
+            k, bf->dtype,
+            cugen_fmt(k, "%s[%s%s%s]", bf->name, base, ro ? " + " : "", ro ? ro : ""));
     }
-    cg_line(k, "const %s %s = %s;", cg_ctype(bf->dtype), v, x);
+    cugen_line(k, "const %s %s = %s;", cugen_ctype(bf->dtype), v, x);
     return v;
 }
 
 /* The body of a column sweep at reduced element e: the values, the accumulation (acc: as in
  * row_chunk), the per-element outputs. */
-static void column_element(cg_kernel *k, const rplan *p, colctx *c, int32_t s, const ir_ref *t,
+static void column_element(cugen_kernel *k, const rplan *p, colctx *c, int32_t s, const ir_ref *t,
                            int32_t nt, const char *acc) {
     uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
-    int32_t mark2 = cg_scope_mark(k);
+    int32_t mark2 = cugen_scope_mark(k);
     c->elem = 1;
-    cg_emit_values(k, t, nt);
+    cugen_emit_values(k, t, nt);
     if (acc)
         acc_add_lanes(k, p, s, acc);
     else
         acc_add(k, p, s);
     for (int32_t b = 0; b < k->nbufs; b++) {
-        const cg_buf *bf = &k->bufs[b];
+        const cugen_buf *bf = &k->bufs[b];
         if (!bf->output || p->out_sweep[b] != s) continue;
-        const char *ro = cg_offset_reduced(k, b, "e", "");
-        cg_line(k, "%s[%s%s%s] = %s;", bf->name, (bf->mask & kept) ? cg_fmt(k, "o%d", (int)b) : "0",
-                ro ? " + " : "", ro ? ro : "",
-                cg_to_storage(k, bf->dtype, cg_operand(k, bf->node)));
+        const char *ro = cugen_offset_reduced(k, b, "e", "");
+        cugen_line(k, "%s[%s%s%s] = %s;", bf->name,
+                   (bf->mask & kept) ? cugen_fmt(k, "o%d", (int)b) : "0", ro ? " + " : "",
+                   ro ? ro : "", cugen_to_storage(k, bf->dtype, cugen_operand(k, bf->node)));
     }
     c->elem = 0;
-    cg_scope_pop(k, mark2);
+    cugen_scope_pop(k, mark2);
 }
 
 /* Sweep s of a column block in the plan's order over the reduced elements [from, to) (`to` the
@@ -1086,79 +1095,83 @@ static void column_element(cg_kernel *k, const rplan *p, colctx *c, int32_t s, c
 /* The end of a column's block of 1024: the lanes by halves, in the thread (j with j + 2, then
  * j + 1) and across the 8 warps in shared memory (ty with ty + 4, + 2, + 1); thread ty == 0
  * adds the block to its binary counter. */
-static void column_block_end(cg_kernel *k, const rplan *p, int32_t s) {
-    cg_line(k, "/* the lanes by halves: in the thread, then across the warps */");
+static void column_block_end(cugen_kernel *k, const rplan *p, int32_t s) {
+    cugen_line(k, "/* the lanes by halves: in the thread, then across the warps */");
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
         static const int pairs[3][2] = {{0, 2}, {1, 3}, {0, 1}};
         for (int q = 0; q < 3; q++)
-            cg_line(k, "a%dl[%d] = %s;", (int)r, pairs[q][0],
-                    cg_red_combine(k, r, cg_fmt(k, "a%dl[%d]", (int)r, pairs[q][0]),
-                                   cg_fmt(k, "a%dl[%d]", (int)r, pairs[q][1])));
-        cg_line(k, "red%d[ty][tx] = a%dl[0];", (int)r, (int)r);
+            cugen_line(k, "a%dl[%d] = %s;", (int)r, pairs[q][0],
+                       cugen_red_combine(k, r, cugen_fmt(k, "a%dl[%d]", (int)r, pairs[q][0]),
+                                         cugen_fmt(k, "a%dl[%d]", (int)r, pairs[q][1])));
+        cugen_line(k, "red%d[ty][tx] = a%dl[0];", (int)r, (int)r);
     }
-    cg_line(k, "__syncthreads();");
-    cg_line(k, "if (ty == 0) {");
+    cugen_line(k, "__syncthreads();");
+    cugen_line(k, "if (ty == 0) {");
     k->ind++;
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
         const char *v[8];
         for (int w = 0; w < 8; w++)
-            v[w] = cg_fmt(k, "red%d[%d][tx]", (int)r, w);
+            v[w] = cugen_fmt(k, "red%d[%d][tx]", (int)r, w);
         for (int h = 4; h > 0; h /= 2)
             for (int w = 0; w < h; w++)
-                v[w] = cg_fmt(k, "(%s)", cg_red_combine(k, r, v[w], v[w + h]));
-        cg_line(k, "%s c%d = %s;", cg_ctype(k->f->nodes[r].dtype), (int)r, v[0]);
+                v[w] = cugen_fmt(k, "(%s)", cugen_red_combine(k, r, v[w], v[w + h]));
+        cugen_line(k, "%s c%d = %s;", cugen_ctype(k->f->nodes[r].dtype), (int)r, v[0]);
     }
-    cg_line(k, "int q = 0;");
-    cg_line(k, "for (long long bi = nbk%d; bi & 1; bi >>= 1, q++) {", (int)s);
+    cugen_line(k, "int q = 0;");
+    cugen_line(k, "for (long long bi = nbk%d; bi & 1; bi >>= 1, q++) {", (int)s);
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
-        cg_line(k, "    c%d = %s;", (int)r,
-                cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), cg_fmt(k, "c%d", (int)r)));
+        cugen_line(
+            k, "    c%d = %s;", (int)r,
+            cugen_red_combine(k, r, cugen_fmt(k, "a%dt[q]", (int)r), cugen_fmt(k, "c%d", (int)r)));
     }
-    cg_line(k, "}");
+    cugen_line(k, "}");
     for (int32_t i = 0; i < p->nreds; i++)
-        if (p->lev[p->reds[i]] == s) cg_line(k, "a%dt[q] = c%d;", (int)p->reds[i], (int)p->reds[i]);
+        if (p->lev[p->reds[i]] == s)
+            cugen_line(k, "a%dt[q] = c%d;", (int)p->reds[i], (int)p->reds[i]);
     k->ind--;
-    cg_line(k, "}");
-    cg_line(k, "__syncthreads();");
+    cugen_line(k, "}");
+    cugen_line(k, "__syncthreads();");
 }
 
 /* A column's pending subtrees folded, the lowest first and each higher one on its left, to
  * every thread of the column. */
-static void column_fold(cg_kernel *k, const rplan *p, int32_t s) {
-    cg_line(k, "/* the pending subtrees, the lowest first, each higher one on the left; to every ");
-    cg_line(k, "   thread */");
-    cg_line(k, "if (ty == 0) {");
+static void column_fold(cugen_kernel *k, const rplan *p, int32_t s) {
+    cugen_line(k,
+               "/* the pending subtrees, the lowest first, each higher one on the left; to every ");
+    cugen_line(k, "   thread */");
+    cugen_line(k, "if (ty == 0) {");
     k->ind++;
-    cg_line(k, "bool have = false;");
-    cg_line(k, "for (int q = 0; q < 40; q++) {");
-    cg_line(k, "    if (!((nbk%d >> q) & 1)) continue;", (int)s);
+    cugen_line(k, "bool have = false;");
+    cugen_line(k, "for (int q = 0; q < 40; q++) {");
+    cugen_line(k, "    if (!((nbk%d >> q) & 1)) continue;", (int)s);
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
-        cg_line(k, "    a%d = have ? %s : a%dt[q];", (int)r,
-                cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), acc_name(k, r)), (int)r);
+        cugen_line(k, "    a%d = have ? %s : a%dt[q];", (int)r,
+                   cugen_red_combine(k, r, cugen_fmt(k, "a%dt[q]", (int)r), acc_name(k, r)),
+                   (int)r);
     }
-    cg_line(k, "    have = true;");
-    cg_line(k, "}");
+    cugen_line(k, "    have = true;");
+    cugen_line(k, "}");
     for (int32_t i = 0; i < p->nreds; i++)
         if (p->lev[p->reds[i]] == s)
-            cg_line(k, "red%d[0][tx] = a%d;", (int)p->reds[i], (int)p->reds[i]);
+            cugen_line(k, "red%d[0][tx] = a%d;", (int)p->reds[i], (int)p->reds[i]);
     k->ind--;
-    cg_line(k, "}");
-    cg_line(k, "__syncthreads();");
+    cugen_line(k, "}");
+    cugen_line(k, "__syncthreads();");
     for (int32_t i = 0; i < p->nreds; i++)
         if (p->lev[p->reds[i]] == s)
-            cg_line(k, "a%d = red%d[0][tx];", (int)p->reds[i], (int)p->reds[i]);
-    cg_line(k, "__syncthreads();");
+            cugen_line(k, "a%d = red%d[0][tx];", (int)p->reds[i], (int)p->reds[i]);
+    cugen_line(k, "__syncthreads();");
 }
 
-static void column_sweep_ordered(cg_kernel *k, const rplan *p, colctx *c, int32_t s,
+static void column_sweep_ordered(cugen_kernel *k, const rplan *p, colctx *c, int32_t s,
                                  const char *from, const char *to, const ir_ref *t, int32_t nt) {
     int any = 0;
     for (int32_t i = 0; i < p->nreds; i++)
@@ -1166,37 +1179,37 @@ static void column_sweep_ordered(cg_kernel *k, const rplan *p, colctx *c, int32_
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
-        cg_line(k, "%s a%d = %s, a%dt[40];", cg_ctype(k->f->nodes[r].dtype), (int)r,
-                cg_red_init(k, r), (int)r);
+        cugen_line(k, "%s a%d = %s, a%dt[40];", cugen_ctype(k->f->nodes[r].dtype), (int)r,
+                   cugen_red_init(k, r), (int)r);
     }
-    cg_line(k, "long long nbk%d = 0;", (int)s);
-    cg_line(k, "for (long long b0 = %s; b0 < %s; b0 += 1024, nbk%d++) {", from, to, (int)s);
+    cugen_line(k, "long long nbk%d = 0;", (int)s);
+    cugen_line(k, "for (long long b0 = %s; b0 < %s; b0 += 1024, nbk%d++) {", from, to, (int)s);
     k->ind++;
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
-        const char *id = cg_red_init(k, r);
-        cg_line(k, "%s a%dl[4] = {%s, %s, %s, %s};", cg_ctype(k->f->nodes[r].dtype), (int)r, id, id,
-                id, id);
+        const char *id = cugen_red_init(k, r);
+        cugen_line(k, "%s a%dl[4] = {%s, %s, %s, %s};", cugen_ctype(k->f->nodes[r].dtype), (int)r,
+                   id, id, id, id);
     }
-    cg_line(k, "for (int m = 0; m < 32; m++) {");
+    cugen_line(k, "for (int m = 0; m < 32; m++) {");
     k->ind++;
-    cg_line(k, "#pragma unroll");
-    cg_line(k, "for (int j = 0; j < 4; j++) {");
+    cugen_line(k, "#pragma unroll");
+    cugen_line(k, "for (int j = 0; j < 4; j++) {");
     k->ind++;
-    cg_line(k, "const long long e = b0 + m * 32 + j * 8 + ty;");
-    cg_line(k, "if (e < n) {");
+    cugen_line(k, "const long long e = b0 + m * 32 + j * 8 + ty;");
+    cugen_line(k, "if (e < n) {");
     k->ind++;
     column_element(k, p, c, s, t, nt, "a%dl[j]");
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
     if (any) column_block_end(k, p, s);
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
     if (any) column_fold(k, p, s);
 }
 
@@ -1205,70 +1218,71 @@ static void column_sweep_ordered(cg_kernel *k, const rplan *p, colctx *c, int32_
  * finished and combined over the warps in order (shared memory: every thread of the block
  * passes the two barriers). In the plan's order (column_sweep_ordered) where the kernel has a
  * float sum, mean or product; `to` is then the uniform end of the elements. */
-static void column_sweep(cg_kernel *k, const rplan *p, colctx *c, int32_t s, const char *from,
+static void column_sweep(cugen_kernel *k, const rplan *p, colctx *c, int32_t s, const char *from,
                          const char *to) {
-    cg_module *m = k->m;
+    cugen_module *m = k->m;
     ir_ref *t = ir_arena_calloc(m->a, (size_t)(p->nreds + k->nbufs + 1), sizeof(ir_ref));
     int32_t nt = sweep_targets(k, p, s, t);
     if (row_needs_order(k, p)) {
-        cg_line(k, "/* sweep %d, in the plan's order */", (int)s);
+        cugen_line(k, "/* sweep %d, in the plan's order */", (int)s);
         column_sweep_ordered(k, p, c, s, from ? from : "0", to, t, nt);
         return;
     }
-    cg_line(k, "/* sweep %d */", (int)s);
+    cugen_line(k, "/* sweep %d */", (int)s);
     acc_init(k, p, s);
-    cg_line(k, "for (long long e = %s%s; e < n; e += %d) {", from ? from : "",
-            from ? " + ty" : "ty", COL_H);
+    cugen_line(k, "for (long long e = %s%s; e < n; e += %d) {", from ? from : "",
+               from ? " + ty" : "ty", COL_H);
     k->ind++;
     column_element(k, p, c, s, t, nt, NULL);
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
     if (s > p->nsweeps) return;
-    cg_line(k, "/* the %d partial results of each column, in order */", COL_H);
+    cugen_line(k, "/* the %d partial results of each column, in order */", COL_H);
     for (int32_t i = 0; i < p->nreds; i++)
         if (p->lev[p->reds[i]] == s)
-            cg_line(k, "red%d[ty][tx] = a%d;", (int)p->reds[i], (int)p->reds[i]);
-    cg_line(k, "__syncthreads();");
+            cugen_line(k, "red%d[ty][tx] = a%d;", (int)p->reds[i], (int)p->reds[i]);
+    cugen_line(k, "__syncthreads();");
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
         if (p->lev[r] != s) continue;
-        cg_line(k, "a%d = red%d[0][tx];", (int)r, (int)r);
-        cg_line(k, "for (int w = 1; w < %d; w++) a%d = %s;", COL_H, (int)r,
-                cg_red_combine(k, r, acc_name(k, r), cg_fmt(k, "red%d[w][tx]", (int)r)));
+        cugen_line(k, "a%d = red%d[0][tx];", (int)r, (int)r);
+        cugen_line(k, "for (int w = 1; w < %d; w++) a%d = %s;", COL_H, (int)r,
+                   cugen_red_combine(k, r, acc_name(k, r), cugen_fmt(k, "red%d[w][tx]", (int)r)));
     }
-    cg_line(k, "__syncthreads();");
+    cugen_line(k, "__syncthreads();");
 }
 
 /* The offsets of the current column in the buffers that vary along kept groups. */
-static void column_offsets(cg_kernel *k) {
+static void column_offsets(cugen_kernel *k) {
     uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
     for (int32_t b = 0; b < k->nbufs; b++)
-        if (cg_buf_used(k, b) && (k->bufs[b].mask & kept))
-            cg_line(k, "const long long o%d = %s;", (int)b, cg_offset_kept(k, b, "col", ""));
+        if (cugen_buf_used(k, b) && (k->bufs[b].mask & kept))
+            cugen_line(k, "const long long o%d = %s;", (int)b, cugen_offset_kept(k, b, "col", ""));
 }
 
 /* The body of the column kernel: blocks of 32 columns, every sweep, the results. */
-static void column_body(cg_kernel *k, const rplan *p) {
-    cg_module *m = k->m;
+static void column_body(cugen_kernel *k, const rplan *p) {
+    cugen_module *m = k->m;
     uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
     colctx c = {0};
     k->ctx = &c;
     k->load = col_load;
-    const char *cols = cg_size_expr(k, cg_groups_extent(k, kept), "cols");
-    const char *len = cg_size_expr(k, cg_groups_extent(k, k->reduced), "len");
-    cg_line(k, "/* %d adjacent results a block; its %d warps split the reduced elements */", COL_W,
-            COL_H);
-    cg_line(k, "const int tx = (int)threadIdx.x & 31, ty = (int)threadIdx.x >> 5;");
-    shared_decls(k, p, cg_fmt(k, "[%d][%d]", COL_H, COL_W));
-    cg_line(k,
-            "for (long long c0 = (long long)blockIdx.x * %d; c0 < %s; c0 += (long long)gridDim.x "
-            "* %d) {",
-            COL_W, cols, COL_W);
+    const char *cols = cugen_size_expr(k, cugen_groups_extent(k, kept), "cols");
+    const char *len = cugen_size_expr(k, cugen_groups_extent(k, k->reduced), "len");
+    cugen_line(k, "/* %d adjacent results a block; its %d warps split the reduced elements */",
+               COL_W, COL_H);
+    cugen_line(k, "const int tx = (int)threadIdx.x & 31, ty = (int)threadIdx.x >> 5;");
+    shared_decls(k, p, cugen_fmt(k, "[%d][%d]", COL_H, COL_W));
+    cugen_line(
+        k,
+        "for (long long c0 = (long long)blockIdx.x * %d; c0 < %s; c0 += (long long)gridDim.x "
+        "* %d) {",
+        COL_W, cols, COL_W);
     k->ind++;
-    int32_t mark = cg_scope_mark(k);
-    cg_line(k, "const long long col = c0 + tx;");
-    cg_line(k, "const bool live = col < %s;", cols);
-    cg_line(k, "const long long n = live ? %s : 0;", len);
+    int32_t mark = cugen_scope_mark(k);
+    cugen_line(k, "const long long col = c0 + tx;");
+    cugen_line(k, "const bool live = col < %s;", cols);
+    cugen_line(k, "const long long n = live ? %s : 0;", len);
     column_offsets(k);
     unsigned char *written = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
     per_result_stage(k, p, 0, written, "ty == 0 && live", "col");
@@ -1279,36 +1293,36 @@ static void column_body(cg_kernel *k, const rplan *p) {
         acc_values(k, p, s, len);
         per_result_stage(k, p, s, written, "ty == 0 && live", "col");
     }
-    cg_scope_pop(k, mark);
+    cugen_scope_pop(k, mark);
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
     k->ctx = NULL;
 }
 
 /* The column kernel's grid: a block a tile of 32 columns. */
-static cuda_grid *column_grid(cg_kernel *k, cuda_grid_kind kind) {
+static cuda_grid *column_grid(cugen_kernel *k, cuda_grid_kind kind) {
     uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
     cuda_grid *g = ir_arena_calloc(k->m->a, 1, sizeof(cuda_grid));
     g->kind = kind;
-    g->work = cg_groups_extent(k, kept);
+    g->work = cugen_groups_extent(k, kept);
     g->per_thread = 1;
     g->block = COL_W * COL_H;
     g->blocks_per_sm = 2048 / (COL_W * COL_H) * 4;
     return g;
 }
 
-void cg_gen_column(cg_kernel *k, cuda_launch *l) {
-    cg_module *m = k->m;
+void cugen_gen_column(cugen_kernel *k, cuda_launch *l) {
+    cugen_module *m = k->m;
     rplan p;
     plan_build(k, &p, 0);
     if (m->fail.failed) return;
     column_body(k, &p);
     cuda_variant *v = ir_arena_calloc(m->a, 1, sizeof(cuda_variant));
-    v->name = cg_global_name(k, "");
+    v->name = cugen_global_name(k, "");
     v->nparts = 1;
     v->parts = column_grid(k, CUDA_GRID_TILES);
-    v->name =
-        cg_emit_function(k, v->name, COL_W * COL_H, k->body.data ? k->body.data : "", CG_FN_PLAIN);
+    v->name = cugen_emit_function(k, v->name, COL_W * COL_H, k->body.data ? k->body.data : "",
+                                  CG_FN_PLAIN);
     ir_buf_init(&k->body, m->a);
     l->what = "column-reduction";
     l->nvariants = 1;
@@ -1320,12 +1334,12 @@ void cg_gen_column(cg_kernel *k, cuda_launch *l) {
 
 /* Partial result i of piece pc for column col, in the plan's layout: 8-byte slot
  * (pc * nreds + i) * cols + col of the partials, the value at its start. */
-static const char *split_slot(cg_kernel *k, const rplan *p, const char *part, int32_t i,
+static const char *split_slot(cugen_kernel *k, const rplan *p, const char *part, int32_t i,
                               const char *pc, const char *cols, int is_const) {
     ir_ref r = p->reds[i];
-    return cg_fmt(k, "*reinterpret_cast<%s%s *>(%s + ((%s * %d + %d) * %s + col) * 8)",
-                  is_const ? "const " : "", cg_ctype(k->f->nodes[r].dtype), part, pc, (int)p->nreds,
-                  (int)i, cols);
+    return cugen_fmt(k, "*reinterpret_cast<%s%s *>(%s + ((%s * %d + %d) * %s + col) * 8)",
+                     is_const ? "const " : "", cugen_ctype(k->f->nodes[r].dtype), part, pc,
+                     (int)p->nreds, (int)i, cols);
 }
 
 /* The arguments both kernels of a split take: the partials (read-only in the join), the
@@ -1334,93 +1348,95 @@ typedef struct split_args {
     const char *part, *pieces, *cols, *len;
 } split_args;
 
-static split_args split_begin(cg_kernel *k, colctx *c, int join) {
+static split_args split_begin(cugen_kernel *k, colctx *c, int join) {
     uint32_t kept = ((1u << k->ngroups) - 1) & ~k->reduced;
     k->ctx = c;
     k->load = col_load;
     split_args a;
-    a.part =
-        cg_special_arg(k, CUDA_ARG_SCRATCH, k->partials_scratch, "part_",
-                       join ? "const unsigned char *__restrict__" : "unsigned char *__restrict__");
-    a.pieces = cg_special_arg(k, CUDA_ARG_PIECES, 0, "pieces_", NULL);
-    a.cols = cg_size_expr(k, cg_groups_extent(k, kept), "cols");
-    a.len = cg_size_expr(k, cg_groups_extent(k, k->reduced), "len");
+    a.part = cugen_special_arg(k, CUDA_ARG_SCRATCH, k->partials_scratch, "part_",
+                               join ? "const unsigned char *__restrict__"
+                                    : "unsigned char *__restrict__");
+    a.pieces = cugen_special_arg(k, CUDA_ARG_PIECES, 0, "pieces_", NULL);
+    a.cols = cugen_size_expr(k, cugen_groups_extent(k, kept), "cols");
+    a.len = cugen_size_expr(k, cugen_groups_extent(k, k->reduced), "len");
     return a;
 }
 
 /* The body of the pieces kernel: each (tile, piece) item reduces the piece's rows of its 32
  * columns and writes the per-element outputs of those rows; thread ty == 0 leaves the
  * accumulators, unfinished, in the column's partial slots. */
-static void pieces_body(cg_kernel *k, const rplan *p) {
+static void pieces_body(cugen_kernel *k, const rplan *p) {
     colctx c = {0};
     split_args a = split_begin(k, &c, 0);
     const char *part = a.part, *np = a.pieces, *cols = a.cols, *len = a.len;
-    cg_line(k,
-            "/* a block a tile of %d columns and a piece of their rows; its %d warps split "
-            "the piece */",
-            COL_W, COL_H);
-    cg_line(k, "const int tx = (int)threadIdx.x & 31, ty = (int)threadIdx.x >> 5;");
-    shared_decls(k, p, cg_fmt(k, "[%d][%d]", COL_H, COL_W));
+    cugen_line(k,
+               "/* a block a tile of %d columns and a piece of their rows; its %d warps split "
+               "the piece */",
+               COL_W, COL_H);
+    cugen_line(k, "const int tx = (int)threadIdx.x & 31, ty = (int)threadIdx.x >> 5;");
+    shared_decls(k, p, cugen_fmt(k, "[%d][%d]", COL_H, COL_W));
     if (row_needs_order(k, p)) {
         /* pieces of a power of two of 1024-element blocks: each an aligned subtree of the
          * order's tree over blocks (those past the end empty: the identity) */
-        cg_line(k, "long long rows = 1024;");
-        cg_line(k, "while (rows * %s < %s) rows *= 2;", np, len);
+        cugen_line(k, "long long rows = 1024;");
+        cugen_line(k, "while (rows * %s < %s) rows *= 2;", np, len);
     } else {
-        cg_line(k, "const long long rows = (%s + %s - 1) / %s;", len, np, np);
+        cugen_line(k, "const long long rows = (%s + %s - 1) / %s;", len, np, np);
     }
-    cg_line(k, "const long long items = (%s + %d) / %d * %s;", cols, COL_W - 1, COL_W, np);
-    cg_line(k, "for (long long it = blockIdx.x; it < items; it += gridDim.x) {");
+    cugen_line(k, "const long long items = (%s + %d) / %d * %s;", cols, COL_W - 1, COL_W, np);
+    cugen_line(k, "for (long long it = blockIdx.x; it < items; it += gridDim.x) {");
     k->ind++;
-    int32_t mark = cg_scope_mark(k);
-    cg_line(k, "const long long pc = it %% %s;", np);
-    cg_line(k, "const long long col = it / %s * %d + tx;", np, COL_W);
-    cg_line(k, "const bool live = col < %s;", cols);
-    cg_line(k, "const long long lo = pc * rows;");
-    cg_line(k, "const long long hi = %s - lo < rows ? %s : lo + rows;", len, len);
-    cg_line(k, "const long long n = live ? hi : lo;");
+    int32_t mark = cugen_scope_mark(k);
+    cugen_line(k, "const long long pc = it %% %s;", np);
+    cugen_line(k, "const long long col = it / %s * %d + tx;", np, COL_W);
+    cugen_line(k, "const bool live = col < %s;", cols);
+    cugen_line(k, "const long long lo = pc * rows;");
+    cugen_line(k, "const long long hi = %s - lo < rows ? %s : lo + rows;", len, len);
+    cugen_line(k, "const long long n = live ? hi : lo;");
     column_offsets(k);
     column_sweep(k, p, &c, 1, "lo", "hi");
-    cg_line(k, "if (ty == 0 && live) {");
+    cugen_line(k, "if (ty == 0 && live) {");
     k->ind++;
     for (int32_t i = 0; i < p->nreds; i++)
-        cg_line(k, "%s = a%d;", split_slot(k, p, part, i, "pc", cols, 0), (int)p->reds[i]);
+        cugen_line(k, "%s = a%d;", split_slot(k, p, part, i, "pc", cols, 0), (int)p->reds[i]);
     k->ind--;
-    cg_line(k, "}");
-    cg_scope_pop(k, mark);
+    cugen_line(k, "}");
+    cugen_scope_pop(k, mark);
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
     k->ctx = NULL;
 }
 
 /* Values of reduction r in the order's tree over them: value (an expression of the loop
  * variable var) for var from 0 to n - 1 in a binary counter, its pending subtrees folded, the
  * lowest first and each higher one on its left, into a<r> (declared by the caller). */
-static void tree_over(cg_kernel *k, ir_ref r, const char *n, const char *var, const char *value) {
-    const char *t = cg_ctype(k->f->nodes[r].dtype);
-    cg_line(k, "%s a%dt[40];", t, (int)r);
-    cg_line(k, "for (long long %s = 0; %s < %s; %s++) {", var, var, n, var);
-    cg_line(k, "    %s c = %s;", t, value);
-    cg_line(k, "    int q = 0;");
-    cg_line(k, "    for (long long bi = %s; bi & 1; bi >>= 1, q++) c = %s;", var,
-            cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), "c"));
-    cg_line(k, "    a%dt[q] = c;", (int)r);
-    cg_line(k, "}");
-    cg_line(k, "bool have%d = false;", (int)r);
-    cg_line(k, "for (int q = 0; q < 40; q++) {");
-    cg_line(k, "    if (!(((long long)%s >> q) & 1)) continue;", n);
-    cg_line(k, "    a%d = have%d ? %s : a%dt[q];", (int)r, (int)r,
-            cg_red_combine(k, r, cg_fmt(k, "a%dt[q]", (int)r), acc_name(k, r)), (int)r);
-    cg_line(k, "    have%d = true;", (int)r);
-    cg_line(k, "}");
+static void tree_over(cugen_kernel *k, ir_ref r, const char *n, const char *var,
+                      const char *value) {
+    const char *t = cugen_ctype(k->f->nodes[r].dtype);
+    cugen_line(k, "%s a%dt[40];", t, (int)r);
+    cugen_line(k, "for (long long %s = 0; %s < %s; %s++) {", var, var, n, var);
+    cugen_line(k, "    %s c = %s;", t, value);
+    cugen_line(k, "    int q = 0;");
+    cugen_line(k, "    for (long long bi = %s; bi & 1; bi >>= 1, q++) c = %s;", var,
+               cugen_red_combine(k, r, cugen_fmt(k, "a%dt[q]", (int)r), "c"));
+    cugen_line(k, "    a%dt[q] = c;", (int)r);
+    cugen_line(k, "}");
+    cugen_line(k, "bool have%d = false;", (int)r);
+    cugen_line(k, "for (int q = 0; q < 40; q++) {");
+    cugen_line(k, "    if (!(((long long)%s >> q) & 1)) continue;", n);
+    cugen_line(k, "    a%d = have%d ? %s : a%dt[q];", (int)r, (int)r,
+               cugen_red_combine(k, r, cugen_fmt(k, "a%dt[q]", (int)r), acc_name(k, r)), (int)r);
+    cugen_line(k, "    have%d = true;", (int)r);
+    cugen_line(k, "}");
 }
 
 /* The pieces' partial results of a column combined in the order's tree over them (piece c
  * with c + 1, then c with c + 2, ...; pieces are at most PLAN_SPLIT_MAX). */
-static void join_ordered(cg_kernel *k, const rplan *p, split_args a) {
+static void join_ordered(cugen_kernel *k, const rplan *p, split_args a) {
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
-        cg_line(k, "%s a%d = %s;", cg_ctype(k->f->nodes[r].dtype), (int)r, cg_red_init(k, r));
+        cugen_line(k, "%s a%d = %s;", cugen_ctype(k->f->nodes[r].dtype), (int)r,
+                   cugen_red_init(k, r));
         tree_over(k, r, a.pieces, "pc", split_slot(k, p, a.part, i, "pc", a.cols, 1));
     }
 }
@@ -1428,18 +1444,19 @@ static void join_ordered(cg_kernel *k, const rplan *p, split_args a) {
 /* The body of the join: a thread a column combines its pieces' partial results in piece
  * order (in the plan's order: join_ordered), finishes the reductions and computes and stores
  * the per-result values. */
-static void join_body(cg_kernel *k, const rplan *p) {
-    cg_module *m = k->m;
+static void join_body(cugen_kernel *k, const rplan *p) {
+    cugen_module *m = k->m;
     colctx c = {0};
     split_args a = split_begin(k, &c, 1);
     const char *part = a.part, *np = a.pieces, *cols = a.cols, *len = a.len;
-    cg_line(k, "for (long long col = (long long)blockIdx.x * blockDim.x + threadIdx.x; col < %s;",
-            cols);
-    cg_line(k, "     col += (long long)gridDim.x * blockDim.x) {");
+    cugen_line(k,
+               "for (long long col = (long long)blockIdx.x * blockDim.x + threadIdx.x; col < %s;",
+               cols);
+    cugen_line(k, "     col += (long long)gridDim.x * blockDim.x) {");
     k->ind++;
-    int32_t mark = cg_scope_mark(k);
-    cg_line(k, "const bool live = true; /* what per-column loads test */");
-    cg_line(k, "(void)live;");
+    int32_t mark = cugen_scope_mark(k);
+    cugen_line(k, "const bool live = true; /* what per-column loads test */");
+    cugen_line(k, "(void)live;");
     column_offsets(k);
     unsigned char *written = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), 1);
     per_result_stage(k, p, 0, written, NULL, "col");
@@ -1448,22 +1465,23 @@ static void join_body(cg_kernel *k, const rplan *p) {
     else
         for (int32_t i = 0; i < p->nreds; i++) {
             ir_ref r = p->reds[i];
-            cg_line(k, "%s a%d = %s;", cg_ctype(k->f->nodes[r].dtype), (int)r,
-                    split_slot(k, p, part, i, "0", cols, 1));
-            cg_line(k, "for (long long pc = 1; pc < %s; pc++)", np);
-            cg_line(k, "    a%d = %s;", (int)r,
-                    cg_red_combine(k, r, acc_name(k, r), split_slot(k, p, part, i, "pc", cols, 1)));
+            cugen_line(k, "%s a%d = %s;", cugen_ctype(k->f->nodes[r].dtype), (int)r,
+                       split_slot(k, p, part, i, "0", cols, 1));
+            cugen_line(k, "for (long long pc = 1; pc < %s; pc++)", np);
+            cugen_line(
+                k, "    a%d = %s;", (int)r,
+                cugen_red_combine(k, r, acc_name(k, r), split_slot(k, p, part, i, "pc", cols, 1)));
         }
     acc_values(k, p, 1, len);
     per_result_stage(k, p, 1, written, NULL, "col");
-    cg_scope_pop(k, mark);
+    cugen_scope_pop(k, mark);
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
     k->ctx = NULL;
 }
 
-void cg_gen_column_split(cg_kernel *k, cuda_launch *l2) {
-    cg_module *m = k->m;
+void cugen_gen_column_split(cugen_kernel *k, cuda_launch *l2) {
+    cugen_module *m = k->m;
     cuda_launch *l1 = l2 - 1;
     rplan p;
     plan_build(k, &p, 0);
@@ -1479,24 +1497,24 @@ void cg_gen_column_split(cg_kernel *k, cuda_launch *l2) {
     cuda_variant *v = ir_arena_calloc(m->a, 2, sizeof(cuda_variant));
     cuda_cond *split = ir_arena_calloc(m->a, 1, sizeof(cuda_cond));
     split->kind = CUDA_COND_SPLIT;
-    v[0].name = cg_global_name(k, "_pieces");
+    v[0].name = cugen_global_name(k, "_pieces");
     v[0].nconds = 1;
     v[0].conds = split;
     v[0].nparts = 1;
     v[0].parts = column_grid(k, CUDA_GRID_PIECES);
-    v[1].name = cg_global_name(k, "");
+    v[1].name = cugen_global_name(k, "");
     v[1].nparts = 1;
     v[1].parts = column_grid(k, CUDA_GRID_TILES);
-    v[0].name = cg_emit_function(k, v[0].name, COL_W * COL_H, pieces, CG_FN_PLAIN);
-    v[1].name = cg_emit_function(k, v[1].name, COL_W * COL_H, whole, CG_FN_PLAIN);
+    v[0].name = cugen_emit_function(k, v[0].name, COL_W * COL_H, pieces, CG_FN_PLAIN);
+    v[1].name = cugen_emit_function(k, v[1].name, COL_W * COL_H, whole, CG_FN_PLAIN);
     l1->what = "column-reduction";
     l1->nvariants = 2;
     l1->variants = v;
     l1->max_block = COL_W * COL_H;
     l1->split = l2->split = 1;
-    l1->split_len = l2->split_len = cg_groups_extent(k, k->reduced);
-    l1->split_cols = l2->split_cols = cg_groups_extent(k, kept);
-    cg_launch_args(k, l1);
+    l1->split_len = l2->split_len = cugen_groups_extent(k, k->reduced);
+    l1->split_cols = l2->split_cols = cugen_groups_extent(k, kept);
+    cugen_launch_args(k, l1);
 
     /* launch 2: the join of the pieces, or nothing */
     k->nsizes = 0;
@@ -1509,7 +1527,7 @@ void cg_gen_column_split(cg_kernel *k, cuda_launch *l2) {
     g2[0].block = FULL_BLOCK;
     g2[0].blocks_per_sm = 8;
     g2[1].kind = CUDA_GRID_NONE;
-    v2[0].name = cg_global_name(k, "_join");
+    v2[0].name = cugen_global_name(k, "_join");
     v2[0].nconds = 1;
     v2[0].conds = split;
     v2[0].nparts = 1;
@@ -1518,8 +1536,8 @@ void cg_gen_column_split(cg_kernel *k, cuda_launch *l2) {
     v2[1].nconds = 0;
     v2[1].conds = NULL;
     v2[1].parts = &g2[1];
-    v2[0].name =
-        cg_emit_function(k, v2[0].name, FULL_BLOCK, k->body.data ? k->body.data : "", CG_FN_PLAIN);
+    v2[0].name = cugen_emit_function(k, v2[0].name, FULL_BLOCK, k->body.data ? k->body.data : "",
+                                     CG_FN_PLAIN);
     v2[1].name = v2[0].name; /* the skipped launch's: a name that exists */
     ir_buf_init(&k->body, m->a);
     l2->what = "column-reduction join";
@@ -1532,43 +1550,43 @@ void cg_gen_column_split(cg_kernel *k, cuda_launch *l2) {
  * ------------------------------------------------------------------------------ */
 
 /* Combines each reduction's accumulator over the block; thread 0 ends with the results. */
-static void block_combine(cg_kernel *k, const rplan *p) {
+static void block_combine(cugen_kernel *k, const rplan *p) {
     warp_combine(k, p, 1, "32");
     for (int32_t i = 0; i < p->nreds; i++)
-        cg_line(k, "if ((threadIdx.x & 31) == 0) red%d[threadIdx.x >> 5] = a%d;", (int)p->reds[i],
-                (int)p->reds[i]);
-    cg_line(k, "__syncthreads();");
+        cugen_line(k, "if ((threadIdx.x & 31) == 0) red%d[threadIdx.x >> 5] = a%d;",
+                   (int)p->reds[i], (int)p->reds[i]);
+    cugen_line(k, "__syncthreads();");
 }
 
-static void block_combine_thread0(cg_kernel *k, const rplan *p) {
+static void block_combine_thread0(cugen_kernel *k, const rplan *p) {
     for (int32_t i = 0; i < p->nreds; i++) {
         ir_ref r = p->reds[i];
-        cg_line(k, "a%d = red%d[0];", (int)r, (int)r);
-        cg_line(k, "for (int w = 1; w < (int)(blockDim.x >> 5); w++) a%d = %s;", (int)r,
-                cg_red_combine(k, r, acc_name(k, r), cg_fmt(k, "red%d[w]", (int)r)));
+        cugen_line(k, "a%d = red%d[0];", (int)r, (int)r);
+        cugen_line(k, "for (int w = 1; w < (int)(blockDim.x >> 5); w++) a%d = %s;", (int)r,
+                   cugen_red_combine(k, r, acc_name(k, r), cugen_fmt(k, "red%d[w]", (int)r)));
     }
 }
 
-static const char *partials_of(cg_kernel *k, ir_ref r, int32_t i, const char *base) {
-    return cg_fmt(k, "reinterpret_cast<%s%s *>(%s + %d)", k->cur_const ? "const " : "",
-                  cg_ctype(k->f->nodes[r].dtype), base, (int)(i * CG_MAX_PARTIALS * 8));
+static const char *partials_of(cugen_kernel *k, ir_ref r, int32_t i, const char *base) {
+    return cugen_fmt(k, "reinterpret_cast<%s%s *>(%s + %d)", k->cur_const ? "const " : "",
+                     cugen_ctype(k->f->nodes[r].dtype), base, (int)(i * CG_MAX_PARTIALS * 8));
 }
 
-static const char *final_load(cg_kernel *k, int b) {
-    const cg_buf *bf = &k->bufs[b];
+static const char *final_load(cugen_kernel *k, int b) {
+    const cugen_buf *bf = &k->bufs[b];
     if (bf->computed) return index_value(k, b, NULL); /* element 0 */
-    const char *v = cg_fmt(k, "v%d", (int)bf->node);
-    cg_line(k, "const %s %s = %s;", cg_ctype(bf->dtype), v,
-            cg_from_storage(k, bf->dtype, cg_fmt(k, "%s[0]", bf->name)));
+    const char *v = cugen_fmt(k, "v%d", (int)bf->node);
+    cugen_line(k, "const %s %s = %s;", cugen_ctype(bf->dtype), v,
+               cugen_from_storage(k, bf->dtype, cugen_fmt(k, "%s[0]", bf->name)));
     return v;
 }
 
-/* The body of the partials kernel: a grid-stride flat sweep (cg_flat_sweep) writes the
+/* The body of the partials kernel: a grid-stride flat sweep (cugen_flat_sweep) writes the
  * per-element outputs and accumulates every reduction; the block combines its threads'
  * accumulators and thread 0 writes the block's partials to the scratch (partials_of).
  * Returns the sweep's vector width. */
-static int full_partials_body(cg_kernel *k, const rplan *p) {
-    cg_module *m = k->m;
+static int full_partials_body(cugen_kernel *k, const rplan *p) {
+    cugen_module *m = k->m;
     int32_t *outs = ir_arena_calloc(m->a, (size_t)(k->nbufs + 1), sizeof(int32_t));
     int32_t nouts = 0;
     for (int32_t b = 0; b < k->nbufs; b++)
@@ -1576,33 +1594,34 @@ static int full_partials_body(cg_kernel *k, const rplan *p) {
             outs[nouts++] = b;
     k->index_template = 1;
     k->cur_const = 0;
-    const char *part = cg_special_arg(k, CUDA_ARG_SCRATCH, k->partials_scratch, "part_",
-                                      "unsigned char *__restrict__");
+    const char *part = cugen_special_arg(k, CUDA_ARG_SCRATCH, k->partials_scratch, "part_",
+                                         "unsigned char *__restrict__");
     shared_decls(k, p, "[32]");
     acc_init(k, p, 1);
-    cg_line(k, "{");
+    cugen_line(k, "{");
     k->ind++;
-    int w = cg_flat_sweep(k, outs, nouts, p->reds, p->nreds, "(I)blockIdx.x", "(I)gridDim.x");
+    int w = cugen_flat_sweep(k, outs, nouts, p->reds, p->nreds, "(I)blockIdx.x", "(I)gridDim.x");
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
     block_combine(k, p);
-    cg_line(k, "if (threadIdx.x == 0) {");
+    cugen_line(k, "if (threadIdx.x == 0) {");
     k->ind++;
     block_combine_thread0(k, p);
     for (int32_t i = 0; i < p->nreds; i++)
-        cg_line(k, "%s[blockIdx.x] = a%d;", partials_of(k, p->reds[i], i, part), (int)p->reds[i]);
+        cugen_line(k, "%s[blockIdx.x] = a%d;", partials_of(k, p->reds[i], i, part),
+                   (int)p->reds[i]);
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
     return w;
 }
 
 /* Launch l1 of the partials kernel (emitted here): grid-stride over every element, at most
  * CG_MAX_PARTIALS blocks; a 32-bit variant below 2^31 elements, an _i64 one otherwise. */
-static void full_partials_launch(cg_kernel *k, cuda_launch *l1, int w) {
-    cg_module *m = k->m;
+static void full_partials_launch(cugen_kernel *k, cuda_launch *l1, int w) {
+    cugen_module *m = k->m;
     cuda_grid *g1 = ir_arena_calloc(m->a, 1, sizeof(cuda_grid));
     g1->kind = CUDA_GRID_STRIDE;
-    g1->work = cg_groups_extent(k, (1u << k->ngroups) - 1);
+    g1->work = cugen_groups_extent(k, (1u << k->ngroups) - 1);
     g1->per_thread = w;
     g1->block = FULL_BLOCK;
     g1->blocks_per_sm = 8;
@@ -1612,57 +1631,57 @@ static void full_partials_launch(cg_kernel *k, cuda_launch *l1, int w) {
     cond[0].kind = CUDA_COND_AT_MOST;
     cond[0].size = g1->work;
     cond[0].value = CUDA_INDEX32_LIMIT - 1;
-    v1[0].name = cg_global_name(k, "_partial");
+    v1[0].name = cugen_global_name(k, "_partial");
     v1[0].nconds = 1;
     v1[0].conds = cond;
     v1[0].nparts = 1;
     v1[0].parts = g1;
     v1[1] = v1[0];
-    v1[1].name = cg_global_name(k, "_partial_i64");
+    v1[1].name = cugen_global_name(k, "_partial_i64");
     v1[1].nconds = 0;
     v1[1].conds = NULL;
     l1->what = "full-reduction partials";
     l1->nvariants = 2;
     l1->variants = v1;
     l1->max_block = FULL_BLOCK;
-    v1[0].name = cg_emit_function(k, v1[0].name, FULL_BLOCK, k->body.data ? k->body.data : "",
-                                  CG_FN_TEMPLATE);
-    v1[1].name = cg_fmt(k, "%s_i64", v1[0].name);
+    v1[0].name = cugen_emit_function(k, v1[0].name, FULL_BLOCK, k->body.data ? k->body.data : "",
+                                     CG_FN_TEMPLATE);
+    v1[1].name = cugen_fmt(k, "%s_i64", v1[0].name);
     ir_buf_init(&k->body, m->a);
-    cg_launch_args(k, l1);
+    cugen_launch_args(k, l1);
 }
 
-static void full_ordered_combine(cg_kernel *k, const rplan *p, const char *part, const char *np);
+static void full_ordered_combine(cugen_kernel *k, const rplan *p, const char *part, const char *np);
 
 /* The body of the final kernel (one block): its threads combine the partials in a fixed
  * order, the block combines the threads, and thread 0 computes the results from the
  * reductions (the per-result values of both stages, reading inputs at element 0). */
-static void full_final_body(cg_kernel *k, const rplan *p) {
-    cg_module *m = k->m;
+static void full_final_body(cugen_kernel *k, const rplan *p) {
+    cugen_module *m = k->m;
     k->nsizes = 0;
     k->index_template = 0;
     k->cur_const = 1;
-    const char *part = cg_special_arg(k, CUDA_ARG_SCRATCH, k->partials_scratch, "part_",
-                                      "const unsigned char *__restrict__");
-    const char *np = cg_special_arg(k, CUDA_ARG_GRID_OF, k->launch_index - 1, "nparts_", NULL);
-    const char *n = cg_size_expr(k, cg_groups_extent(k, (1u << k->ngroups) - 1), "n");
+    const char *part = cugen_special_arg(k, CUDA_ARG_SCRATCH, k->partials_scratch, "part_",
+                                         "const unsigned char *__restrict__");
+    const char *np = cugen_special_arg(k, CUDA_ARG_GRID_OF, k->launch_index - 1, "nparts_", NULL);
+    const char *n = cugen_size_expr(k, cugen_groups_extent(k, (1u << k->ngroups) - 1), "n");
     shared_decls(k, p, "[32]");
     acc_init(k, p, 1);
     int ordered = row_needs_order(k, p);
     if (!ordered) {
-        cg_line(k, "for (long long b = threadIdx.x; b < %s; b += blockDim.x) {", np);
+        cugen_line(k, "for (long long b = threadIdx.x; b < %s; b += blockDim.x) {", np);
         k->ind++;
         for (int32_t i = 0; i < p->nreds; i++) {
             ir_ref r = p->reds[i];
-            cg_line(k, "a%d = %s;", (int)r,
-                    cg_red_combine(k, r, acc_name(k, r),
-                                   cg_fmt(k, "%s[b]", partials_of(k, r, i, part))));
+            cugen_line(k, "a%d = %s;", (int)r,
+                       cugen_red_combine(k, r, acc_name(k, r),
+                                         cugen_fmt(k, "%s[b]", partials_of(k, r, i, part))));
         }
         k->ind--;
-        cg_line(k, "}");
+        cugen_line(k, "}");
         block_combine(k, p);
     }
-    cg_line(k, "if (threadIdx.x == 0) {");
+    cugen_line(k, "if (threadIdx.x == 0) {");
     k->ind++;
     if (ordered)
         full_ordered_combine(k, p, part, np);
@@ -1675,17 +1694,17 @@ static void full_final_body(cg_kernel *k, const rplan *p) {
     per_result_stage(k, p, 0, written, NULL, NULL);
     per_result_stage(k, p, 1, written, NULL, NULL);
     k->ind--;
-    cg_line(k, "}");
+    cugen_line(k, "}");
 }
 
 /* Launch l2 of the final kernel (emitted here): one block. */
-static void full_final_launch(cg_kernel *k, cuda_launch *l2) {
-    cg_module *m = k->m;
+static void full_final_launch(cugen_kernel *k, cuda_launch *l2) {
+    cugen_module *m = k->m;
     cuda_grid *g2 = ir_arena_calloc(m->a, 1, sizeof(cuda_grid));
     g2->kind = CUDA_GRID_ONE;
     g2->block = FULL_BLOCK;
     cuda_variant *v2 = ir_arena_calloc(m->a, 1, sizeof(cuda_variant));
-    v2->name = cg_global_name(k, "_final");
+    v2->name = cugen_global_name(k, "_final");
     v2->nparts = 1;
     v2->parts = g2;
     l2->what = "full-reduction final";
@@ -1693,7 +1712,7 @@ static void full_final_launch(cg_kernel *k, cuda_launch *l2) {
     l2->variants = v2;
     l2->max_block = FULL_BLOCK;
     v2->name =
-        cg_emit_function(k, v2->name, FULL_BLOCK, k->body.data ? k->body.data : "", CG_FN_PLAIN);
+        cugen_emit_function(k, v2->name, FULL_BLOCK, k->body.data ? k->body.data : "", CG_FN_PLAIN);
     ir_buf_init(&k->body, m->a);
 }
 
@@ -1704,8 +1723,8 @@ static void full_final_launch(cg_kernel *k, cuda_launch *l2) {
  * elements with the grid's blocks: an aligned subtree each), its 32 / w groups P of them each;
  * thread 0 writes the block's value, unfinished, to the partials. The final kernel's thread 0
  * combines the partials in the same tree (a binary counter, its pending subtrees folded). */
-static void full_ordered_partials_body(cg_kernel *k, const rplan *p) {
-    cg_module *m = k->m;
+static void full_ordered_partials_body(cugen_kernel *k, const rplan *p) {
+    cugen_module *m = k->m;
     int w = p->vec;
     rowctx c;
     memset(&c, 0, sizeof c);
@@ -1716,69 +1735,71 @@ static void full_ordered_partials_body(cg_kernel *k, const rplan *p) {
     k->load = row_load;
     k->index_template = 0;
     k->cur_const = 0;
-    const char *part = cg_special_arg(k, CUDA_ARG_SCRATCH, k->partials_scratch, "part_",
-                                      "unsigned char *__restrict__");
-    const char *N = cg_size_expr(k, cg_groups_extent(k, (1u << k->ngroups) - 1), "n");
-    cg_line(k,
-            "/* the elements as one row: this block's Q blocks of 1024 from blockIdx.x * Q, its");
-    cg_line(k, "   groups of G threads (%d lanes each) P blocks each */", w);
-    cg_line(k, "const int T = (int)blockDim.x;");
-    cg_line(k, "const int G = %d;", 32 / w);
-    cg_line(k, "const int lane = (int)threadIdx.x;");
-    cg_line(k, "const long long grp = lane / G;");
-    cg_line(k, "const int gp = lane & (G - 1);");
-    cg_line(k, "const long long N = %s;", N);
-    cg_line(k, "long long Q = 1;");
-    cg_line(k, "while (Q * (long long)gridDim.x * 1024 < N) Q *= 2;");
-    cg_line(k, "long long P = 1;");
-    cg_line(k, "int lp = 0;");
-    cg_line(k, "while (P * (T / G) < Q) P *= 2, lp++;");
-    cg_line(k, "const long long lo = (long long)blockIdx.x * Q * 1024;");
-    cg_line(k, "const long long n = N - lo < Q * 1024 ? N : lo + Q * 1024;");
-    cg_line(k, "const bool live = true; /* what per-row loads test */");
-    cg_line(k, "(void)live;");
+    const char *part = cugen_special_arg(k, CUDA_ARG_SCRATCH, k->partials_scratch, "part_",
+                                         "unsigned char *__restrict__");
+    const char *N = cugen_size_expr(k, cugen_groups_extent(k, (1u << k->ngroups) - 1), "n");
+    cugen_line(
+        k, "/* the elements as one row: this block's Q blocks of 1024 from blockIdx.x * Q, its");
+    cugen_line(k, "   groups of G threads (%d lanes each) P blocks each */", w);
+    cugen_line(k, "const int T = (int)blockDim.x;");
+    cugen_line(k, "const int G = %d;", 32 / w);
+    cugen_line(k, "const int lane = (int)threadIdx.x;");
+    cugen_line(k, "const long long grp = lane / G;");
+    cugen_line(k, "const int gp = lane & (G - 1);");
+    cugen_line(k, "const long long N = %s;", N);
+    cugen_line(k, "long long Q = 1;");
+    cugen_line(k, "while (Q * (long long)gridDim.x * 1024 < N) Q *= 2;");
+    cugen_line(k, "long long P = 1;");
+    cugen_line(k, "int lp = 0;");
+    cugen_line(k, "while (P * (T / G) < Q) P *= 2, lp++;");
+    cugen_line(k, "const long long lo = (long long)blockIdx.x * Q * 1024;");
+    cugen_line(k, "const long long n = N - lo < Q * 1024 ? N : lo + Q * 1024;");
+    cugen_line(k, "const bool live = true; /* what per-row loads test */");
+    cugen_line(k, "(void)live;");
     shared_decls(k, p, "[32]");
-    cg_line(k, "const bool vec = %s;", row_vec_cond(k, p, w, "true"));
+    cugen_line(k, "const bool vec = %s;", row_vec_cond(k, p, w, "true"));
     row_sweep_ordered(k, p, &c, 1, "lo + ");
-    cg_line(k, "if (threadIdx.x == 0) {");
+    cugen_line(k, "if (threadIdx.x == 0) {");
     for (int32_t i = 0; i < p->nreds; i++)
-        cg_line(k, "    %s[blockIdx.x] = a%d;", partials_of(k, p->reds[i], i, part),
-                (int)p->reds[i]);
-    cg_line(k, "}");
+        cugen_line(k, "    %s[blockIdx.x] = a%d;", partials_of(k, p->reds[i], i, part),
+                   (int)p->reds[i]);
+    cugen_line(k, "}");
     k->ctx = NULL;
 }
 
-static void full_ordered_partials_launch(cg_kernel *k, cuda_launch *l1, const rplan *p) {
-    cg_module *m = k->m;
+static void full_ordered_partials_launch(cugen_kernel *k, cuda_launch *l1, const rplan *p) {
+    cugen_module *m = k->m;
     full_ordered_partials_body(k, p);
     cuda_grid *g1 = ir_arena_calloc(m->a, 1, sizeof(cuda_grid));
     g1->kind = CUDA_GRID_STRIDE;
-    g1->work = cg_groups_extent(k, (1u << k->ngroups) - 1);
+    g1->work = cugen_groups_extent(k, (1u << k->ngroups) - 1);
     g1->per_thread = 32 * p->vec; /* a block of 1024 elements to each group at least */
     g1->block = FULL_ORDERED_BLOCK;
     g1->blocks_per_sm = 8;
     g1->max_blocks = CG_MAX_PARTIALS;
     cuda_variant *v1 = ir_arena_calloc(m->a, 1, sizeof(cuda_variant));
-    v1->name = cg_global_name(k, "_partial");
+    v1->name = cugen_global_name(k, "_partial");
     v1->nparts = 1;
     v1->parts = g1;
     l1->what = "full-reduction partials";
     l1->nvariants = 1;
     l1->variants = v1;
     l1->max_block = FULL_ORDERED_BLOCK;
-    v1->name = cg_emit_function(k, v1->name, FULL_ORDERED_BLOCK, k->body.data ? k->body.data : "",
-                                CG_FN_PLAIN);
+    v1->name = cugen_emit_function(k, v1->name, FULL_ORDERED_BLOCK,
+                                   k->body.data ? k->body.data : "", CG_FN_PLAIN);
     ir_buf_init(&k->body, m->a);
-    cg_launch_args(k, l1);
+    cugen_launch_args(k, l1);
 }
 
 /* Thread 0 of the final kernel: the partials (np of them) in the order's tree. */
-static void full_ordered_combine(cg_kernel *k, const rplan *p, const char *part, const char *np) {
+static void full_ordered_combine(cugen_kernel *k, const rplan *p, const char *part,
+                                 const char *np) {
     for (int32_t i = 0; i < p->nreds; i++)
-        tree_over(k, p->reds[i], np, "b", cg_fmt(k, "%s[b]", partials_of(k, p->reds[i], i, part)));
+        tree_over(k, p->reds[i], np, "b",
+                  cugen_fmt(k, "%s[b]", partials_of(k, p->reds[i], i, part)));
 }
 
-void cg_gen_full(cg_kernel *k, cuda_launch *l2) {
+void cugen_gen_full(cugen_kernel *k, cuda_launch *l2) {
     rplan p;
     plan_build(k, &p, 0);
     if (k->m->fail.failed) return;

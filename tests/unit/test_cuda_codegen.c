@@ -267,7 +267,7 @@ static void test_resolve_split(void) {
 }
 
 int main(void) {
-    const char *missing = cg_op_table_check();
+    const char *missing = cugen_op_table_check();
     CHECK_MSG(missing == NULL, "the CUDA op table lacks %s", missing ? missing : "");
     test_programs();
     test_resolve();
