@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# tests/rt/standalone.sh EXE PROBE.o: libfusec_rt needs no compiler. Runs EXE (a program linked
+# with libfusec_rt and -lpthread -lm -ldl alone: test_rt_standalone.c), then checks that it
+# defines no symbol of the compiler's layers (the front end's parse_/lex_, ir_, pass_, plan_,
+# the code generators' llvm_/lg_/cugen_, NVRTC's rt_nvrtc_, LLVM's) and, outside the sanitizer
+# builds, loads no shared library but the C library's.
+set -u
+exe=$1 probe=$2
+fail=0
+"$exe" "$probe" || fail=1
+command -v nm >/dev/null || { echo "no nm"; exit 77; }
+bad=$(nm "$exe" | awk '$2 ~ /^[TtDdBbRr]$/ {print $3}' |
+    grep -E '^(parse_|lex_|ir_|pass_|plan_|llvm_|lg_|cugen_|cuda_generate|rt_nvrtc|rt_cache|LLVM|fusec_module_)' |
+    head -5)
+if [ -n "$bad" ]; then
+    echo "FAIL: the program holds the compiler's symbols:" $bad
+    fail=1
+fi
+if nm "$exe" | grep -q ' [TtDdBb] __\(asan\|tsan\|ubsan\)_'; then
+    echo "(a sanitizer build: its runtime libraries are not checked)"
+else
+    extra=$(ldd "$exe" | awk '{print $1}' |
+        grep -vE '^(linux-vdso\.so|libc\.so|libm\.so|libpthread\.so|libdl\.so|/lib64/ld-linux|ld-linux)' || true)
+    if [ -n "$extra" ]; then
+        echo "FAIL: the program loads more than the C library:" $extra
+        fail=1
+    fi
+fi
+[ $fail = 0 ] && echo "standalone: no compiler symbols, no library but libc's"
+exit $fail
