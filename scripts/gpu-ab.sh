@@ -8,8 +8,13 @@
 #   A: a worktree of the other commit built without LLVM, bundled (DEVELOPERS.md has the
 #      commands) into .gpu/a;  B: make gpu-bundle && cp -r gpu-bundle .gpu/b  (.gpu/ is ignored)
 #   device call: bash scripts/gpu-ab.sh .gpu/a .gpu/b "$OUT"   (carry [".gpu"], about 4 minutes)
+#   FUSEC_GPU_DRY=1: a dry run against the emulated driver (its variables set, as for ctest's
+#      emu tests): every shape cut to about 2^12 elements, one round (ctest gpu_ab.dry).
 set -u
 A=${1:?bundle A} B=${2:?bundle B} OUT=${3:?output directory}
+DRY=${FUSEC_GPU_DRY:-0}
+PRE=(env) # a dry run's fusec: the emulated kernels' ASan run-time library preloaded
+[[ $DRY == 1 && -n ${FUSEC_TEST_PRELOAD:-} ]] && PRE=(env "LD_PRELOAD=$FUSEC_TEST_PRELOAD")
 mkdir -p "$OUT"
 exec >"$OUT/ab.log" 2>&1
 J=$OUT/ab.jsonl
@@ -18,19 +23,23 @@ T0=$SECONDS
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null
 for v in "$A" "$B"; do head -3 "$v/BUNDLE.txt"; done
 # the device held initialized, as gpu-check.sh does (a context per process otherwise)
-python3 - <<'PY' &
+[[ $DRY == 1 ]] || python3 - <<'PY' &
 import ctypes, time
 cu = ctypes.CDLL("libcuda.so.1"); d = ctypes.c_int(); c = ctypes.c_void_p()
 cu.cuInit(0); cu.cuDeviceGet(ctypes.byref(d), 0); cu.cuDevicePrimaryCtxRetain(ctypes.byref(c), d)
 time.sleep(900)
 PY
 HOLD=$!
-trap 'kill $HOLD 2>/dev/null' EXIT
+[[ $DRY == 1 ]] && HOLD=
+trap '[[ -n $HOLD ]] && kill $HOLD 2>/dev/null' EXIT
 b() { # BUNDLE ROUND FILE FN ARGS... (FILE from the bundle's src/)
     local v=$1 r=$2 file=$3 fn=$4 out name
     shift 4
     name=$(basename "$v")
-    if out=$(FUSEC_CACHE_DIR=/tmp/cache-$name timeout 60 "$v/bin/fusec" bench \
+    [[ $DRY == 1 ]] && set -- $(dry_args "$@")
+    # one kernel cache for both: its keys hold the generated source, so the bundles share
+    # only what they generate alike (a dry run's two copies of one tree build each kernel once)
+    if out=$(FUSEC_CACHE_DIR=${TMPDIR:-/tmp}/cache-ab timeout 60 "${PRE[@]}" "$v/bin/fusec" bench \
         "$v/src/$file" -f "$fn" --target=cuda --format json "$@") &&
         [[ $out == '{'* ]]; then
         echo "{\"bundle\": \"$name\", \"round\": $r, \"args\": \"$fn $*\", ${out#\{}" >>"$J"
@@ -38,6 +47,24 @@ b() { # BUNDLE ROUND FILE FN ARGS... (FILE from the bundle's src/)
     else
         echo "FAILED: $name $fn $*"
     fi
+}
+dry_args() { # the arguments with the --dims shifted down alike to about 2^12 elements in all
+    # (the shapes keep their form; rows at most 16), --reps 2
+    python3 - "$@" <<'PY'
+import math, sys
+a = sys.argv[1:]
+dims = [i + 1 for i, x in enumerate(a) if x == "--dim"]
+vals = [int(a[i].split("=")[1]) for i in dims]
+bits = math.log2(max(1, math.prod(vals)))
+s = max(0, math.ceil((bits - 12) / max(1, len(dims))))
+for k, (i, v) in enumerate(zip(dims, vals)):
+    # and at most 16 rows: the emulator runs a CUDA thread as a fiber, and rows take 32 each
+    v = min(v >> s, 16) if k == 0 and len(dims) > 1 else v >> s
+    a[i] = f"{a[i].split('=')[0]}={max(1, v)}"
+if "--reps" in a:
+    a[a.index("--reps") + 1] = "2"
+print(" ".join(a))
+PY
 }
 echo "== correctness of B: one answer against the CPU's results it carries (t=$((SECONDS - T0)))"
 if [[ -d $B/one_answer ]]; then
@@ -60,6 +87,7 @@ for r in 1 2 3; do
         b "$v" $r bench/programs/gelu.fuse gelu --dim N=67108864 --reps 20
     done
     ((SECONDS - T0 > 420)) && break
+    [[ $DRY == 1 ]] && break
 done
 echo "== medians (t=$((SECONDS - T0)))"
 python3 - "$J" <<'PY'

@@ -1442,8 +1442,9 @@ static LLVMValueRef *row_cache(lg_fn *g, LLVMValueRef rowlen, int k) {
  * rows are a second loop beside the one for long rows and the rows left over, whose sweeps
  * hold each row's body again: a row kernel's code and compile time grow 2-2.5x (softmax 110
  * -> 275 ms, bench/RESULTS.md), which bodies of many nodes or transcendentals an element
- * would pay in seconds. */
-#define LG_GROUP_NODES 32
+ * would pay in seconds: the normalizations of a few ops (softmax is 9 nodes, layernorm in
+ * bf16 18) are grouped, larger bodies not (at 32, the test suite's compiles took 15% longer). */
+#define LG_GROUP_NODES 20
 #define LG_GROUP_MATH  2
 static int row_groups(const lg_fn *g, int nr) {
     const llvm_kplan *p = g->p;
