@@ -11,16 +11,6 @@
 
 /* ---- shapes ------------------------------------------------------------------------------ */
 
-int64_t plan_shape_count(const ir_shape *s, const int64_t *sym_values) {
-    int64_t n = 1;
-    for (int32_t i = 0; i < s->rank; i++) {
-        int64_t d = s->dims[i].sym >= 0 ? sym_values[s->dims[i].sym] : s->dims[i].size;
-        if (d <= 0) return 0;
-        n *= d; /* launch checks keep every tensor's element count far inside int64 */
-    }
-    return n;
-}
-
 ir_shape plan_sub_shape(const ir_shape *d, uint32_t mask) {
     ir_shape s;
     memset(&s, 0, sizeof s);
@@ -69,22 +59,6 @@ int plan_checks_hold(const plan_func *pf, const int64_t *sym_values, char *err, 
         if (plan_shape_count(&pf->checks[i].shape, sym_values) == 0)
             return ir_fail(err, errlen, "%s over an empty axis", ir_ops[pf->checks[i].op].name);
     return 0;
-}
-
-/* ---- the split ----------------------------------------------------------------------------- */
-
-int64_t plan_split_pieces(int64_t len, int64_t units, int64_t want_units, int64_t *rows) {
-    *rows = len;
-    if (len <= 0 || units <= 0 || units >= want_units) return 1;
-    int64_t want = want_units / units + (want_units % units != 0);
-    int64_t most = len / PLAN_SPLIT_MIN_ROWS; /* pieces of at least the minimum */
-    int64_t pieces = want < most ? want : most;
-    if (pieces > PLAN_SPLIT_MAX) pieces = PLAN_SPLIT_MAX;
-    if (pieces <= 1) return 1;
-    /* equal pieces, the last one shorter: the count that rows of ceil(len / pieces) give */
-    int64_t r = len / pieces + (len % pieces != 0);
-    *rows = r;
-    return len / r + (len % r != 0);
 }
 
 /* ---- one kernel ----------------------------------------------------------------------------- */

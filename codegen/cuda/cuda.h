@@ -8,7 +8,8 @@
  * Launching function F of a module (the runtime's job):
  *   1. check F's `checks` (a max or min over an empty axis is an error, as in the reference);
  *   2. allocate F's scratch buffers (sizes from the symbolic dims);
- *   3. for each launch of F in order: cuda_resolve picks the variant (the function to call)
+ *   3. for each launch of F in order: rt_cuda_resolve (runtime/cuda/cuda_resolve.h) picks the
+ *      variant (the function to call)
  *      and computes grid, block and the value of every int64 argument; a launch with no work
  *      (`skip`) is left out; then cuLaunchKernel with the arguments in `args` order: device
  *      pointers (CUdeviceptr) for PARAM / RESULT / SCRATCH, int64_t values for the rest.
@@ -27,8 +28,10 @@
 /* Bump when the generated code changes for the same IR: it is part of every cache key. */
 #define CUDA_CODEGEN_VERSION 5
 
-/* What the CUDA generator asks of the kernel plan (plan/plan.h). */
+/* What the CUDA generator asks of the kernel plan (plan/plan.h); the units of a split
+ * (plan_split_pieces) are read at launch too (runtime/cuda/cuda_resolve.c). */
 extern const plan_options cuda_plan_options;
+#define CUDA_PLAN_WANT_UNITS 2048
 
 /* The most symbolic factors one size has (a shape has at most IR_MAX_RANK dims; strides
  * and products of group extents stay within one shape). */
@@ -56,7 +59,7 @@ typedef enum cuda_arg_kind {
     CUDA_ARG_RESULT,      /* pointer: result `index` of the function */
     CUDA_ARG_SCRATCH,     /* pointer: scratch buffer `index` (cuda_func.scratch) */
     CUDA_ARG_SIZE,        /* int64: `size` evaluated with the symbolic dims */
-    CUDA_ARG_ROW_THREADS, /* int64: threads per row of a ROWS grid (cuda_resolve) */
+    CUDA_ARG_ROW_THREADS, /* int64: threads per row of a ROWS grid (rt_cuda_resolve) */
     CUDA_ARG_PART_BLOCK,  /* int64: the first block of part `index` of the grid */
     CUDA_ARG_GRID_OF,     /* int64: the number of blocks of launch `index` of this function */
     CUDA_ARG_PIECES,      /* int64: the pieces of a split launch (cuda_launch.split) */
@@ -69,7 +72,7 @@ typedef struct cuda_arg {
     const char *name; /* the CUDA parameter's name */
 } cuda_arg;
 
-/* How one part of a launch sizes its grid (cuda_resolve applies these formulas).
+/* How one part of a launch sizes its grid (rt_cuda_resolve applies these formulas).
  *   STRIDE  grid-stride loop over `work` elements, `per_thread` (the vector width) per
  *           thread and pass: blocks = ceil(work / (block * per_thread)), capped;
  *   ROWS    `work` rows of `row_len` elements; T threads per row, T the power of two
@@ -150,7 +153,7 @@ typedef struct cuda_launch {
 
 /* A device buffer a call of the function needs besides its inputs and results: `bytes`, or
  * for the partials of a split launch `bytes` a piece, none when the launch is not split
- * (cuda_scratch_bytes). */
+ * (rt_cuda_scratch_bytes). */
 typedef struct cuda_scratch {
     cuda_size bytes;
     ir_ref node;          /* the stored value it holds; IR_NONE: a reduction's partial results */
@@ -203,34 +206,5 @@ typedef struct cuda_module {
  * only; a's oom handler, when set, is honoured. */
 int cuda_generate(ir_arena *a, ir_func *const *funcs, int nfuncs, cuda_module **out, char *err,
                   size_t errlen);
-
-/* A size's value; -1 when it overflows int64. */
-int64_t cuda_size_eval(const cuda_size *s, const int64_t *syms);
-
-/* One launch made concrete. */
-typedef struct cuda_config {
-    int skip;         /* no work: do not launch */
-    int variant;      /* index into launch.variants */
-    const char *name; /* its function */
-    uint32_t grid, block, smem_bytes;
-    int64_t row_threads; /* ROWS grids: T */
-    int64_t pieces;      /* a split launch's pieces (1: not split) */
-} cuda_config;
-
-/* Resolves every launch of f for the symbolic dims `syms` on a device with `sm_count`
- * multiprocessors: configs[f->nlaunches], and values[] holds, for launch i, argument j at
- * values[sum of nargs of launches before i + j] (int64 kinds; 0 for pointers). `params` and
- * `results` are the device addresses of the call's tensors, for alignment conditions (NULL:
- * taken as unaligned); scratch buffers must be allocated 256-byte aligned. Checks f's
- * `checks` first. 0, or -1 with a message (a check failed, or a size overflows). */
-int cuda_resolve(const cuda_func *f, const int64_t *syms, const uint64_t *params,
-                 const uint64_t *results, int sm_count, cuda_config *configs, int64_t *values,
-                 char *err, size_t errlen);
-/* The bytes of scratch buffer k of f for these dims, once cuda_resolve has filled `configs`;
- * -1 when it overflows int64. */
-int64_t cuda_scratch_bytes(const cuda_func *f, int32_t k, const int64_t *syms,
-                           const cuda_config *configs);
-/* The number of int64 slots cuda_resolve needs in `values`. */
-int32_t cuda_func_nargs(const cuda_func *f);
 
 #endif

@@ -1,5 +1,5 @@
 /* runtime/cuda/cuda_launch.c: the Driver API launcher (see cuda_launch.h). codegen/cuda/cuda.h says
- * what each launch of a function takes; cuda_resolve turns it into grids and argument values
+ * what each launch of a function takes; rt_cuda_resolve turns it into grids and argument values
  * for given dims, and this file keeps the last resolution of each function, so that a call
  * with the same dims (and pointers of the same alignment) packs its arguments from it and
  * goes straight to cuLaunchKernel. */
@@ -12,9 +12,10 @@
 
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/cuda/cuda_gather.h"
+#include "runtime/cuda/cuda_resolve.h"
 #include "runtime/clock.h"
 
-/* Scratch buffers are carved from one pool allocation at this alignment (cuda_resolve's
+/* Scratch buffers are carved from one pool allocation at this alignment (rt_cuda_resolve's
  * rule; the pool's own allocations are at least this aligned). */
 #define RT_CUDA_SCRATCH_ALIGN 256u
 /* The most parameters and results of a call (IR_MAX_ARGS), and results. */
@@ -23,9 +24,9 @@
 
 /* One resolution of a function for given dims: what its launches need. */
 typedef struct resolution {
-    cuda_config *configs;  /* [nlaunches] */
-    int64_t *values;       /* [nvalues], as cuda_resolve lays them out */
-    uint64_t *scratch_off; /* [nscratch] byte offsets into the scratch block */
+    rt_cuda_config *configs; /* [nlaunches] */
+    int64_t *values;         /* [nvalues], as rt_cuda_resolve lays them out */
+    uint64_t *scratch_off;   /* [nscratch] byte offsets into the scratch block */
     uint64_t scratch_bytes;
 } resolution;
 
@@ -134,7 +135,7 @@ static fusec_status fn_load(rt_cuda_gpu *g, const cuda_func *meta, rt_cuda_fn *f
     fn->nkey = meta->nsyms + fn->nptrs;
     fn->key = calloc((size_t)(fn->nkey ? fn->nkey : 1), sizeof *fn->key);
     fn->last.configs = calloc((size_t)nl, sizeof *fn->last.configs);
-    fn->nvalues = cuda_func_nargs(meta);
+    fn->nvalues = rt_cuda_func_nargs(meta);
     fn->last.values = calloc((size_t)(fn->nvalues ? fn->nvalues : 1), sizeof(int64_t));
     fn->last.scratch_off = calloc((size_t)(meta->nscratch ? meta->nscratch : 1), sizeof(uint64_t));
     if (!fn->funcs || !fn->gather || !fn->var_base || !fn->arg_base || !fn->key ||
@@ -275,22 +276,22 @@ typedef struct call {
 } call;
 
 static size_t resolution_size(const rt_cuda_fn *fn) {
-    return sizeof(cuda_config) * (size_t)fn->meta->nlaunches +
+    return sizeof(rt_cuda_config) * (size_t)fn->meta->nlaunches +
            sizeof(int64_t) * (size_t)fn->nvalues + sizeof(uint64_t) * (size_t)fn->meta->nscratch;
 }
 
-/* Points res's arrays into mem (resolution_size bytes; cuda_config holds int64s first). */
+/* Points res's arrays into mem (resolution_size bytes; rt_cuda_config holds int64s first). */
 static void resolution_place(const rt_cuda_fn *fn, resolution *res, void *mem) {
     unsigned char *p = mem;
     res->values = (int64_t *)p;
     p += sizeof(int64_t) * (size_t)fn->nvalues;
     res->scratch_off = (uint64_t *)p;
     p += sizeof(uint64_t) * (size_t)fn->meta->nscratch;
-    res->configs = (cuda_config *)p;
+    res->configs = (rt_cuda_config *)p;
 }
 
 static void resolution_copy(const rt_cuda_fn *fn, resolution *dst, const resolution *src) {
-    memcpy(dst->configs, src->configs, sizeof(cuda_config) * (size_t)fn->meta->nlaunches);
+    memcpy(dst->configs, src->configs, sizeof(rt_cuda_config) * (size_t)fn->meta->nlaunches);
     memcpy(dst->values, src->values, sizeof(int64_t) * (size_t)fn->nvalues);
     memcpy(dst->scratch_off, src->scratch_off, sizeof(uint64_t) * (size_t)fn->meta->nscratch);
     dst->scratch_bytes = src->scratch_bytes;
@@ -343,13 +344,13 @@ static fusec_status resolve(const rt_cuda_gpu *g, rt_cuda_fn *fn, const ir_tenso
     }
     pthread_mutex_unlock(&fn->mu);
     if (!hit) {
-        if (cuda_resolve(meta, syms, ptrs, ptrs + meta->nparams, g->dev.sm_count, c->res.configs,
-                         c->res.values, err, errlen) != 0) {
+        if (rt_cuda_resolve(meta, syms, ptrs, ptrs + meta->nparams, g->dev.sm_count, c->res.configs,
+                            c->res.values, err, errlen) != 0) {
             st = FUSEC_ERR_RUNTIME;
         } else {
             uint64_t total = 0;
             for (int32_t k = 0; k < meta->nscratch && st == FUSEC_OK; k++) {
-                int64_t b = cuda_scratch_bytes(meta, k, syms, c->res.configs);
+                int64_t b = rt_cuda_scratch_bytes(meta, k, syms, c->res.configs);
                 if (b < 0 || (uint64_t)b > (UINT64_MAX >> 2)) {
                     snprintf(err, errlen, "scratch buffer %d of '%s' is too large", (int)k,
                              meta->name);
@@ -587,7 +588,7 @@ static fusec_status launch_all(const rt_cuda_fn *fn, const resolution *res, cons
     void **kp = ab.kp;
     fusec_status st = FUSEC_OK;
     for (int32_t li = 0; li < fn->meta->nlaunches && st == FUSEC_OK; li++) {
-        const cuda_config *cf = &res->configs[li];
+        const rt_cuda_config *cf = &res->configs[li];
         if (cf->skip) continue;
         pack(fn, res, li, args, scratch, slots, kp);
         rt_cu_result r = cu->LaunchKernel(variant_function(fn, res, li), cf->grid, 1, 1, cf->block,
@@ -651,7 +652,7 @@ fusec_status rt_cuda_gpu_launch(rt_cuda_gpu *g, int func, const ir_tensor *args,
 
 static void node_params(const rt_cuda_fn *fn, const resolution *res, int32_t li, void **kp,
                         rt_cu_kernel_node_params *np) {
-    const cuda_config *cf = &res->configs[li];
+    const rt_cuda_config *cf = &res->configs[li];
     memset(np, 0, sizeof *np);
     np->func = variant_function(fn, res, li);
     np->grid_x = cf->grid;

@@ -1,7 +1,8 @@
 /* tests/rt/test_rt_standalone.c: a program linked with libfusec_rt alone (and -lpthread -lm
  * -ldl), using each of its parts as a runtime without the compiler would: the thread pool,
  * the CPU table and host detection, the ELF loader on a relocatable object (argv[1]), host
- * memory, DLPack, the clock, and the CUDA driver, which without a GPU says so. standalone.sh
+ * memory, DLPack, the clock, a CUDA launch description made concrete, and the CUDA driver,
+ * which without a GPU says so. standalone.sh
  * then checks that the program holds nothing of the compiler. Exit 0, or 1 naming what failed. */
 #include <stdint.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 #include "runtime/cpu/cpu_target.h"
 #include "runtime/cpu/threadpool.h"
 #include "runtime/cuda/cuda_driver.h"
+#include "runtime/cuda/cuda_resolve.h"
 #include "runtime/dlpack.h"
 #include "check.h"
 
@@ -118,6 +120,40 @@ static void memory_dlpack_clock(void) {
     CHECK(rt_median(ts, 3) == 2);
 }
 
+/* A launch description as the CUDA generator writes one (a grid-stride kernel over N
+ * elements, 4 a thread, and N as an argument), resolved for two sizes; N = 0 fails its check. */
+static void cuda_launch_resolve(void) {
+    const cuda_size n = {.coeff = 1, .nsyms = 1, .syms = {0}};
+    const cuda_grid grid = {
+        .kind = CUDA_GRID_STRIDE, .work = n, .per_thread = 4, .block = 256, .blocks_per_sm = 8};
+    const cuda_variant var = {.name = "k0", .nparts = 1, .parts = &grid};
+    const cuda_arg args[2] = {{.kind = CUDA_ARG_PARAM, .index = 0, .name = "x"},
+                              {.kind = CUDA_ARG_SIZE, .size = n, .name = "n"}};
+    const cuda_launch l = {
+        .what = "pointwise", .nvariants = 1, .variants = &var, .nargs = 2, .args = args};
+    const cuda_check chk = {.extent = n, .message = "max over an empty axis"};
+    const cuda_func f = {.name = "f",
+                         .nparams = 1,
+                         .nresults = 1,
+                         .nsyms = 1,
+                         .nlaunches = 1,
+                         .launches = &l,
+                         .nchecks = 1,
+                         .checks = &chk};
+    CHECK(rt_cuda_func_nargs(&f) == 2);
+    rt_cuda_config c;
+    int64_t v[2], syms[1] = {100000};
+    char err[128] = "";
+    CHECK(rt_cuda_resolve(&f, syms, NULL, NULL, 132, &c, v, err, sizeof err) == 0);
+    CHECK(!c.skip && c.grid == 98 && c.block == 256 && v[1] == 100000 && !strcmp(c.name, "k0"));
+    syms[0] = 1 << 30; /* capped at 8 blocks an SM */
+    CHECK(rt_cuda_resolve(&f, syms, NULL, NULL, 132, &c, v, err, sizeof err) == 0 &&
+          c.grid == 132 * 8);
+    syms[0] = 0;
+    CHECK(rt_cuda_resolve(&f, syms, NULL, NULL, 132, &c, v, err, sizeof err) == -1 &&
+          !strcmp(err, "max over an empty axis"));
+}
+
 static void cuda(void) {
     char why[512] = "";
     rt_cuda_device d;
@@ -136,6 +172,7 @@ int main(int argc, char **argv) {
     cpu_table();
     elf(argv[1]);
     memory_dlpack_clock();
+    cuda_launch_resolve();
     cuda();
     return check_exit(
         "libfusec_rt (pool, CPU table, ELF loader, memory, DLPack, clock, CUDA probe)");

@@ -1,9 +1,10 @@
 /* tests/unit/test_cuda_codegen.c: the CUDA code generator without a compiler or a GPU: the op
  * table covers ops.def; every example and test program generates (fused and --no-fuse), the
  * same IR giving byte-identical source, with launch metadata that holds together; and
- * cuda_resolve's grids, variants, argument values and checks for known shapes. */
+ * rt_cuda_resolve's grids, variants, argument values and checks for known shapes. */
 #include "codegen/cuda/cuda.h"
 #include "codegen/cuda/cuda_internal.h"
+#include "runtime/cuda/cuda_resolve.h"
 #include "frontend/frontend.h"
 #include "passes/passes.h"
 
@@ -90,11 +91,12 @@ static void test_programs(void) {
     CHECK(for_each_program(check_program, NULL) >= 10);
 }
 
-/* ---- cuda_resolve on known shapes -------------------------------------------------------------
+/* ---- rt_cuda_resolve on known shapes
+ * -------------------------------------------------------------
  */
 
 typedef struct resolved {
-    cuda_config c[8];
+    rt_cuda_config c[8];
     int64_t v[128];
     char err[256];
     int rc;
@@ -103,8 +105,8 @@ typedef struct resolved {
 static void resolve(const cuda_func *f, const int64_t *syms, const uint64_t *params,
                     const uint64_t *results, resolved *r) {
     memset(r, 0, sizeof *r);
-    CHECK(f->nlaunches <= 8 && cuda_func_nargs(f) <= 128);
-    r->rc = cuda_resolve(f, syms, params, results, 132, r->c, r->v, r->err, sizeof r->err);
+    CHECK(f->nlaunches <= 8 && rt_cuda_func_nargs(f) <= 128);
+    r->rc = rt_cuda_resolve(f, syms, params, results, 132, r->c, r->v, r->err, sizeof r->err);
 }
 
 /* The value of the first argument of launch l named `name`. */
@@ -250,18 +252,18 @@ static void test_resolve_split(void) {
         CHECK(r.c[0].pieces == 64 && r.c[0].grid == 64 && arg_value(f, &r, 0, "pieces_") == 64);
         CHECK(!r.c[1].skip && strcmp(r.c[1].name, "fusec_reduce_cols_k0_join") == 0);
         CHECK(arg_value(f, &r, 1, "pieces_") == 64);
-        CHECK(cuda_scratch_bytes(f, 0, s, r.c) == 32 * 4 * 8 * 64);
+        CHECK(rt_cuda_scratch_bytes(f, 0, s, r.c) == 32 * 4 * 8 * 64);
         s[0] = 1031; /* 4 pieces of 258 rows, the last of 257 */
         resolve(f, s, aligned, aligned, &r);
         CHECK(r.rc == 0 && r.c[0].pieces == 4 && r.c[0].grid == 4);
         s[0] = 300; /* too few rows for two pieces: the column kernel, no join */
         resolve(f, s, aligned, aligned, &r);
         CHECK(r.rc == 0 && strcmp(r.c[0].name, "fusec_reduce_cols_k0") == 0 && r.c[1].skip);
-        CHECK(cuda_scratch_bytes(f, 0, s, r.c) == 0);
+        CHECK(rt_cuda_scratch_bytes(f, 0, s, r.c) == 0);
         s[0] = 2; /* ten million columns: no split, and no partials to allocate */
         s[1] = 10000000;
         resolve(f, s, aligned, aligned, &r);
-        CHECK(r.rc == 0 && r.c[1].skip && cuda_scratch_bytes(f, 0, s, r.c) == 0);
+        CHECK(r.rc == 0 && r.c[1].skip && rt_cuda_scratch_bytes(f, 0, s, r.c) == 0);
     }
     ir_arena_free(&a);
 }
