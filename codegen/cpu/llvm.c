@@ -1423,17 +1423,15 @@ static LLVMValueRef *row_cache(lg_fn *g, LLVMValueRef rowlen, int k) {
     lg_mod *m = g->m;
     if (!g->use_cache) return NULL;
     LLVMValueRef *cache = ir_arena_calloc(m->arena, (size_t)p->ncached + 1, sizeof(LLVMValueRef));
-    int64_t all = 0;
-    for (int32_t c = 0; c < p->ncached; c++)
-        all += g->f->nodes[p->cached[c]].dtype == IR_F64 ? 8 : 4;
-    LLVMValueRef off = LLVMBuildNSWMul(m->b, rowlen, ci64(m, k * all), "");
+    /* cache_bytes: every slot's bytes an element (llvm_plan.c, as the runtime sizes scratch) */
+    int64_t before = (int64_t)k * p->cache_bytes;
     for (int32_t c = 0; c < p->ncached; c++) {
         const ir_node *n = &g->f->nodes[p->cached[c]];
+        LLVMValueRef off = LLVMBuildNSWMul(m->b, rowlen, ci64(m, before), "");
         LLVMValueRef byte = LLVMBuildInBoundsGEP2(m->b, m->t_i8, g->scratch, &off, 1, "");
         LLVMTypeRef t = lg_compute_type(m, n->dtype);
         cache[c] = LLVMBuildBitCast(m->b, byte, LLVMPointerType(t, 0), "");
-        off = LLVMBuildNSWAdd(
-            m->b, off, LLVMBuildNSWMul(m->b, rowlen, ci64(m, n->dtype == IR_F64 ? 8 : 4), ""), "");
+        before += n->dtype == IR_F64 ? 8 : 4;
     }
     return cache;
 }
