@@ -30,6 +30,10 @@ struct fusec_function {
     int index;        /* in the module's fused (the backends' numbering); -1: not built */
 };
 
+/* Every backend, in the order of fusec_module.resolved. */
+static const rt_backend *const BACKENDS[] = {&rt_backend_cuda, &rt_backend_cpu, &rt_backend_ref};
+#define NBACKENDS ((int)(sizeof BACKENDS / sizeof BACKENDS[0]))
+
 struct fusec_module {
     ir_arena arena;
     fusec_options opt;
@@ -46,7 +50,7 @@ struct fusec_module {
     const rt_backend *backend; /* NULL: the reference interpreter */
     /* by backend (BACKENDS): what its resolve_options made of the options (the CPU
      * backend's named CPU; NULL: the host) */
-    const void *resolved[3];   /* as many as BACKENDS */
+    const void *resolved[NBACKENDS];
     void *program;             /* the backend's built code; NULL until built */
     fusec_status build_status; /* of the one build attempt (FUSEC_OK before it) */
     /* set, with release order, once the build attempt is over and program and build_status
@@ -151,11 +155,6 @@ static void leave_c_locale(locale_t old) {
 
 /* Checks the options that name things (a CUDA architecture, a CPU) whatever the target, so
  * that a misspelling is an error where it is made, not where a later target reads it. */
-static const rt_backend *const BACKENDS[] = {&rt_backend_cuda, &rt_backend_cpu, &rt_backend_ref};
-#define NBACKENDS ((int)(sizeof BACKENDS / sizeof BACKENDS[0]))
-_Static_assert(sizeof(((fusec_module *)0)->resolved) / sizeof(void *) == NBACKENDS,
-               "a module resolves the options of every backend");
-
 static fusec_status check_names(fusec_module *m) {
     for (int i = 0; i < NBACKENDS; i++) {
         char err[512] = "";
