@@ -4,7 +4,10 @@
 #   lib/libfusec.so.MAJOR...           the shared library, with its SONAME links
 #   lib/libfusec.a                     the static library
 #   lib/libfusec_llvm.so               the CPU backend's LLVM module (CMakeLists.txt installs it)
-#   lib/cmake/fusec/                   find_package(fusec): fusec::fusec, fusec::fusec_static
+#   lib/libfusec_rt.a                  the runtime alone, which fusec --emit=lib archives into
+#                                      every library it writes
+#   lib/cmake/fusec/                   find_package(fusec): fusec::fusec, fusec::fusec_static,
+#                                      fusec_add_library()
 #   lib/pkgconfig/fusec.pc             pkg-config --cflags --libs [--static] fusec
 # Included from CMakeLists.txt once every target exists.
 include(GNUInstallDirs)
@@ -48,16 +51,19 @@ install(TARGETS fusec_shared fusec_static EXPORT fusecTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(EXPORT fusecTargets NAMESPACE fusec:: FILE fusecTargets.cmake
   DESTINATION ${FUSEC_CMAKE_DIR})
+install(TARGETS fusec_rt ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 
+set(FUSEC_INSTALL_BINDIR ${CMAKE_INSTALL_BINDIR})
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/fusecConfig.cmake.in
-  ${PROJECT_BINARY_DIR}/fusecConfig.cmake INSTALL_DESTINATION ${FUSEC_CMAKE_DIR})
+  ${PROJECT_BINARY_DIR}/fusecConfig.cmake INSTALL_DESTINATION ${FUSEC_CMAKE_DIR}
+  PATH_VARS FUSEC_INSTALL_BINDIR)
 # SameMajorVersion, as the SONAME: libfusec.so.MAJOR promises that a newer minor or patch
 # keeps the API and ABI, and a new major breaks them. AnyNewerVersion would accept a major
 # release that no longer builds or links the consumer that asked for the older one.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/fusecConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/fusecConfig.cmake ${PROJECT_BINARY_DIR}/fusecConfigVersion.cmake
-  DESTINATION ${FUSEC_CMAKE_DIR})
+  ${PROJECT_SOURCE_DIR}/cmake/fusecLibrary.cmake DESTINATION ${FUSEC_CMAKE_DIR})
 
 # pkg-config: the paths are relative to the .pc file's own directory (${pcfiledir}), so the
 # file stays right wherever the prefix is put (`cmake --install --prefix`, DESTDIR, a moved

@@ -183,6 +183,15 @@ typedef enum fusec_emit {
  * fusec_free) of *size bytes; text is NUL-terminated. */
 FUSEC_API fusec_status fusec_module_emit(fusec_module *m, fusec_emit kind, char **data,
                                          size_t *size);
+/* Writes a static library and its C header for the functions of modules compiled for
+ * FUSEC_TARGET_CPU (fusec --emit=lib): for path "DIR/NAME", DIR/NAME.h and DIR/libNAME.a, NAME
+ * a C identifier that prefixes every function (int NAME_FN(...)). cpus: the CPUs the library
+ * holds code for, comma-separated (NULL or "": "x86-64-v2,x86-64-v3,x86-64-v4"); at run time it
+ * runs the best one the CPU has. The archive holds the runtime (libfusec_rt) too: a program
+ * links it with -lpthread -lm -ldl and nothing else. Needs the LLVM module (the CPU target).
+ * On failure, the first module's fusec_module_message says why. (0.6.0, issue 31) */
+FUSEC_API fusec_status fusec_library_write(fusec_module *const *mods, int nmods, const char *path,
+                                           const char *cpus);
 /* Reports collected with opt.verbose or opt.dump_after: phase timings, per-kernel kinds and
  * bytes, the IR after a pass. "" when none. */
 FUSEC_API const char *fusec_module_report(const fusec_module *m);

@@ -1,5 +1,5 @@
 /* ir/shape.c: symbolic shapes: equality, numpy broadcasting, reduction, squeeze-equality,
- * binding the symbolic dims to concrete sizes at launch, and counting a shape's elements. */
+ * binding the symbolic dims to concrete sizes at launch (counting elements: ir/count.c). */
 #include "ir.h"
 
 #include <inttypes.h>
@@ -151,36 +151,4 @@ ir_kernel_kind ir_reduction_kind(const ir_shape *d, uint32_t axes) {
     uint32_t suffix = all & ~((1u << first) - 1);
     if ((r & suffix) == suffix) return IR_KERNEL_ROW_REDUCTION;
     return IR_KERNEL_COLUMN_REDUCTION;
-}
-
-int64_t ir_dims_count(const int64_t *dims, int32_t rank) {
-    for (int32_t i = 0; i < rank; i++)
-        if (dims[i] == 0) return 0;
-    /* 2^56 elements is far past any memory, and keeps n * 8 bytes inside int64 and size_t */
-    const int64_t limit =
-        (SIZE_MAX / 16 < (UINT64_C(1) << 56)) ? (int64_t)(SIZE_MAX / 16) : (INT64_C(1) << 56);
-    int64_t n = 1;
-    for (int32_t i = 0; i < rank; i++) {
-        if (dims[i] < 0 || dims[i] > limit / n) return -1;
-        n *= dims[i];
-    }
-    return n;
-}
-
-int ir_byte_span(const int64_t *dims, const int64_t *strides, int32_t rank, int64_t elem_bytes,
-                 int64_t *lo, int64_t *hi) {
-    int64_t n = ir_dims_count(dims, rank);
-    *lo = *hi = 0;
-    if (n <= 0) return n == 0 ? 0 : -1;
-    int64_t min = 0, max = strides ? 0 : n - 1; /* elements from (0, ..., 0) */
-    for (int32_t d = 0; strides && d < rank; d++) {
-        int64_t reach;
-        if (__builtin_mul_overflow(strides[d], dims[d] - 1, &reach) ||
-            __builtin_add_overflow(reach < 0 ? min : max, reach, reach < 0 ? &min : &max))
-            return -1;
-    }
-    if (__builtin_mul_overflow(min, elem_bytes, lo) ||
-        __builtin_mul_overflow(max + 1, elem_bytes, hi))
-        return -1;
-    return 0;
 }

@@ -1,14 +1,8 @@
-/* ir/tables.c: the op and dtype tables, expanded from ops.def and dtypes.def, and their
- * look-ups by name. */
+/* ir/tables.c: the op table, expanded from ops.def, and the look-ups of ops and dtypes by name
+ * (the dtype table is ir/dtypes.c). */
 #include "ir.h"
 
 #include <string.h>
-
-const ir_dtype_info ir_dtypes[IR_DTYPE_COUNT] = {
-#define IR_DTYPE(E, NAME, BYTES, KIND, RANK) {NAME, BYTES, KIND, RANK},
-#include "dtypes.def"
-#undef IR_DTYPE
-};
 
 const ir_op_info ir_ops[IR_OP_COUNT] = {
 #define IR_OP(E, CLASS, ARITY, NAME, FLAGS, IDENTITY, DERIV)                                       \

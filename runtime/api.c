@@ -15,10 +15,12 @@
 
 #include "frontend/frontend.h"
 #include "ir/ir.h"
+#include "runtime/args.h"
 #include "runtime/backend.h"
 #include "runtime/pipeline.h"
 #include "runtime/clock.h"
 #include "runtime/dlpack.h"
+#include "runtime/module.h"
 
 /* Source files larger than this are refused: a .fuse program is a few kilobytes. */
 #define RT_MAX_SOURCE_BYTES (16u << 20)
@@ -120,15 +122,21 @@ static fusec_status set_message(const fusec_module *cm, fusec_status s, const ch
     __attribute__((format(printf, 3, 4)));
 
 /* The message buffer is the only state launches write; it is behind the module's lock. */
-static fusec_status set_message(const fusec_module *cm, fusec_status s, const char *fmt, ...) {
+static fusec_status vset_message(const fusec_module *cm, fusec_status s, const char *fmt,
+                                 va_list ap) {
     fusec_module *m = (fusec_module *)cm;
     if (!m) return s;
     pthread_mutex_lock(&m->lock);
+    vsnprintf(m->message, sizeof m->message, fmt, ap);
+    pthread_mutex_unlock(&m->lock);
+    return s;
+}
+
+static fusec_status set_message(const fusec_module *cm, fusec_status s, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(m->message, sizeof m->message, fmt, ap);
+    vset_message(cm, s, fmt, ap);
     va_end(ap);
-    pthread_mutex_unlock(&m->lock);
     return s;
 }
 
@@ -535,11 +543,17 @@ static fusec_status emit_locked(fusec_module *m, fusec_emit kind, ir_buf *b, cha
     return FUSEC_ERR_INVALID_ARGUMENT;
 }
 
-static fusec_status module_emit(fusec_module *m, fusec_emit kind, char **data, size_t *size) {
-    if (data) *data = NULL;
-    if (size) *size = 0;
-    if (!m || !data) return FUSEC_ERR_INVALID_ARGUMENT;
-    if (!m->ast) return set_message(m, FUSEC_ERR_SOURCE, "the module did not compile");
+/* Writes into b what an entry point hands out (buffer_locked, under m's lock); FUSEC_OK, or a
+ * status with its message in msg. */
+typedef fusec_status (*fill_fn)(fusec_module *m, ir_buf *b, const void *ctx, char *msg,
+                                size_t msglen);
+
+/* fill's bytes into *data (malloc'd, NUL-terminated) of *size bytes: fill writes into a
+ * buffer of m's arena, under m's lock (the arena and the report are the module's, which a build
+ * on another thread also writes), with running out of memory caught. On failure, m's message
+ * says why (fill's msg). */
+static fusec_status buffer_locked(fusec_module *m, fill_fn fill, const void *ctx, char **data,
+                                  size_t *size) {
     char msg[sizeof m->message] = "";
     fusec_status st;
     pthread_mutex_lock(&m->lock);
@@ -551,7 +565,7 @@ static fusec_status module_emit(fusec_module *m, fusec_emit kind, char **data, s
         m->arena.oom = &oom;
         ir_buf b;
         ir_buf_init(&b, &m->arena);
-        st = emit_locked(m, kind, &b, msg, sizeof msg);
+        st = fill(m, &b, ctx, msg, sizeof msg);
         if (st == FUSEC_OK) st = emit_text(&b, data, size);
     }
     m->arena.oom = NULL;
@@ -560,11 +574,73 @@ static fusec_status module_emit(fusec_module *m, fusec_emit kind, char **data, s
     return st;
 }
 
+static fusec_status fill_emit(fusec_module *m, ir_buf *b, const void *ctx, char *msg,
+                              size_t msglen) {
+    return emit_locked(m, *(const fusec_emit *)ctx, b, msg, msglen);
+}
+
+static fusec_status module_emit(fusec_module *m, fusec_emit kind, char **data, size_t *size) {
+    if (data) *data = NULL;
+    if (size) *size = 0;
+    if (!m || !data) return FUSEC_ERR_INVALID_ARGUMENT;
+    if (!m->ast) return set_message(m, FUSEC_ERR_SOURCE, "the module did not compile");
+    return buffer_locked(m, fill_emit, &kind, data, size);
+}
+
 fusec_status fusec_module_emit(fusec_module *m, fusec_emit kind, char **data, size_t *size) {
     locale_t old = enter_c_locale();
     fusec_status st = module_emit(m, kind, data, size);
     leave_c_locale(old);
     return st;
+}
+
+/* ---- libraries built ahead of time (runtime/aot/aot_write.c) ------------------------------ */
+
+fusec_status rt_module_fail(fusec_module *m, fusec_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vset_message(m, st, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+const char *rt_module_path(const fusec_module *m) {
+    return m && m->path ? m->path : "";
+}
+
+/* What rt_module_library_image asks of the CPU backend, under m's lock (buffer_locked). */
+typedef struct library_ask {
+    const void *const *targets;
+    int ntargets;
+} library_ask;
+
+static fusec_status fill_library(fusec_module *m, ir_buf *b, const void *ctx, char *msg,
+                                 size_t msglen) {
+    const library_ask *ask = ctx;
+    rt_backend_request req = backend_request(m, &rt_backend_cpu);
+    return rt_backend_cpu.library_image(&req, ask->targets, ask->ntargets, b, msg, msglen);
+}
+
+fusec_status rt_module_library_image(fusec_module *m, const void *const *targets, int ntargets,
+                                     unsigned char **image, size_t *len, ir_func *const **funcs,
+                                     int *nfuncs) {
+    *image = NULL;
+    *len = 0;
+    if (!m->ast || !m->funcs) return set_message(m, FUSEC_ERR_SOURCE, "the module did not compile");
+    if (m->target != FUSEC_TARGET_CPU)
+        return set_message(m, FUSEC_ERR_INVALID_ARGUMENT,
+                           "a library is built for the CPU target (--target=cpu): %s was "
+                           "compiled for %s",
+                           m->path ? m->path : "the module",
+                           m->backend ? m->backend->name : "none");
+    library_ask ask = {targets, ntargets};
+    char *data = NULL;
+    fusec_status st = buffer_locked(m, fill_library, &ask, &data, len);
+    if (st != FUSEC_OK) return st;
+    *image = (unsigned char *)data;
+    *funcs = m->fused;
+    *nfuncs = m->nfused;
+    return FUSEC_OK;
 }
 
 /* ---- signatures ------------------------------------------------------------------------ */
@@ -680,18 +756,10 @@ fusec_status fusec_function_result_shapes(fusec_function *f, const fusec_tensor 
     return FUSEC_OK;
 }
 
-/* The most parameters plus results a call takes, and symbolic dims a function binds. */
-#define RT_MAX_ARGS IR_MAX_ARGS
-#define RT_MAX_SYMS (IR_MAX_RANK * 64 + 1)
-
 /* The name of argument i of f in messages: "parameter 'x'" or "result 0". */
 static const char *arg_name(const fusec_function *f, int i, char *buf, size_t len) {
     int np = f->checked->nparams;
-    if (i < np)
-        snprintf(buf, len, "parameter '%s'", f->checked->params[i].name);
-    else
-        snprintf(buf, len, "result %d", i - np);
-    return buf;
+    return rt_arg_name(i < np ? f->checked->params[i].name : NULL, np, i, buf, len);
 }
 
 /* Every tensor a launch touches, its arguments and every value its kernels compute or keep,
@@ -717,83 +785,16 @@ static fusec_status check_sizes(fusec_function *f, const ir_tensor *args, const 
     return FUSEC_OK;
 }
 
-/* The bytes of args[i] in memory (counts are checked: they fit). */
-static uintptr_t arg_bytes(const ir_tensor *t) {
-    return (uintptr_t)ir_dims_count(t->dims, t->rank) * (uintptr_t)ir_dtypes[t->dtype].bytes;
-}
-
-/* Whether strides s lay dims out dense and row-major (an axis of one element takes any, and
- * a tensor of no element any at all). */
-static int dense_strides(const int64_t *s, int rank, const int64_t *dims) {
-    if (ir_dims_count(dims, rank) == 0) return 1;
-    int64_t want = 1;
-    for (int d = rank - 1; d >= 0; d--) {
-        if (dims[d] != 1 && s[d] != want) return 0;
-        want *= dims[d];
-    }
-    return 1;
-}
-
-/* The first and one past the last byte that t's elements take, as addresses; 0 when they
- * lie outside the address space: an offset overflows (a stride times a dim), or data plus one
- * wraps below address 0 or past the top, which would read anywhere (before the array). Worked
- * out in integers, so that no such address is ever formed. */
-static int arg_span(const ir_tensor *t, uintptr_t *lo, uintptr_t *hi) {
-    int64_t min, max;
-    uintptr_t at = (uintptr_t)t->data;
-    if (ir_byte_span(t->dims, t->strides, t->rank, ir_dtypes[t->dtype].bytes, &min, &max) != 0)
-        return 0;
-    uint64_t below = (uint64_t)0 - (uint64_t)min; /* min <= 0 */
-    if (below > at || (uint64_t)max > UINTPTR_MAX - at) return 0;
-    *lo = at - (uintptr_t)below;
-    *hi = at + (uintptr_t)max;
-    return 1;
-}
-
-/* Every non-empty tensor has data, aligned to its element size, with every element inside the
- * address space, and no result overlaps another buffer, except that a result may be the very
- * buffer of an input of its dtype and shape (in place, SPEC §3). */
+/* Every non-empty tensor has data, aligned, inside the address space, and results overlap
+ * nothing but (in place) their very input (runtime/args.c). */
 static fusec_status check_buffers(fusec_function *f, const ir_tensor *args) {
-    int np = f->checked->nparams, nargs = np + f->checked->noutputs;
-    char a[128], b[128];
-    uintptr_t lo, hi, lo2, hi2;
-    for (int i = 0; i < nargs; i++) {
-        if (arg_bytes(&args[i]) == 0) continue;
-        if (!args[i].data)
-            return set_message(f->module, FUSEC_ERR_INVALID_ARGUMENT, "%s: no data",
-                               arg_name(f, i, a, sizeof a));
-        /* kernels load and store whole elements, vectors of them with the alignment an
-         * element has (x86's aligned streaming stores fault on less) */
-        int es = ir_dtypes[args[i].dtype].bytes;
-        if ((uintptr_t)args[i].data % (uintptr_t)es)
-            return set_message(f->module, FUSEC_ERR_INVALID_ARGUMENT,
-                               "%s: data at %p is not aligned to its %d-byte elements",
-                               arg_name(f, i, a, sizeof a), args[i].data, es);
-        if (!arg_span(&args[i], &lo, &hi))
-            return set_message(f->module, FUSEC_ERR_INVALID_ARGUMENT,
-                               "%s: its strides reach past any memory (from data at %p, an "
-                               "element's address would wrap around the address space)",
-                               arg_name(f, i, a, sizeof a), args[i].data);
-    }
-    for (int i = np; i < nargs; i++) {
-        /* every span is one here (the loop above refused the others); an empty one is none */
-        if (!arg_span(&args[i], &lo, &hi)) continue;
-        for (int j = 0; j < nargs && hi > lo; j++) {
-            if (j == i || !arg_span(&args[j], &lo2, &hi2) || hi2 == lo2 || hi <= lo2 || hi2 <= lo)
-                continue;
-            /* in place: the very buffer, dense, of the same dtype and shape */
-            int in_place =
-                j < np && lo == lo2 && !args[j].strides && args[i].dtype == args[j].dtype &&
-                args[i].rank == args[j].rank &&
-                !memcmp(args[i].dims, args[j].dims, sizeof(int64_t) * (size_t)args[i].rank);
-            if (!in_place)
-                return set_message(f->module, FUSEC_ERR_INVALID_ARGUMENT,
-                                   "%s overlaps %s in memory: a result may only be the very "
-                                   "buffer of an input of its dtype and shape",
-                                   arg_name(f, i, a, sizeof a), arg_name(f, j, b, sizeof b));
-        }
-    }
-    return FUSEC_OK;
+    int np = f->checked->nparams;
+    const char *names[RT_MAX_ARGS];
+    for (int i = 0; i < np; i++)
+        names[i] = f->checked->params[i].name;
+    char err[512];
+    fusec_status st = rt_check_buffers(args, np, np + f->checked->noutputs, names, err, sizeof err);
+    return st == FUSEC_OK ? st : set_message(f->module, st, "%s", err);
 }
 
 /* Checks a call's tensors against f's signature: args (inputs, then results) and the values
@@ -825,10 +826,10 @@ static fusec_status prepare_call(fusec_function *f, const fusec_tensor *inputs, 
         memcpy(args[i].dims, inputs[i].shape, sizeof(int64_t) * (size_t)inputs[i].rank);
         args[i].data = inputs[i].data;
         /* strides that are the dense ones are none: the fast path */
-        args[i].strides =
-            inputs[i].strides && !dense_strides(inputs[i].strides, inputs[i].rank, inputs[i].shape)
-                ? inputs[i].strides
-                : NULL;
+        args[i].strides = inputs[i].strides && !rt_dense_strides(inputs[i].strides, inputs[i].rank,
+                                                                 inputs[i].shape)
+                              ? inputs[i].strides
+                              : NULL;
     }
     for (int i = 0; i < nresults; i++) {
         const ir_output *o = &fn->outputs[i];
@@ -843,7 +844,7 @@ static fusec_status prepare_call(fusec_function *f, const fusec_tensor *inputs, 
         if (!same)
             return set_message(m, FUSEC_ERR_SHAPE,
                                "result %d: shape does not match the one the inputs give", i);
-        if (results[i].strides && !dense_strides(results[i].strides, results[i].rank, want))
+        if (results[i].strides && !rt_dense_strides(results[i].strides, results[i].rank, want))
             return set_message(m, FUSEC_ERR_INVALID_ARGUMENT,
                                "result %d: results must be dense (row-major strides)", i);
         ir_tensor *t = &args[ninputs + i];

@@ -41,6 +41,11 @@ typedef struct rt_backend {
      * into out (text NUL-terminated; cubin binary). Needs no device. */
     fusec_status (*emit)(const rt_backend_request *req, fusec_emit kind, ir_buf *out, char *err,
                          size_t errlen);
+    /* Optional: the module's code as the image a library built ahead of time carries (fusec
+     * --emit=lib; runtime/cpu/cpu_image.h): built for each of `targets` (what resolve_options
+     * makes of a name, none NULL), in that order, through the cache, appended to out. */
+    fusec_status (*library_image)(const rt_backend_request *req, const void *const *targets,
+                                  int ntargets, ir_buf *out, char *err, size_t errlen);
     /* Generates, builds (through the cache) and loads every kernel: *program. */
     fusec_status (*compile)(const rt_backend_request *req, void **program, char *err,
                             size_t errlen);

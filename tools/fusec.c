@@ -40,6 +40,11 @@ static const char usage_text[] =
     "  --emit=ast|ir|plan|cuda|ptx|cubin|llvm\n"
     "                              print that stage of compilation (plan: the kernel\n"
     "                              plan of the target's code generator)\n"
+    "  --emit=lib -o DIR/NAME      (with --target=cpu) a static library of every input\n"
+    "                              file's functions, DIR/libNAME.a, and its C header\n"
+    "                              DIR/NAME.h: no compiler at run time; --cpu=A,B,...\n"
+    "                              the CPUs it holds code for (default x86-64-v2,\n"
+    "                              x86-64-v3,x86-64-v4), the best one run\n"
     "  -o FILE                     write --emit output to FILE (default: stdout)\n"
     "  --no-fuse                   every operation its own kernel (the unfused baseline)\n"
     "  --fast-math                 approximate transcendentals\n"
@@ -187,9 +192,9 @@ static int parse_args(int argc, char **argv, cli *c) {
         } else if ((v = option_value(argc, argv, &i, "--emit", &m)) || m) {
             fusec_emit e;
             if (!v) return cli_usage_error("%s needs a value", "--emit");
-            if (parse_emit(v, &e))
+            if (strcmp(v, "lib") && parse_emit(v, &e))
                 return cli_usage_error(
-                    "unknown --emit kind '%s' (ast, ir, plan, cuda, ptx, cubin, llvm)", v);
+                    "unknown --emit kind '%s' (ast, ir, plan, cuda, ptx, cubin, llvm, lib)", v);
             c->emit = v;
         } else if ((v = option_value(argc, argv, &i, "--cache-dir", &m)) || m) {
             if (!v) return cli_usage_error("%s needs a value", "--cache-dir");
@@ -362,8 +367,52 @@ static int check_num_threads(void) {
     return EXIT_OK;
 }
 
+/* fusec --emit=lib -o DIR/NAME: one library of every input file's functions. --cpu names the
+ * CPUs it holds code for (a list), not the one the modules compile for. */
+static int cmd_library(cli *c) {
+    if (!c->output)
+        return cli_usage_error("%s", "--emit=lib needs -o DIR/NAME (it writes DIR/NAME.h and "
+                                     "DIR/libNAME.a)");
+    if (c->opt.target != FUSEC_TARGET_CPU)
+        return cli_usage_error("--emit=lib needs --target=cpu%s",
+                               c->opt.target == FUSEC_TARGET_CUDA
+                                   ? ": libraries of CUDA code are not written yet"
+                                   : " (a library is built for a target it names)");
+    const char *cpus = c->opt.cpu;
+    c->opt.cpu = NULL;
+    fusec_module **mods = calloc((size_t)c->nfiles, sizeof(*mods));
+    if (!mods) {
+        fprintf(stderr, "fusec: error: out of memory\n");
+        return EXIT_INTERNAL;
+    }
+    int rc = EXIT_OK, n = 0;
+    for (int i = 0; i < c->nfiles && rc == EXIT_OK; i++) {
+        fusec_status st = fusec_module_compile_file(c->files[i], &c->opt, &mods[n]);
+        if (!mods[n]) {
+            fprintf(stderr, "fusec: error: %s\n", fusec_status_string(st));
+            rc = EXIT_INTERNAL;
+            break;
+        }
+        cli_print_module_messages(mods[n++], st);
+        if (st != FUSEC_OK) rc = cli_exit_code(st);
+    }
+    if (rc == EXIT_OK) {
+        fusec_status st = fusec_library_write(mods, n, c->output, cpus);
+        fputs(fusec_module_report(mods[0]), stderr);
+        if (st != FUSEC_OK) {
+            fprintf(stderr, "fusec: error: %s\n", fusec_module_message(mods[0]));
+            rc = cli_exit_code(st);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        fusec_module_free(mods[i]);
+    free(mods);
+    return rc;
+}
+
 static int cmd_compile(cli *c) {
     if (c->nfiles == 0) return cli_usage_error("%s", "no input file");
+    if (c->emit && !strcmp(c->emit, "lib")) return cmd_library(c);
     if (c->output && !c->emit) return cli_usage_error("%s", "-o goes with --emit");
     if (c->output && c->nfiles > 1) return cli_usage_error("%s", "-o takes one input file");
     if (c->output && cli_check_not_input(c, "-o", c->output)) return EXIT_USAGE;

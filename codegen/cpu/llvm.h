@@ -73,7 +73,8 @@ typedef void (*llvm_task_fn)(void *const *bufs, const int64_t *syms, int64_t beg
  * runtime decides per kernel kind: runtime/cpu/cpu_backend.c). */
 #define LLVM_STREAM_MIN_BYTES (8u << 20)
 
-/* A number of items: |outer| * ceil(|inner| / block), |s| the product of s's dims. */
+/* A number of items: |outer| * ceil(|inner| / block), |s| the product of s's dims (the
+ * runtime counts them: runtime/cpu/cpu_launch.c). */
 typedef struct llvm_extent {
     ir_shape outer, inner;
     int64_t block;
@@ -142,6 +143,12 @@ typedef struct llvm_gen_options {
     const char *cpu, *cpu_features;
 } llvm_gen_options;
 
+/* Units of work that keep the CPU's workers busy (plan_options.want_units): 64, as many threads
+ * as a big host has, each with a unit or more; a 2-core host gains nothing from more, and each
+ * piece costs its partials and a pass over them (measured: bench/RESULTS.md, "Column sums split
+ * into pieces"). */
+#define LLVM_WANT_UNITS 64
+
 /* What the CPU backend asks of the kernel plan (plan/plan.h). */
 extern const plan_options llvm_plan_options;
 
@@ -150,8 +157,5 @@ extern const plan_options llvm_plan_options;
  * with a message in err (an unsupported construct, which the verifier should have refused). */
 int llvm_plan_module(ir_func *const *funcs, int nfuncs, ir_arena *arena, llvm_module_meta **out,
                      char *err, size_t errlen);
-
-/* The number of items of an extent under sym_values. */
-int64_t llvm_extent_count(const llvm_extent *e, const int64_t *sym_values);
 
 #endif

@@ -11,17 +11,7 @@
 
 #include "codegen/cpu/llvm_internal.h"
 
-/* 64 units: as many threads as a big host has, each with a unit or more; a 2-core host
- * gains nothing from more, and each piece costs its partials and a pass over them (measured:
- * bench/RESULTS.md, "Column sums split into pieces") */
-const plan_options llvm_plan_options = {1, 64};
-
-int64_t llvm_extent_count(const llvm_extent *e, const int64_t *sym_values) {
-    int64_t o = plan_shape_count(&e->outer, sym_values);
-    int64_t i = plan_shape_count(&e->inner, sym_values);
-    int64_t b = e->block > 0 ? e->block : 1;
-    return o * ((i + b - 1) / b);
-}
+const plan_options llvm_plan_options = {1, LLVM_WANT_UNITS};
 
 static int node_in_kernel(const ir_func *f, ir_ref q, int32_t k) {
     return f->nodes[q].kernel == k && ir_ops[f->nodes[q].op].cls != IR_CLASS_LEAF &&

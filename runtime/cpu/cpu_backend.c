@@ -9,14 +9,8 @@
  * it. On a hit in a process without LLVM, runtime/cpu/cpu_elf.c loads it, so that such a process
  * never loads LLVM at all (FUSEC_CPU_LOADER=orc|elf forces either loader, for tests).
  *
- * A launch runs the function's kernels in partition order, each spread over the pool in
- * contiguous parts of its iteration space, and returns when they are done (there are no
- * streams on the CPU). The intermediates the partition stores live in one block per launch,
- * taken from the program's few kept blocks and given back after it: a block of fresh pages
- * per launch cost more in page faults than the unfused kernels themselves. Results are
- * bit-identical from run to run: every row, column unit and chunk of a reduction is summed
- * by one call in an order fixed by the shape, and a full reduction's chunk partials are
- * combined in index order.
+ * Launches are runtime/cpu/cpu_launch.c's (libfusec_rt), from a description of the planned
+ * module (`describe`), as a library built ahead of time runs them.
  *
  * Built without LLVM (-DFUSEC_LLVM=OFF), the backend reports itself unavailable.
  */
@@ -27,114 +21,31 @@
 
 #if FUSEC_HAVE_LLVM
 
-#include <locale.h>
-#include <math.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "codegen/cpu/llvm.h"
 #include "llvm_codegen_hash.h" /* generated: LLVM_CODEGEN_SOURCE_HASH */
 #include "runtime/cache.h"
 #include "runtime/cpu/cpu_elf.h"
+#include "runtime/cpu/cpu_image.h"
 #include "runtime/cpu/cpu_jit.h"
-#include "runtime/cpu/threadpool.h"
+#include "runtime/cpu/cpu_launch.h"
 #include "runtime/clock.h"
 
 #ifndef FUSEC_LLVM_VERSION
 #define FUSEC_LLVM_VERSION "?"
 #endif
 
-/* Kernels touching fewer elements than this run on the calling thread alone. */
-#define CPU_PARALLEL_MIN_ELEMS 32768
-#define CPU_ALIGN              64
-/* Threads' row caches lie a page apart: a core's hardware prefetchers run ahead of the
- * scratch it sweeps, and lines they fetch from the next thread's scratch, which that thread
- * is writing, go back and forth between the cores. Softmax's row-kernel time fell to a
- * copy's as the gap grew to 4 KB, and no further beyond (bench/RESULTS.md, "The measurements
- * behind the code's constants"). */
-#define CPU_SCRATCH_GAP 4096
-
-typedef struct cpu_kernel {
-    llvm_task_fn *tasks; /* one per task */
-    llvm_task_fn finalize;
-    llvm_task_fn split_pieces, split_join; /* a column kernel the plan lets split */
-} cpu_kernel;
-
-/* Blocks of intermediates a program keeps for its next launches. */
-#define CPU_KEPT_BLOCKS 4
-
+/* A compiled module: its code, loaded by LLVM's JIT or by fusec's own loader, and the
+ * program that runs it (runtime/cpu/cpu_launch.c). */
 typedef struct cpu_program {
     const rt_llvm_api *api; /* with jit */
     rt_jit *jit;            /* loaded by LLVM's JIT, or */
     rt_elf *elf;            /* by fusec's own loader */
-    const llvm_module_meta *meta;
-    int vector_bytes; /* the widest vector the kernels were built for */
-    /* why launches are refused ("" when they are not): the code is for a CPU whose
-     * instructions the host lacks, so it is built (and cached) but never loaded or run; room
-     * for the longest list of what it lacks (Zen 3 lacks 15 of sapphirerapids' features) */
-    char refusal[512];
-    cpu_kernel **kernels; /* [func][kernel] */
-    int nfuncs;
-    /* blocks for the intermediates of launches, kept between them (concurrent launches
-     * take one each) */
-    pthread_mutex_t blocks_mu;
-    int nblocks;
-    void *blocks[CPU_KEPT_BLOCKS];
-    size_t block_bytes[CPU_KEPT_BLOCKS];
+    rt_cpu_program *run;
 } cpu_program;
-
-/* Results of at least LLVM_STREAM_MIN_BYTES are written with streaming stores: through an L1
- * staging block, without the read-for-ownership of each line (a third of the traffic of a
- * kernel that reads and writes the same bytes), at the price of a second pass over each
- * block in L1. A kernel bound by memory gains; one bound by its arithmetic loses. So
- * reductions stream (a row's epilogue overlaps its writes with the next row's sweeps), and
- * element-wise kernels stream unless they evaluate a transcendental on a target without
- * AVX-512, where the arithmetic is the bound (bench/RESULTS.md, "The measurements behind the
- * code's constants"). FUSEC_CPU_STREAM_MIN_BYTES sets one threshold for every kernel, runs of
- * any length included (tests set 0 to stream everything). */
-static pthread_once_t stream_once = PTHREAD_ONCE_INIT;
-static double stream_min_override = -1;
-
-static void stream_init(void) {
-    const char *e = getenv("FUSEC_CPU_STREAM_MIN_BYTES");
-    char *end = NULL;
-    /* read in the "C" locale, so that 1.5e6 means the same under de_DE */
-    locale_t c = newlocale(LC_NUMERIC_MASK, "C", (locale_t)0);
-    locale_t old = c ? uselocale(c) : (locale_t)0;
-    double d = e && *e ? strtod(e, &end) : -1;
-    if (old) uselocale(old);
-    if (c) freelocale(c);
-    if (e && *e && end && *end == 0 && d >= 0) stream_min_override = d;
-}
-
-/* Runs of results shorter than this are not streamed, whatever the total: each run is staged
- * and copied out on its own, partial lines at both ends, which costs more than the reads for
- * ownership it saves; at 256 bytes (64 f32) the two were even, and longer runs gained
- * (bench/RESULTS.md, "The measurements behind the code's constants"). */
-#define CPU_STREAM_MIN_RUN_BYTES 256
-/* The same for the rows of a row kernel, whose last sweep comes after the row's reductions: at
- * 256 bytes plain stores ran faster (softmax [65536, 64] f32 2.85 against 3.15 ms and layernorm
- * 2.58 against 2.65 on Zen 3; x * rsqrt(sum(x * x)) 12.3 against 12.9 ms on Zen 5), at 512
- * the two were even, and longer rows gained (softmax [16384, 256] 2.37 against 2.68 ms). */
-#define CPU_STREAM_MIN_ROW_BYTES 512
-
-/* Whether a launch of km over `elems` elements streams its results. */
-static int streams(const llvm_kernel_meta *km, int vector_bytes, int64_t elems,
-                   const int64_t *syms) {
-    pthread_once(&stream_once, stream_init);
-    if (km->elem_out_bytes <= 0) return 0;
-    double bytes = (double)elems * km->elem_out_bytes;
-    if (stream_min_override >= 0) return bytes >= stream_min_override;
-    int elementwise = km->kind == IR_KERNEL_POINTWISE || km->kind == IR_KERNEL_COMBINED;
-    if (elementwise && km->expensive && vector_bytes < 64) return 0;
-    double run = (double)plan_shape_count(&km->run_shape, syms) * km->elem_out_bytes;
-    double min_run =
-        km->kind == IR_KERNEL_ROW_REDUCTION ? CPU_STREAM_MIN_ROW_BYTES : CPU_STREAM_MIN_RUN_BYTES;
-    return bytes >= (double)LLVM_STREAM_MIN_BYTES && run >= min_run;
-}
 
 /* Available when the LLVM module is there to build kernels (its presence is checked, it is
  * not loaded: --target=auto must stay cheap). */
@@ -261,66 +172,25 @@ static void make_key(const rt_backend_request *req, const llvm_gen_options *o, c
 static void cpu_destroy(void *program) {
     cpu_program *p = program;
     if (!p) return;
-    if (p->kernels) {
-        for (int f = 0; f < p->nfuncs; f++) {
-            if (!p->kernels[f]) continue;
-            for (int32_t k = 0; k < p->meta->funcs[f].nkernels; k++)
-                free(p->kernels[f][k].tasks);
-            free(p->kernels[f]);
-        }
-        free(p->kernels);
-    }
+    rt_cpu_program_free(p->run);
     if (p->jit) p->api->free(p->jit);
     rt_elf_free(p->elf);
-    for (int i = 0; i < p->nblocks; i++)
-        free(p->blocks[i]);
-    pthread_mutex_destroy(&p->blocks_mu);
     free(p);
 }
 
-static llvm_task_fn lookup(cpu_program *p, const char *name, char *err, size_t errlen) {
-    void *addr = NULL;
-    if (p->jit) {
-        addr = p->api->lookup(p->jit, name, err, errlen);
-    } else {
-        addr = rt_elf_lookup(p->elf, name);
-        if (!addr) snprintf(err, errlen, "cached object code lacks %s", name);
-    }
-    llvm_task_fn fn;
-    memcpy(&fn, &addr, sizeof fn); /* an object pointer to a function pointer, as dlsym's */
-    return fn;
+static void *jit_lookup(void *code, const char *name, char *err, size_t errlen) {
+    const cpu_program *p = code;
+    return p->api->lookup(p->jit, name, err, errlen);
 }
 
-static int resolve(cpu_program *p, char *err, size_t errlen) {
-    p->nfuncs = p->meta->nfuncs;
-    p->kernels = calloc((size_t)(p->nfuncs ? p->nfuncs : 1), sizeof(*p->kernels));
-    if (!p->kernels) goto oom;
-    for (int f = 0; f < p->nfuncs; f++) {
-        const llvm_func_meta *fm = &p->meta->funcs[f];
-        p->kernels[f] = calloc((size_t)(fm->nkernels ? fm->nkernels : 1), sizeof(cpu_kernel));
-        if (!p->kernels[f]) goto oom;
-        for (int32_t k = 0; k < fm->nkernels; k++) {
-            const llvm_kernel_meta *km = &fm->kernels[k];
-            cpu_kernel *ck = &p->kernels[f][k];
-            ck->tasks = calloc((size_t)km->ntasks, sizeof(*ck->tasks));
-            if (!ck->tasks) goto oom;
-            for (int32_t t = 0; t < km->ntasks; t++)
-                if (!(ck->tasks[t] = lookup(p, km->tasks[t].symbol, err, errlen))) return -1;
-            if (km->finalize && !(ck->finalize = lookup(p, km->finalize, err, errlen))) return -1;
-            if (km->split_pieces &&
-                (!(ck->split_pieces = lookup(p, km->split_pieces, err, errlen)) ||
-                 !(ck->split_join = lookup(p, km->split_join, err, errlen))))
-                return -1;
-        }
-    }
-    return 0;
-oom:
-    snprintf(err, errlen, "out of memory");
-    return -1;
+static void *elf_lookup(void *code, const char *name, char *err, size_t errlen) {
+    void *addr = rt_elf_lookup(code, name);
+    if (!addr) snprintf(err, errlen, "cached object code lacks %s", name);
+    return addr;
 }
 
-/* Loads the object code (freed here) and looks its kernels up: LLVM's JIT when LLVM is in the
- * process anyway (it just built the object), else fusec's own loader. 0, or -1 with err. */
+/* Loads the object code (freed here): LLVM's JIT when LLVM is in the process anyway (it just
+ * built the object), else fusec's own loader. 0, or -1 with err. */
 static int load(cpu_program *p, void *obj, size_t len, char *err, size_t errlen) {
     const char *loader = getenv("FUSEC_CPU_LOADER");
     int use_elf = rt_elf_supported() && !rt_llvm_loaded();
@@ -333,8 +203,42 @@ static int load(cpu_program *p, void *obj, size_t len, char *err, size_t errlen)
         if (p->api && p->api->init(err, errlen) == 0) p->jit = p->api->load(obj, len, err, errlen);
     }
     free(obj);
-    if (!p->jit && !p->elf) return -1;
-    return resolve(p, err, errlen);
+    return p->jit || p->elf ? 0 : -1;
+}
+
+/* What a launch needs of the planned module (runtime/cpu/cpu_launch.h), in `arena`. */
+static rt_cpu_module *describe(const llvm_module_meta *meta, ir_arena *arena) {
+    rt_cpu_module *m = ir_arena_calloc(arena, 1, sizeof(*m));
+    m->nfuncs = meta->nfuncs;
+    m->funcs =
+        ir_arena_calloc(arena, (size_t)(meta->nfuncs ? meta->nfuncs : 1), sizeof(rt_cpu_func));
+    for (int32_t i = 0; i < meta->nfuncs; i++) {
+        const llvm_func_meta *fm = &meta->funcs[i];
+        const plan_func *pf = fm->plan;
+        rt_cpu_func *f = &m->funcs[i];
+        f->name = fm->func->name;
+        f->nparams = fm->func->nparams;
+        f->noutputs = fm->func->noutputs;
+        f->nsyms = fm->func->nsyms;
+        f->nbufs = pf->nbufs;
+        f->bufs = ir_arena_calloc(arena, (size_t)(pf->nbufs ? pf->nbufs : 1), sizeof(rt_cpu_buf));
+        for (int32_t b = 0; b < pf->nbufs; b++) {
+            rt_cpu_buf x = {pf->bufs[b].kind, pf->bufs[b].index, ir_dtypes[pf->bufs[b].dtype].bytes,
+                            pf->bufs[b].shape};
+            f->bufs[b] = x;
+        }
+        f->nchecks = pf->nchecks;
+        f->checks =
+            ir_arena_calloc(arena, (size_t)(pf->nchecks ? pf->nchecks : 1), sizeof(rt_cpu_check));
+        for (int32_t c = 0; c < pf->nchecks; c++) {
+            f->checks[c].op = ir_ops[pf->checks[c].op].name;
+            f->checks[c].shape = pf->checks[c].shape;
+        }
+        f->inplace_hazard = pf->inplace_hazard;
+        f->nkernels = fm->nkernels;
+        f->kernels = fm->kernels;
+    }
+    return m;
 }
 
 /* Whether code for cpu cannot run here: then why, in msg. */
@@ -347,6 +251,47 @@ static int refused(const rt_cpu_target *cpu, char *msg, size_t len) {
              "never run here",
              cpu->name, lack);
     return 1;
+}
+
+/* The module's object code for the CPU of o and arch, from the cache or built (and cached):
+ * *obj malloc'd. bc: the build's context, its times filled in when it built. */
+static fusec_status fetch_object(const rt_backend_request *req, const llvm_gen_options *o,
+                                 const char *arch, build_ctx *bc, void **obj, size_t *len,
+                                 char *err, size_t errlen) {
+    const fusec_options *opt = req->opt;
+    int verbose = opt && opt->verbose && req->report;
+    if (opt && opt->no_cache) {
+        if (build_cb(bc, obj, len) != 0) {
+            snprintf(err, errlen, "%s", bc->err);
+            return FUSEC_ERR_COMPILER;
+        }
+        if (verbose) ir_buf_printf(req->report, "cpu: cache off\n");
+        return FUSEC_OK;
+    }
+    rt_cache_config cfg = {opt ? opt->cache_dir : NULL, 0, 0, 0};
+    rt_cache *cache = rt_cache_open(&cfg);
+    if (!cache) {
+        snprintf(err, errlen, "out of memory");
+        return FUSEC_ERR_OUT_OF_MEMORY;
+    }
+    rt_cache_key key;
+    make_key(req, o, arch, &key);
+    rt_cache_info info;
+    rt_cache_status cs = rt_cache_get_or_build(cache, &key, build_cb, bc, obj, len, &info);
+    const char *warn = rt_cache_warning(cache);
+    if (warn && req->report) ir_buf_printf(req->report, "warning: %s\n", warn);
+    if (verbose) ir_buf_printf(req->report, "cpu: cache %s\n", info.reason);
+    rt_cache_close(cache);
+    if (cs == RT_CACHE_BUILD_FAILED) {
+        snprintf(err, errlen, "%s", bc->err);
+        return FUSEC_ERR_COMPILER;
+    }
+    if (cs != RT_CACHE_OK) {
+        snprintf(err, errlen, "kernel cache: %s",
+                 cs == RT_CACHE_NOMEM ? "out of memory" : "invalid key");
+        return cs == RT_CACHE_NOMEM ? FUSEC_ERR_OUT_OF_MEMORY : FUSEC_ERR_INTERNAL;
+    }
+    return FUSEC_OK;
 }
 
 static fusec_status cpu_compile(const rt_backend_request *req, void **program, char *err,
@@ -365,37 +310,8 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
     void *obj = NULL;
     size_t len = 0;
     double t1 = rt_now_ms();
-    if (opt && opt->no_cache) {
-        if (build_cb(&bc, &obj, &len) != 0) {
-            snprintf(err, errlen, "%s", bc.err);
-            return FUSEC_ERR_COMPILER;
-        }
-        if (verbose) ir_buf_printf(req->report, "cpu: cache off\n");
-    } else {
-        rt_cache_config cfg = {opt ? opt->cache_dir : NULL, 0, 0, 0};
-        rt_cache *cache = rt_cache_open(&cfg);
-        if (!cache) {
-            snprintf(err, errlen, "out of memory");
-            return FUSEC_ERR_OUT_OF_MEMORY;
-        }
-        rt_cache_key key;
-        make_key(req, &o, arch, &key);
-        rt_cache_info info;
-        rt_cache_status cs = rt_cache_get_or_build(cache, &key, build_cb, &bc, &obj, &len, &info);
-        const char *warn = rt_cache_warning(cache);
-        if (warn && req->report) ir_buf_printf(req->report, "warning: %s\n", warn);
-        if (verbose) ir_buf_printf(req->report, "cpu: cache %s\n", info.reason);
-        rt_cache_close(cache);
-        if (cs == RT_CACHE_BUILD_FAILED) {
-            snprintf(err, errlen, "%s", bc.err);
-            return FUSEC_ERR_COMPILER;
-        }
-        if (cs != RT_CACHE_OK) {
-            snprintf(err, errlen, "kernel cache: %s",
-                     cs == RT_CACHE_NOMEM ? "out of memory" : "invalid key");
-            return cs == RT_CACHE_NOMEM ? FUSEC_ERR_OUT_OF_MEMORY : FUSEC_ERR_INTERNAL;
-        }
-    }
+    st = fetch_object(req, &o, arch, &bc, &obj, &len, err, errlen);
+    if (st != FUSEC_OK) return st;
     double t2 = rt_now_ms();
     if (verbose)
         ir_buf_printf(req->report, "cpu: code for %s (%d-byte vectors)\n",
@@ -406,16 +322,22 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
         snprintf(err, errlen, "out of memory");
         return FUSEC_ERR_OUT_OF_MEMORY;
     }
-    p->meta = meta;
-    p->vector_bytes = o.vector_bytes;
-    pthread_mutex_init(&p->blocks_mu, NULL);
-    if (cpu && refused(cpu, p->refusal, sizeof p->refusal)) {
+    const rt_cpu_module *desc = describe(meta, req->arena);
+    char refusal[512] = "";
+    if (cpu && refused(cpu, refusal, sizeof refusal)) {
         free(obj);
+        if (!(p->run =
+                  rt_cpu_program_new(desc, o.vector_bytes, NULL, NULL, refusal, err, errlen))) {
+            cpu_destroy(p);
+            return FUSEC_ERR_OUT_OF_MEMORY;
+        }
         *program = p;
-        if (verbose) ir_buf_printf(req->report, "cpu: built, not loaded: %s\n", p->refusal);
+        if (verbose) ir_buf_printf(req->report, "cpu: built, not loaded: %s\n", refusal);
         return FUSEC_OK;
     }
-    if (load(p, obj, len, err, errlen)) {
+    if (load(p, obj, len, err, errlen) ||
+        !(p->run = rt_cpu_program_new(desc, o.vector_bytes, p->jit ? jit_lookup : elf_lookup,
+                                      p->jit ? (void *)p : (void *)p->elf, NULL, err, errlen))) {
         cpu_destroy(p);
         return FUSEC_ERR_COMPILER;
     }
@@ -435,367 +357,89 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
     return st;
 }
 
+/* ---- libraries built ahead of time -------------------------------------------------------- */
+
+/* Each function's signature, as the library's entry points take it. */
+static rt_image_sig *signatures(const rt_backend_request *req) {
+    ir_arena *a = req->arena;
+    rt_image_sig *sigs = ir_arena_calloc(a, (size_t)(req->nfuncs ? req->nfuncs : 1), sizeof(*sigs));
+    for (int i = 0; i < req->nfuncs; i++) {
+        const ir_func *f = req->funcs[i];
+        rt_image_sig *s = &sigs[i];
+        s->nargs = f->nparams + f->noutputs;
+        s->args = ir_arena_calloc(a, (size_t)(s->nargs ? s->nargs : 1), sizeof(rt_image_arg));
+        for (int32_t p = 0; p < f->nparams; p++) {
+            rt_image_arg x = {f->params[p].name, (int32_t)f->params[p].dtype, f->params[p].shape};
+            s->args[p] = x;
+        }
+        for (int32_t o = 0; o < f->noutputs; o++) {
+            rt_image_arg x = {"", (int32_t)f->outputs[o].dtype, f->outputs[o].shape};
+            s->args[f->nparams + o] = x;
+        }
+        s->sym_names = f->syms;
+        s->shapes = ir_arena_calloc(a, (size_t)(f->nnodes ? f->nnodes : 1), sizeof(ir_shape));
+        for (int32_t r = 0; r < f->nnodes; r++) {
+            int seen = 0;
+            for (int32_t j = 0; j < s->nshapes && !seen; j++)
+                seen = ir_shape_equal(&s->shapes[j], &f->nodes[r].shape);
+            if (!seen) s->shapes[s->nshapes++] = f->nodes[r].shape;
+        }
+    }
+    return sigs;
+}
+
+static fusec_status cpu_library_image(const rt_backend_request *req, const void *const *targets,
+                                      int ntargets, ir_buf *out, char *err, size_t errlen) {
+    rt_cpu_image img;
+    memset(&img, 0, sizeof img);
+    img.objects =
+        ir_arena_calloc(req->arena, (size_t)(ntargets ? ntargets : 1), sizeof(rt_image_object));
+    void **objs = ir_arena_calloc(req->arena, (size_t)(ntargets ? ntargets : 1), sizeof(void *));
+    fusec_status st = FUSEC_OK;
+    for (int i = 0; i < ntargets && st == FUSEC_OK; i++) {
+        rt_backend_request r = *req;
+        r.resolved = targets[i];
+        llvm_module_meta *meta;
+        llvm_gen_options o;
+        const char *arch;
+        size_t len = 0;
+        st = plan_for_target(&r, &meta, &o, &arch, err, errlen);
+        if (st != FUSEC_OK) break;
+        if (i == 0) {
+            img.mod = *describe(meta, req->arena);
+            img.sigs = signatures(req);
+        }
+        build_ctx bc = {meta, &o, req->arena, {0, 0, 0, 0}, ""};
+        st = fetch_object(&r, &o, arch, &bc, &objs[i], &len, err, errlen);
+        if (st != FUSEC_OK) break;
+        rt_image_object x = {((const rt_cpu_target *)targets[i])->name, objs[i], len};
+        img.objects[img.nobjects++] = x;
+    }
+    unsigned char *bytes = NULL;
+    size_t n = 0;
+    if (st == FUSEC_OK && rt_cpu_image_write(&img, &bytes, &n)) {
+        snprintf(err, errlen, "out of memory");
+        st = FUSEC_ERR_OUT_OF_MEMORY;
+    }
+    if (st == FUSEC_OK) ir_buf_putn(out, (const char *)bytes, n);
+    free(bytes);
+    for (int i = 0; i < ntargets; i++)
+        free(objs[i]);
+    return st;
+}
+
 /* ---- launching ----------------------------------------------------------------------------- */
-
-typedef struct run_ctx {
-    llvm_task_fn *fns;
-    int64_t *counts; /* items of each task */
-    int ntasks;
-    void *const *bufs;
-    const int64_t *syms;
-    char *scratch;         /* per thread: scratch + worker * scratch_stride; or shared */
-    size_t scratch_stride; /* 0: every worker gets `scratch` */
-    int64_t flags;         /* LLVM_TASK_* */
-} run_ctx;
-
-/* Runs the items [b, e) of the tasks laid end to end. */
-static void run_part(void *vctx, int64_t b, int64_t e, int worker) {
-    run_ctx *r = vctx;
-    void *scratch = r->scratch ? r->scratch + (size_t)worker * r->scratch_stride : NULL;
-    int64_t start = 0;
-    for (int t = 0; t < r->ntasks && start < e; t++) {
-        int64_t lo = b > start ? b - start : 0;
-        int64_t hi = e - start < r->counts[t] ? e - start : r->counts[t];
-        if (lo < hi) r->fns[t](r->bufs, r->syms, lo, hi, scratch, r->flags);
-        start += r->counts[t];
-    }
-}
-
-static void *aligned(size_t n) {
-    size_t sz = (n + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
-    return aligned_alloc(CPU_ALIGN, sz ? sz : CPU_ALIGN);
-}
-
-/* A column kernel the plan lets split: when the shape asks for pieces (plan_split_pieces),
- * the pieces task over units times pieces, then the join over units, the partials in a
- * scratch of their own; else the kernel's own task. r: the task's run, over `units`. */
-static fusec_status run_split(const llvm_kernel_meta *km, const cpu_kernel *ck, run_ctx *r,
-                              int64_t units, int max_parts) {
-    int64_t len = plan_shape_count(&km->split_len, r->syms);
-    int64_t cols = plan_shape_count(&km->split_cols, r->syms), rows;
-    int64_t pieces = plan_split_pieces(len, units, llvm_plan_options.want_units, &rows);
-    if (pieces <= 1) {
-        rt_pool_run(units, max_parts, run_part, r);
-        return FUSEC_OK;
-    }
-    /* pieces * nreds slots of 8 bytes a column: far inside size_t (the launch checks bound
-     * every tensor; pieces <= PLAN_SPLIT_MAX) */
-    char *partials = aligned((size_t)cols * (size_t)pieces * (size_t)km->split_nreds * 8);
-    if (!partials) return FUSEC_ERR_OUT_OF_MEMORY;
-    llvm_task_fn fn = ck->split_pieces;
-    int64_t items = units * pieces;
-    run_ctx s = {&fn,     &items,   1, r->bufs,
-                 r->syms, partials, 0, r->flags | (pieces << LLVM_TASK_PIECES_SHIFT)};
-    rt_pool_run(items, max_parts, run_part, &s);
-    fn = ck->split_join;
-    s.counts = &units;
-    rt_pool_run(units, max_parts, run_part, &s);
-    free(partials);
-    return FUSEC_OK;
-}
-
-static fusec_status run_kernel(const llvm_kernel_meta *km, const cpu_kernel *ck, int vector_bytes,
-                               int may_stream, void *const *bufs, const int64_t *syms, char *err,
-                               size_t errlen) {
-    int64_t counts[64];
-    llvm_task_fn fns[64];
-    int n = km->ntasks;
-    if (n > 64) {
-        snprintf(err, errlen, "internal error: a kernel of %d parts", n);
-        return FUSEC_ERR_INTERNAL;
-    }
-    int64_t total = 0, elems = plan_shape_count(&km->domain, syms);
-    for (int t = 0; t < n; t++) {
-        counts[t] = llvm_extent_count(&km->tasks[t].extent, syms);
-        fns[t] = ck->tasks[t];
-        total += counts[t];
-        if (t > 0) elems += plan_shape_count(&km->tasks[t].extent.outer, syms);
-    }
-    run_ctx r = {fns, counts, n, bufs, syms, NULL, 0, 0};
-    /* results far larger than the caches are streamed to memory */
-    if (may_stream && streams(km, vector_bytes, elems, syms)) r.flags |= LLVM_TASK_STREAM;
-    int max_parts = elems < CPU_PARALLEL_MIN_ELEMS ? 1 : 0;
-    int threads = max_parts == 1 ? 1 : rt_pool_size();
-    void *scratch = NULL;
-    if (km->scratch_bytes > 0) {
-        /* a row's cached values for each part: workers' indexes are below the parts' count,
-         * which is at most the rows', so rows far longer than the caches, which are few, take
-         * scratch for few threads (the whole is at most the input's size or twice it) */
-        size_t slots = (size_t)(total < threads ? total : threads);
-        int64_t row = plan_shape_count(&km->scratch_shape, syms);
-        size_t per = (size_t)row * (size_t)km->scratch_bytes *
-                     (row <= LLVM_ROW_GROUP_MAX ? LLVM_ROW_GROUP : 1);
-        r.scratch_stride =
-            (per + CPU_SCRATCH_GAP - 1) / CPU_SCRATCH_GAP * CPU_SCRATCH_GAP + CPU_SCRATCH_GAP;
-        if (slots > 0 && r.scratch_stride > SIZE_MAX / slots) goto oom;
-        scratch = aligned(r.scratch_stride * slots);
-        if (!scratch) goto oom;
-        r.scratch = scratch;
-    }
-    if (ck->finalize) {
-        size_t bytes = (size_t)total * (size_t)km->npartials * 8;
-        scratch = aligned(bytes);
-        if (!scratch) goto oom;
-        r.scratch = scratch;
-        r.scratch_stride = 0;
-    }
-    if (ck->split_pieces) {
-        fusec_status st = run_split(km, ck, &r, total, max_parts);
-        if (st != FUSEC_OK) goto oom;
-    } else {
-        rt_pool_run(total, max_parts, run_part, &r);
-    }
-    if (ck->finalize) ck->finalize(bufs, syms, total, 0, scratch, 0);
-    free(scratch);
-    return FUSEC_OK;
-oom:
-    snprintf(err, errlen, "out of memory");
-    return FUSEC_ERR_OUT_OF_MEMORY;
-}
-
-/* A block of at least `bytes` for a launch's intermediates: a kept one when one is large
- * enough (the smallest such), else a new one; *got is its size. */
-static char *block_take(cpu_program *p, size_t bytes, size_t *got) {
-    pthread_mutex_lock(&p->blocks_mu);
-    int best = -1;
-    for (int i = 0; i < p->nblocks; i++)
-        if (p->block_bytes[i] >= bytes && (best < 0 || p->block_bytes[i] < p->block_bytes[best]))
-            best = i;
-    char *b = NULL;
-    if (best >= 0) {
-        b = p->blocks[best];
-        *got = p->block_bytes[best];
-        p->nblocks--;
-        p->blocks[best] = p->blocks[p->nblocks];
-        p->block_bytes[best] = p->block_bytes[p->nblocks];
-    }
-    pthread_mutex_unlock(&p->blocks_mu);
-    if (!b) {
-        b = aligned(bytes);
-        *got = bytes;
-    }
-    return b;
-}
-
-/* Keeps a block for later launches; when all places are taken, the smallest kept block (or
- * this one) is freed. */
-static void block_give(cpu_program *p, char *b, size_t bytes) {
-    pthread_mutex_lock(&p->blocks_mu);
-    if (p->nblocks == CPU_KEPT_BLOCKS) {
-        int small = 0;
-        for (int i = 1; i < p->nblocks; i++)
-            if (p->block_bytes[i] < p->block_bytes[small]) small = i;
-        if (p->block_bytes[small] < bytes) {
-            char *old = p->blocks[small];
-            p->blocks[small] = b;
-            p->block_bytes[small] = bytes;
-            b = old;
-        }
-    } else {
-        p->blocks[p->nblocks] = b;
-        p->block_bytes[p->nblocks++] = bytes;
-        b = NULL;
-    }
-    pthread_mutex_unlock(&p->blocks_mu);
-    free(b);
-}
-
-/* ---- strided inputs, read into dense temporaries ----------------------------------------- */
-
-typedef struct gather_ctx {
-    const ir_tensor *t;
-    char *dst;
-    int64_t row; /* elements a row (the last dim) */
-} gather_ctx;
-
-/* Rows [b, e) of t (every dim but the last, row-major) into their dense places. */
-static void gather_rows(void *vctx, int64_t b, int64_t e, int worker) {
-    (void)worker;
-    const gather_ctx *g = vctx;
-    const ir_tensor *t = g->t;
-    int r = t->rank;
-    size_t es = (size_t)ir_dtypes[t->dtype].bytes;
-    int64_t last = r ? t->strides[r - 1] : 0;
-    for (int64_t row = b; row < e; row++) {
-        int64_t off = 0, k = row;
-        for (int d = r - 2; d >= 0; d--) {
-            off += (k % t->dims[d]) * t->strides[d];
-            k /= t->dims[d];
-        }
-        const char *src = (const char *)t->data + off * (int64_t)es;
-        char *dst = g->dst + row * g->row * (int64_t)es;
-        if (last == 1) {
-            memcpy(dst, src, (size_t)g->row * es);
-            continue;
-        }
-        for (int64_t j = 0; j < g->row; j++)
-            memcpy(dst + j * (int64_t)es, src + j * last * (int64_t)es, es);
-    }
-}
-
-/* t's elements, dense and row-major, into dst (its element count times its size). */
-static void gather(const ir_tensor *t, void *dst) {
-    int64_t n = ir_dims_count(t->dims, t->rank);
-    if (n <= 0) return;
-    gather_ctx g = {t, dst, t->rank ? t->dims[t->rank - 1] : 1};
-    int64_t rows = n / g.row;
-    rt_pool_run(rows, n < CPU_PARALLEL_MIN_ELEMS ? 1 : 0, gather_rows, &g);
-}
-
-/* Whether some result is in place over a parameter. Then no kernel streams its results:
- * the lines a result is written to were just read, so there is no read for ownership to
- * save, and a streaming store would evict them (an AdamW step in place at 2^24 elements took
- * 15-20% longer streamed: bench/RESULTS.md, "AdamW step"). */
-static int in_place(const ir_func *f, const ir_tensor *args) {
-    for (int32_t o = 0; o < f->noutputs; o++)
-        for (int32_t p = 0; p < f->nparams; p++)
-            if (args[f->nparams + o].data && args[f->nparams + o].data == args[p].data) return 1;
-    return 0;
-}
-
-/* Whether result o goes to a temporary: its buffer is a parameter's that the plan reads after
- * writing the result there (plan_func.inplace_hazard). */
-static int inplace_temp(const plan_func *pf, const ir_func *f, const ir_tensor *args, int32_t o) {
-    const void *data = args[f->nparams + o].data;
-    for (int32_t p = 0; p < f->nparams; p++)
-        if (data && args[p].data == data && pf->inplace_hazard[o * f->nparams + p]) return 1;
-    return 0;
-}
 
 static fusec_status cpu_launch(void *program, int func, const ir_tensor *args, const int64_t *syms,
                                void *stream, char *err, size_t errlen) {
     (void)stream; /* CPU launches complete before they return */
     cpu_program *p = program;
-    if (p && p->refusal[0]) {
-        snprintf(err, errlen, "%s", p->refusal);
-        return FUSEC_ERR_UNSUPPORTED;
-    }
-    if (!p || func < 0 || func >= p->nfuncs) {
-        snprintf(err, errlen, "internal error: no function %d", func);
-        return FUSEC_ERR_INTERNAL;
-    }
-    const llvm_func_meta *fm = &p->meta->funcs[func];
-    const ir_func *f = fm->func;
-    /* max and min over an empty axis are errors (as the reference has them), found before
-     * anything runs */
-    if (plan_checks_hold(fm->plan, syms, err, errlen)) return FUSEC_ERR_RUNTIME;
-    void **bufs = calloc((size_t)fm->plan->nbufs + 1, sizeof(void *));
-    size_t *offsets = calloc((size_t)fm->plan->nbufs + 1, sizeof(size_t));
-    if (!bufs || !offsets) {
-        free(bufs);
-        free(offsets);
-        goto oom;
-    }
-    size_t temp_bytes = 0;
-    for (int32_t i = 0; i < fm->plan->nbufs; i++) {
-        const plan_buf *b = &fm->plan->bufs[i];
-        int strided = b->kind == PLAN_BUF_PARAM && args[b->index].strides;
-        if (b->kind != PLAN_BUF_TEMP && !strided &&
-            !(b->kind == PLAN_BUF_RESULT && inplace_temp(fm->plan, f, args, b->index)))
-            continue;
-        size_t n = (size_t)plan_shape_count(&b->shape, syms) * (size_t)ir_dtypes[b->dtype].bytes;
-        offsets[i] = temp_bytes;
-        temp_bytes += (n + CPU_ALIGN - 1) / CPU_ALIGN * CPU_ALIGN;
-    }
-    fusec_status st = FUSEC_OK;
-    size_t block_bytes = 0;
-    char *block = temp_bytes ? block_take(p, temp_bytes, &block_bytes) : NULL;
-    if (temp_bytes && !block) {
-        snprintf(err, errlen, "out of memory for %zu bytes of intermediates", temp_bytes);
-        st = FUSEC_ERR_OUT_OF_MEMORY;
-    }
-    for (int32_t i = 0; i < fm->plan->nbufs && st == FUSEC_OK; i++) {
-        const plan_buf *b = &fm->plan->bufs[i];
-        switch (b->kind) {
-        case PLAN_BUF_PARAM:
-            /* a strided input: read into its dense temporary first */
-            bufs[i] = args[b->index].strides ? block + offsets[i] : args[b->index].data;
-            if (args[b->index].strides) gather(&args[b->index], bufs[i]);
-            break;
-        case PLAN_BUF_RESULT:
-            bufs[i] = inplace_temp(fm->plan, f, args, b->index) ? block + offsets[i]
-                                                                : args[f->nparams + b->index].data;
-            break;
-        case PLAN_BUF_TEMP: bufs[i] = block + offsets[i]; break;
-        }
-    }
-    int may_stream = !in_place(f, args);
-    for (int32_t k = 0; k < fm->nkernels && st == FUSEC_OK; k++)
-        st = run_kernel(&fm->kernels[k], &p->kernels[func][k], p->vector_bytes, may_stream, bufs,
-                        syms, err, errlen);
-    /* results written to a temporary (in place over a parameter read after they are
-     * written), into place now that every read is done */
-    for (int32_t i = 0; i < fm->plan->nbufs && st == FUSEC_OK; i++) {
-        const plan_buf *b = &fm->plan->bufs[i];
-        if (b->kind == PLAN_BUF_RESULT && inplace_temp(fm->plan, f, args, b->index))
-            memcpy(args[f->nparams + b->index].data, bufs[i],
-                   (size_t)plan_shape_count(&b->shape, syms) * (size_t)ir_dtypes[b->dtype].bytes);
-    }
-    if (block) block_give(p, block, block_bytes);
-    free(offsets);
-    free(bufs);
-    return st;
-oom:
-    snprintf(err, errlen, "out of memory");
-    return FUSEC_ERR_OUT_OF_MEMORY;
+    return rt_cpu_run(p ? p->run : NULL, func, args, syms, err, errlen);
 }
 
-/* ---- the copy roofline ---------------------------------------------------------------------- */
-
-typedef struct copy_ctx {
-    char *dst;
-    const char *src;
-    size_t bytes;
-    int parts;
-    int fill;
-} copy_ctx;
-
-static void copy_part(void *vctx, int64_t b, int64_t e, int worker) {
-    (void)worker;
-    copy_ctx *c = vctx;
-    /* part i of `parts`: the same bytes every time, so each thread touches its own pages */
-    for (int64_t i = b; i < e; i++) {
-        int64_t lo, hi;
-        rt_pool_part((int64_t)c->bytes, c->parts, (int)i, &lo, &hi);
-        if (c->fill)
-            memset(c->dst + lo, (int)(i & 0x7f) + 1, (size_t)(hi - lo));
-        else
-            memcpy(c->dst + lo, c->src + lo, (size_t)(hi - lo));
-    }
-}
-
-/* `bytes` moved, as fusec bench counts them (runtime/api.c does the same for the reference
- * target): bytes / 2 read and bytes / 2 written, by memcpy on every thread of the pool. */
-static fusec_status cpu_copy_time(size_t moved, int reps, double *median_ms, char *err,
+static fusec_status cpu_copy_time(size_t bytes, int reps, double *median_ms, char *err,
                                   size_t errlen) {
-    *median_ms = 0;
-    if (reps < 1) reps = 1;
-    size_t bytes = moved / 2 ? moved / 2 : 1;
-    char *src = aligned(bytes), *dst = aligned(bytes);
-    double *t = calloc((size_t)reps, sizeof(double));
-    if (!src || !dst || !t) {
-        free(src);
-        free(dst);
-        free(t);
-        snprintf(err, errlen, "out of memory for a copy of %zu bytes", bytes);
-        return FUSEC_ERR_OUT_OF_MEMORY;
-    }
-    int parts = rt_pool_size();
-    copy_ctx fill_src = {src, NULL, bytes, parts, 1}, fill_dst = {dst, NULL, bytes, parts, 1};
-    rt_pool_run(parts, 0, copy_part, &fill_src); /* first touch on the thread that copies */
-    rt_pool_run(parts, 0, copy_part, &fill_dst);
-    copy_ctx c = {dst, src, bytes, parts, 0};
-    rt_pool_run(parts, 0, copy_part, &c); /* warm-up */
-    for (int i = 0; i < reps; i++) {
-        double t0 = rt_now_ms();
-        rt_pool_run(parts, 0, copy_part, &c);
-        t[i] = rt_now_ms() - t0;
-    }
-    *median_ms = rt_median(t, reps);
-    free(src);
-    free(dst);
-    free(t);
-    return FUSEC_OK;
+    return rt_cpu_copy_time(bytes, reps, median_ms, err, errlen);
 }
 
 #else /* !FUSEC_HAVE_LLVM */
@@ -832,6 +476,13 @@ static void cpu_destroy(void *program) {
     (void)program;
 }
 
+static fusec_status cpu_library_image(const rt_backend_request *req, const void *const *targets,
+                                      int ntargets, ir_buf *out, char *err, size_t errlen) {
+    (void)req, (void)targets, (void)ntargets, (void)out;
+    cpu_available(err, errlen);
+    return FUSEC_ERR_UNSUPPORTED;
+}
+
 static fusec_status cpu_copy_time(size_t bytes, int reps, double *median_ms, char *err,
                                   size_t errlen) {
     (void)bytes, (void)reps;
@@ -859,6 +510,7 @@ const rt_backend rt_backend_cpu = {
     .available = cpu_available,
     .resolve_options = cpu_resolve_options,
     .emit = cpu_emit,
+    .library_image = cpu_library_image,
     .compile = cpu_compile,
     .launch = cpu_launch,
     .destroy = cpu_destroy,

@@ -413,6 +413,7 @@ static const rt_llvm_api api = {
     .load = jit_load,
     .lookup = jit_lookup,
     .free = jit_free,
+    .wrappers = rt_aot_wrappers_object,
 };
 
 /* The module's one exported symbol (RT_LLVM_MODULE_ENTRY). */

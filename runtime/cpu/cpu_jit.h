@@ -19,8 +19,9 @@
 #include <stddef.h>
 
 #include "codegen/cpu/llvm.h"
+#include "runtime/aot/aot_write.h"
 
-#define RT_LLVM_API_VERSION  2
+#define RT_LLVM_API_VERSION  3
 #define RT_LLVM_MODULE_NAME  "libfusec_llvm.so"
 #define RT_LLVM_MODULE_ENTRY "fusec_llvm_module_api"
 
@@ -53,6 +54,8 @@ typedef struct rt_llvm_api {
     void *(*lookup)(rt_jit *j, const char *name, char *err, size_t errlen);
     /* Frees the code and the LLJIT. NULL is accepted. */
     void (*free)(rt_jit *j);
+    /* The wrapper object of a library built ahead of time (runtime/aot/aot_wrappers.c). */
+    int (*wrappers)(const rt_aot_wrappers *w, void **obj, size_t *len, char *err, size_t errlen);
 } rt_llvm_api;
 
 /* The module's one export (runtime/cpu/cpu_jit.c). */

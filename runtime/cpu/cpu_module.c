@@ -1,14 +1,13 @@
 /* runtime/cpu/cpu_module.c: finding and opening libfusec_llvm.so, the CPU backend's LLVM half
  * (see runtime/cpu/cpu_jit.h), once per process.
  *
- * Places tried, in order: $FUSEC_LLVM_MODULE; the directory of the binary that holds this
- * code (libfusec.so, or an executable linking libfusec.a), which is where the build tree and
- * an install keep it; for an installed executable, its ../FUSEC_INSTALL_LIBDIR (a prefix
- * moved or chosen at install time keeps bin/ and lib/ side by side); the build tree's path
- * (FUSEC_LLVM_MODULE_BUILD_PATH) and the install path (FUSEC_LLVM_MODULE_INSTALL_PATH), both
- * compiled in.
+ * Places tried, in order (runtime/locate.h): $FUSEC_LLVM_MODULE; the directory of the binary
+ * that holds this code; for an installed executable, its ../FUSEC_INSTALL_LIBDIR; the build
+ * tree's path (FUSEC_LLVM_MODULE_BUILD_PATH) and the install path
+ * (FUSEC_LLVM_MODULE_INSTALL_PATH), both compiled in.
  */
 #include "runtime/cpu/cpu_jit.h"
+#include "runtime/locate.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -16,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #ifndef FUSEC_LLVM_MODULE_BUILD_PATH
 #define FUSEC_LLVM_MODULE_BUILD_PATH ""
@@ -28,8 +26,6 @@
 #define FUSEC_INSTALL_LIBDIR "lib"
 #endif
 
-#define MAX_CANDIDATES 5
-
 static struct {
     pthread_once_t once;
     const rt_llvm_api *api;
@@ -40,42 +36,20 @@ static struct {
 static _Atomic(const rt_llvm_api *) loaded_api;
 
 /* Fills paths[] with the candidate files; returns how many. */
-static int candidates(char paths[MAX_CANDIDATES][4096]) {
-    int n = 0;
-    const char *env = getenv("FUSEC_LLVM_MODULE");
-    if (env && *env) snprintf(paths[n++], 4096, "%s", env);
-    Dl_info info;
-    /* the binary holding this file's data is the one holding its code */
-    if (dladdr(&mod, &info) && info.dli_fname) {
-        const char *slash = strrchr(info.dli_fname, '/');
-        if (slash) {
-            int dir = (int)(slash - info.dli_fname);
-            snprintf(paths[n++], 4096, "%.*s/%s", dir, info.dli_fname, RT_LLVM_MODULE_NAME);
-            if (FUSEC_INSTALL_LIBDIR[0] != '/')
-                snprintf(paths[n++], 4096, "%.*s/../%s/%s", dir, info.dli_fname,
-                         FUSEC_INSTALL_LIBDIR, RT_LLVM_MODULE_NAME);
-        }
-    }
-    if (*FUSEC_LLVM_MODULE_BUILD_PATH)
-        snprintf(paths[n++], 4096, "%s", FUSEC_LLVM_MODULE_BUILD_PATH);
-    if (*FUSEC_LLVM_MODULE_INSTALL_PATH)
-        snprintf(paths[n++], 4096, "%s", FUSEC_LLVM_MODULE_INSTALL_PATH);
-    return n;
-}
-
-static int exists(const char *path) {
-    struct stat st;
-    return stat(path, &st) == 0 && S_ISREG(st.st_mode);
+static int candidates(char paths[RT_LOCATE_MAX][4096]) {
+    return rt_locate_candidates("FUSEC_LLVM_MODULE", RT_LLVM_MODULE_NAME, FUSEC_INSTALL_LIBDIR,
+                                FUSEC_LLVM_MODULE_BUILD_PATH, FUSEC_LLVM_MODULE_INSTALL_PATH,
+                                paths);
 }
 
 static void open_module(void) {
-    char paths[MAX_CANDIDATES][4096];
+    char paths[RT_LOCATE_MAX][4096];
     int n = candidates(paths);
     size_t used =
         (size_t)snprintf(mod.err, sizeof mod.err,
                          "the CPU backend's LLVM module (%s) was not found", RT_LLVM_MODULE_NAME);
     for (int i = 0; i < n; i++) {
-        if (!exists(paths[i])) continue;
+        if (!rt_locate_exists(paths[i])) continue;
         /* LLVM never unloads cleanly: the handle is kept for the process's lifetime */
         void *h = dlopen(paths[i], RTLD_NOW | RTLD_LOCAL);
         if (!h) {
@@ -115,10 +89,10 @@ int rt_llvm_loaded(void) {
 
 int rt_llvm_present(void) {
     if (rt_llvm_loaded()) return 1;
-    char paths[MAX_CANDIDATES][4096];
+    char paths[RT_LOCATE_MAX][4096];
     int n = candidates(paths);
     for (int i = 0; i < n; i++)
-        if (exists(paths[i])) return 1;
+        if (rt_locate_exists(paths[i])) return 1;
     return 0;
 }
 

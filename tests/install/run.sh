@@ -2,7 +2,8 @@
 # tests/install/run.sh: `cmake --install` of the build into a temporary prefix, then what a
 # user of the installed package does: tests/install/consumer built with find_package (shared
 # and static targets), the same main.c built with pkg-config (shared, and static against
-# libfusec.a), each run; and the installed command line. Exits 77 (skipped) when only
+# libfusec.a), each run; the installed command line; and examples/aot, a library built ahead
+# of time, through fusec_add_library and by the command line. Exits 77 (skipped) when only
 # pkg-config is missing and everything else passed.
 set -u
 : "${FUSEC_SRC:?}" "${FUSEC_BUILD:?}" "${FUSEC_VERSION:?}"
@@ -65,6 +66,30 @@ else
     fail=$((fail + 1))
     echo "FAIL: the find_package consumer builds"
 fi
+
+# a library built ahead of time with the installed fusec: examples/aot through find_package and
+# fusec_add_library, and by the command line; neither program needs anything of fusec
+ab=$tmp/aot-build
+if logged "$CMAKE" -S "$FUSEC_SRC/examples/aot" -B "$ab" -DCMAKE_C_COMPILER="$CC" \
+    -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF &&
+    logged "$CMAKE" --build "$ab"; then
+    pass=$((pass + 1))
+    check "examples/aot (fusec_add_library) runs" logged "$ab/aot_demo"
+    check "examples/aot needs no libfusec.so" no_libfusec_so "$ab/aot_demo"
+    check "libfusec_rt.a is installed" test -f "$libdir/libfusec_rt.a"
+else
+    fail=$((fail + 1))
+    echo "FAIL: examples/aot builds with fusec_add_library"
+fi
+mkdir -p "$tmp/aot-cli"
+check "the installed fusec writes a library" logged "$prefix/bin/fusec" --emit=lib --target=cpu \
+    --cpu=x86-64-v2,x86-64-v3 -o "$tmp/aot-cli/kernels" "$FUSEC_SRC/examples/gelu.fuse" \
+    "$FUSEC_SRC/examples/softmax.fuse" "$FUSEC_SRC/examples/layernorm.fuse"
+check "cc builds examples/aot against it" logged "$CC" -std=c11 -O2 -Wall -Wextra -Werror \
+    "$FUSEC_SRC/examples/aot/main.c" -I"$tmp/aot-cli" -L"$tmp/aot-cli" -lkernels -lpthread -lm \
+    -ldl -o "$tmp/aot-cli/aot_demo"
+check "that program runs" logged "$tmp/aot-cli/aot_demo"
 
 # pkg-config
 if ! command -v pkg-config >/dev/null 2>&1; then

@@ -1,0 +1,26 @@
+/* runtime/module.h: what runtime/aot/aot_write.c needs of a module's insides (runtime/api.c):
+ * the CPU backend's library image of its functions, and its message. Not public.
+ */
+#ifndef FUSEC_RUNTIME_MODULE_H
+#define FUSEC_RUNTIME_MODULE_H
+
+#include <stddef.h>
+
+#include "fusec.h"
+#include "ir/ir.h"
+
+/* m's functions (as fused: the order of the image's) built for each of the CPUs `targets`
+ * (rt_cpu_target pointers) into a library image (runtime/cpu/cpu_image.h): *image malloc'd.
+ * m must have compiled for FUSEC_TARGET_CPU. On failure, m's message says why. */
+fusec_status rt_module_library_image(fusec_module *m, const void *const *targets, int ntargets,
+                                     unsigned char **image, size_t *len, ir_func *const **funcs,
+                                     int *nfuncs);
+
+/* Sets m's message (fusec_module_message) and returns st. */
+fusec_status rt_module_fail(fusec_module *m, fusec_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* The file m was compiled from ("" for a string). */
+const char *rt_module_path(const fusec_module *m);
+
+#endif
