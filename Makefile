@@ -45,14 +45,21 @@ test-gpu: build
 # the GPU machine, from the checkout's root: bash scripts/gpu-check.sh gpu-bundle "$$OUT"
 # (DEVELOPERS.md: the device tool's call).
 # The CPU target's results that tests/cli_py/test_one_answer.py compares CUDA's with (the GPU
-# machine has no CPU target) come from this build's: gpu-bundle/one_answer.
+# machine has no CPU target) come from this build's: gpu-bundle/one_answer; so does the CUDA
+# library built ahead of time that tests/gpu/aot.sh runs (writing one takes LLVM).
 gpu-bundle: deps build
 	cmake -S . -B $(GPU_BUILD) -DCMAKE_BUILD_TYPE=Release -DFUSEC_LLVM=OFF -DFUSEC_STATIC_XXHASH=ON $(CMAKE_FLAGS)
 	cmake --build $(GPU_BUILD) -j $(JOBS) --target fusec fusec_shared embed test_api \
 		test_gpu_runtime test_inplace test_strides test_dlpack test_grad_reductions test_nvrtc
-	rm -rf $(GPU_BUILD)/one_answer
+	rm -rf $(GPU_BUILD)/one_answer $(GPU_BUILD)/aot
 	FUSEC=$(BUILD)/fusec python3 tests/cli_py/test_one_answer.py --write $(GPU_BUILD)/one_answer
-	ONE_ANSWER=$(GPU_BUILD)/one_answer bash scripts/gpu-bundle.sh $(GPU_BUILD) gpu-bundle --check
+	mkdir -p $(GPU_BUILD)/aot
+	$(BUILD)/fusec --emit=lib --target=cuda --arch=sm_90,compute_90 -o $(GPU_BUILD)/aot/kernels \
+		examples/gelu.fuse examples/softmax.fuse examples/layernorm.fuse
+	$(CC) -std=c11 -O2 -DKERNELS_CUDA examples/aot/main.c -I$(GPU_BUILD)/aot -L$(GPU_BUILD)/aot \
+		-lkernels -lpthread -lm -ldl -o $(GPU_BUILD)/aot/aot_demo_cuda
+	ONE_ANSWER=$(GPU_BUILD)/one_answer AOT_DEMO=$(GPU_BUILD)/aot/aot_demo_cuda \
+		bash scripts/gpu-bundle.sh $(GPU_BUILD) gpu-bundle --check
 
 # The CUDA kernels emulated under ThreadSanitizer, which reports races between a block's
 # threads (tests/emu; minutes, so not part of `make test`).

@@ -184,14 +184,17 @@ typedef enum fusec_emit {
 FUSEC_API fusec_status fusec_module_emit(fusec_module *m, fusec_emit kind, char **data,
                                          size_t *size);
 /* Writes a static library and its C header for the functions of modules compiled for
- * FUSEC_TARGET_CPU (fusec --emit=lib): for path "DIR/NAME", DIR/NAME.h and DIR/libNAME.a, NAME
- * a C identifier that prefixes every function (int NAME_FN(...)). cpus: the CPUs the library
- * holds code for, comma-separated (NULL or "": "x86-64-v2,x86-64-v3,x86-64-v4"); at run time it
- * runs the best one the CPU has. The archive holds the runtime (libfusec_rt) too: a program
- * links it with -lpthread -lm -ldl and nothing else. Needs the LLVM module (the CPU target).
- * On failure, the first module's fusec_module_message says why. (0.6.0, issue 31) */
+ * FUSEC_TARGET_CPU or FUSEC_TARGET_CUDA, all for the same one (fusec --emit=lib): for path
+ * "DIR/NAME", DIR/NAME.h and DIR/libNAME.a, NAME a C identifier that prefixes every function
+ * (int NAME_FN(...)). archs: what the library holds code for, comma-separated: CPUs (NULL or
+ * "": "x86-64-v2,x86-64-v3,x86-64-v4") or GPU architectures ("sm_90" a cubin, "compute_90"
+ * PTX; NULL or "": every one the installed NVRTC builds from sm_80 up, and PTX for the
+ * newest); at run time it runs the best one the machine has. The archive holds the runtime
+ * (libfusec_rt) too: a program links it with -lpthread -lm -ldl and nothing else. Needs the
+ * LLVM module (which writes the entry points). On failure, the first module's
+ * fusec_module_message says why. (0.6.0, issue 31) */
 FUSEC_API fusec_status fusec_library_write(fusec_module *const *mods, int nmods, const char *path,
-                                           const char *cpus);
+                                           const char *archs);
 /* Reports collected with opt.verbose or opt.dump_after: phase timings, per-kernel kinds and
  * bytes, the IR after a pass. "" when none. */
 FUSEC_API const char *fusec_module_report(const fusec_module *m);

@@ -15,6 +15,8 @@
 
 #include "frontend/frontend.h"
 #include "ir/ir.h"
+#include "runtime/aot/aot_image.h"
+#include "runtime/aot/aot_write.h"
 #include "runtime/args.h"
 #include "runtime/backend.h"
 #include "runtime/pipeline.h"
@@ -608,32 +610,46 @@ const char *rt_module_path(const fusec_module *m) {
     return m && m->path ? m->path : "";
 }
 
-/* What rt_module_library_image asks of the CPU backend, under m's lock (buffer_locked). */
+/* What rt_module_library_image asks of the module's backend, under m's lock (buffer_locked). */
 typedef struct library_ask {
-    const void *const *targets;
-    int ntargets;
+    const char *const *archs;
+    int narchs;
 } library_ask;
 
 static fusec_status fill_library(fusec_module *m, ir_buf *b, const void *ctx, char *msg,
                                  size_t msglen) {
     const library_ask *ask = ctx;
-    rt_backend_request req = backend_request(m, &rt_backend_cpu);
-    return rt_backend_cpu.library_image(&req, ask->targets, ask->ntargets, b, msg, msglen);
+    rt_image img;
+    memset(&img, 0, sizeof img);
+    rt_backend_request req = backend_request(m, m->backend);
+    fusec_status st = m->backend->library_image(&req, ask->archs, ask->narchs, &img, msg, msglen);
+    if (st != FUSEC_OK) return st;
+    img.nfuncs = m->nfused;
+    img.sigs = rt_aot_signatures(m->fused, m->nfused, &m->arena);
+    unsigned char *bytes = NULL;
+    size_t n = 0;
+    if (rt_image_write(&img, &bytes, &n)) {
+        snprintf(msg, msglen, "out of memory");
+        return FUSEC_ERR_OUT_OF_MEMORY;
+    }
+    ir_buf_putn(b, (const char *)bytes, n);
+    free(bytes);
+    return FUSEC_OK;
 }
 
-fusec_status rt_module_library_image(fusec_module *m, const void *const *targets, int ntargets,
+fusec_status rt_module_library_image(fusec_module *m, const char *const *archs, int narchs,
                                      unsigned char **image, size_t *len, ir_func *const **funcs,
                                      int *nfuncs) {
     *image = NULL;
     *len = 0;
     if (!m->ast || !m->funcs) return set_message(m, FUSEC_ERR_SOURCE, "the module did not compile");
-    if (m->target != FUSEC_TARGET_CPU)
+    if (!m->backend || !m->backend->library_image)
         return set_message(m, FUSEC_ERR_INVALID_ARGUMENT,
-                           "a library is built for the CPU target (--target=cpu): %s was "
-                           "compiled for %s",
+                           "a library is built for the CPU or CUDA target (--target=cpu or "
+                           "cuda): %s was compiled for %s",
                            m->path ? m->path : "the module",
                            m->backend ? m->backend->name : "none");
-    library_ask ask = {targets, ntargets};
+    library_ask ask = {archs, narchs};
     char *data = NULL;
     fusec_status st = buffer_locked(m, fill_library, &ask, &data, len);
     if (st != FUSEC_OK) return st;
@@ -641,6 +657,10 @@ fusec_status rt_module_library_image(fusec_module *m, const void *const *targets
     *funcs = m->fused;
     *nfuncs = m->nfused;
     return FUSEC_OK;
+}
+
+const char *rt_module_target(const fusec_module *m) {
+    return m && m->backend ? m->backend->name : "none";
 }
 
 /* ---- signatures ------------------------------------------------------------------------ */

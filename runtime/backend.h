@@ -15,6 +15,8 @@
 #include "fusec.h"
 #include "ir/ir.h"
 
+struct rt_image; /* runtime/aot/aot_image.h */
+
 typedef struct rt_backend_request {
     ir_func *const *funcs; /* the module's fused functions, in source order */
     int nfuncs;
@@ -41,11 +43,12 @@ typedef struct rt_backend {
      * into out (text NUL-terminated; cubin binary). Needs no device. */
     fusec_status (*emit)(const rt_backend_request *req, fusec_emit kind, ir_buf *out, char *err,
                          size_t errlen);
-    /* Optional: the module's code as the image a library built ahead of time carries (fusec
-     * --emit=lib; runtime/cpu/cpu_image.h): built for each of `targets` (what resolve_options
-     * makes of a name, none NULL), in that order, through the cache, appended to out. */
-    fusec_status (*library_image)(const rt_backend_request *req, const void *const *targets,
-                                  int ntargets, ir_buf *out, char *err, size_t errlen);
+    /* Optional: the module's code for a library built ahead of time (fusec --emit=lib): the
+     * image's target part and its code (runtime/aot/aot_image.h; its signatures are the
+     * caller's) for each of `archs` (CPUs, "x86-64-v3"; GPU architectures, "sm_90"), in that
+     * order, built through the cache, everything in the request's arena. */
+    fusec_status (*library_image)(const rt_backend_request *req, const char *const *archs,
+                                  int narchs, struct rt_image *img, char *err, size_t errlen);
     /* Generates, builds (through the cache) and loads every kernel: *program. */
     fusec_status (*compile)(const rt_backend_request *req, void **program, char *err,
                             size_t errlen);

@@ -9,6 +9,8 @@
 #   DEST/BUNDLE.txt  the commit, the build's settings and each binary's `ldd`
 #   DEST/one_answer/ with ONE_ANSWER=DIR, a copy of DIR: the CPU target's results of
 #               tests/cli_py/test_one_answer.py (`--write DIR`), which CUDA's are compared with
+#   DEST/bin/aot_demo_cuda  with AOT_DEMO=FILE, that program: examples/aot/main.c built
+#               against a CUDA library (tests/gpu/aot.sh runs it)
 #
 # `make gpu-bundle` builds BUILD=build-gpu without LLVM and with xxHash linked in, then runs
 # this with DEST=gpu-bundle (git-ignored) and --check: under 15 MB, and no binary needing a
@@ -57,6 +59,12 @@ rm -f "$D/src/examples/"*.c
 # gpu-bundle writes them with the LLVM build: the bundle has no CPU target)
 if [ -n "${ONE_ANSWER:-}" ]; then
     cp -r "$ONE_ANSWER" "$D/one_answer" || exit 1
+fi
+# a program linked with a library built ahead of time (the bundle's build, without LLVM, cannot
+# write one: make gpu-bundle does with the LLVM build)
+if [ -n "${AOT_DEMO:-}" ]; then
+    cp "$AOT_DEMO" "$D/bin/aot_demo_cuda" || exit 1
+    command -v strip >/dev/null 2>&1 && strip --strip-debug "$D/bin/aot_demo_cuda"
 fi
 
 {

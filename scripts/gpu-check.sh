@@ -288,7 +288,7 @@ fi
 # ---- the steps ----------------------------------------------------------------------------------
 
 # every step, each once in the summary whatever runs (tests/gpu/check_dry.sh reads this list)
-STEPS=(facts prewarm grad_reductions api gpu_runtime inplace strides dlpack nvrtc embed
+STEPS=(facts prewarm grad_reductions api gpu_runtime inplace strides dlpack nvrtc embed aot
     python programs random grad rand argmax cli_views cuda_deep one_answer memcheck racecheck
     bench start peers ncu)
 for s in ${FUSEC_GPU_STEPS:-}; do
@@ -394,6 +394,8 @@ if [[ $DRY == 1 ]]; then
 else
     step embed 60 bash "$S/tests/gpu/embed.sh" "$BIN/embed"
 fi
+# a library built ahead of time (issue 31): examples/aot on the GPU, against fusec run's bits
+step aot 60 "${DEV[@]}" bash "$S/tests/gpu/aot.sh" "$BIN/aot_demo_cuda"
 
 # 2. the Python suites, several at once, the longest first (every test program, on twice the
 # threads: on the H100's 16 cores it alone took 283 s on 4, the others done after 141 s)

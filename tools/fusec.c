@@ -40,11 +40,13 @@ static const char usage_text[] =
     "  --emit=ast|ir|plan|cuda|ptx|cubin|llvm\n"
     "                              print that stage of compilation (plan: the kernel\n"
     "                              plan of the target's code generator)\n"
-    "  --emit=lib -o DIR/NAME      (with --target=cpu) a static library of every input\n"
-    "                              file's functions, DIR/libNAME.a, and its C header\n"
-    "                              DIR/NAME.h: no compiler at run time; --cpu=A,B,...\n"
-    "                              the CPUs it holds code for (default x86-64-v2,\n"
-    "                              x86-64-v3,x86-64-v4), the best one run\n"
+    "  --emit=lib -o DIR/NAME      (with --target=cpu or cuda) a static library of every\n"
+    "                              input file's functions, DIR/libNAME.a, and its C\n"
+    "                              header DIR/NAME.h: no compiler at run time;\n"
+    "                              --cpu=A,B,... the CPUs it holds code for (default\n"
+    "                              x86-64-v2,x86-64-v3,x86-64-v4), --arch=sm_80,... the\n"
+    "                              GPUs (default NVRTC's from sm_80 up, and PTX for the\n"
+    "                              newest); the best the machine runs is run\n"
     "  -o FILE                     write --emit output to FILE (default: stdout)\n"
     "  --no-fuse                   every operation its own kernel (the unfused baseline)\n"
     "  --fast-math                 approximate transcendentals\n"
@@ -183,7 +185,7 @@ static int parse_args(int argc, char **argv, cli *c) {
             if (!c->all && parse_target(v, &c->opt.target))
                 return cli_usage_error("unknown target '%s' (auto, cuda, cpu, ref or all)", v);
         } else if ((v = option_value(argc, argv, &i, "--arch", &m)) || m) {
-            if (!v || strncmp(v, "sm_", 3) != 0)
+            if (!v || (strncmp(v, "sm_", 3) != 0 && strncmp(v, "compute_", 8) != 0))
                 return cli_usage_error("--arch needs a value like sm_90, got '%s'", v ? v : "");
             c->opt.arch = v;
         } else if ((v = option_value(argc, argv, &i, "--cpu", &m)) || m) {
@@ -373,13 +375,18 @@ static int cmd_library(cli *c) {
     if (!c->output)
         return cli_usage_error("%s", "--emit=lib needs -o DIR/NAME (it writes DIR/NAME.h and "
                                      "DIR/libNAME.a)");
-    if (c->opt.target != FUSEC_TARGET_CPU)
-        return cli_usage_error("--emit=lib needs --target=cpu%s",
-                               c->opt.target == FUSEC_TARGET_CUDA
-                                   ? ": libraries of CUDA code are not written yet"
-                                   : " (a library is built for a target it names)");
-    const char *cpus = c->opt.cpu;
+    if (c->opt.target != FUSEC_TARGET_CPU && c->opt.target != FUSEC_TARGET_CUDA)
+        return cli_usage_error("%s", "--emit=lib needs --target=cpu or --target=cuda (a library "
+                                     "is built for a target it names)");
+    /* --cpu (CPU) or --arch (CUDA): the list the library holds, not what the modules compile
+     * for */
+    int cuda = c->opt.target == FUSEC_TARGET_CUDA;
+    const char *archs = cuda ? c->opt.arch : c->opt.cpu;
+    if (cuda ? c->opt.cpu != NULL : c->opt.arch != NULL)
+        return cli_usage_error("--emit=lib --target=%s takes %s, not %s", cuda ? "cuda" : "cpu",
+                               cuda ? "--arch" : "--cpu", cuda ? "--cpu" : "--arch");
     c->opt.cpu = NULL;
+    c->opt.arch = NULL;
     fusec_module **mods = calloc((size_t)c->nfiles, sizeof(*mods));
     if (!mods) {
         fprintf(stderr, "fusec: error: out of memory\n");
@@ -397,7 +404,7 @@ static int cmd_library(cli *c) {
         if (st != FUSEC_OK) rc = cli_exit_code(st);
     }
     if (rc == EXIT_OK) {
-        fusec_status st = fusec_library_write(mods, n, c->output, cpus);
+        fusec_status st = fusec_library_write(mods, n, c->output, archs);
         fputs(fusec_module_report(mods[0]), stderr);
         if (st != FUSEC_OK) {
             fprintf(stderr, "fusec: error: %s\n", fusec_module_message(mods[0]));

@@ -7,11 +7,16 @@
  *     cc -O2 examples/aot/main.c -Iout -Lout -lkernels -lpthread -lm -ldl -o aot_demo
  *     ./aot_demo [DIR]
  *
+ * Built with -DKERNELS_CUDA against a CUDA library (--target=cuda), it puts its inputs in
+ * device memory first and takes the results back after the calls, through the CUDA driver,
+ * which it loads with dlopen as the library does ($FUSEC_CUDA_DRIVER, else libcuda.so.1).
+ *
  * It runs each function once on inputs it makes up (odd sizes), checks GELU and softmax
  * against formulas in double precision, and prints which CPU's code the library picked
- * ($FUSEC_CPU names one of those it holds). With DIR, it writes every input and result there
- * as .npy files (bf16 widened to f32, exactly, as `fusec run` writes it), so that a test can
- * compare them with `fusec run` bit for bit. Exit 0, or 1 with a message.
+ * ($FUSEC_CPU names one of those it holds) or which GPU architecture's. With DIR, it writes
+ * every input and result there as .npy files (bf16 widened to f32, exactly, as `fusec run`
+ * writes it), so that a test can compare them with `fusec run` bit for bit. Exit 0, or 1 with
+ * a message.
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +24,78 @@
 #include <string.h>
 
 #include "kernels.h"
+
+/* ---- where the kernels' tensors live: host memory, or (KERNELS_CUDA) device memory --------- */
+
+#ifdef KERNELS_CUDA
+#include <dlfcn.h>
+
+static struct {
+    int (*init)(unsigned);
+    int (*device_get)(int *, int);
+    int (*ctx_retain)(void **, int);
+    int (*ctx_push)(void *);
+    int (*alloc)(unsigned long long *, size_t);
+    int (*htod)(unsigned long long, const void *, size_t);
+    int (*dtoh)(void *, unsigned long long, size_t);
+    int (*sync)(void);
+    int (*free)(unsigned long long);
+} cu;
+
+/* The driver, device 0's primary context made current (the one the library runs in). */
+static int device_setup(void) {
+    const char *path = getenv("FUSEC_CUDA_DRIVER");
+    void *h = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return -1;
+    void *slots[] = {&cu.init, &cu.device_get, &cu.ctx_retain, &cu.ctx_push, &cu.alloc,
+                     &cu.htod, &cu.dtoh,       &cu.sync,       &cu.free};
+    const char *names[] = {
+        "cuInit",        "cuDeviceGet",     "cuDevicePrimaryCtxRetain", "cuCtxPushCurrent_v2",
+        "cuMemAlloc_v2", "cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2",          "cuCtxSynchronize",
+        "cuMemFree_v2"};
+    for (int i = 0; i < 9; i++) {
+        void *f = dlsym(h, names[i]);
+        if (!f) return -1;
+        memcpy(slots[i], &f, sizeof f); /* an object pointer to a function pointer, as dlsym's */
+    }
+    int dev;
+    void *ctx;
+    return cu.init(0) || cu.device_get(&dev, 0) || cu.ctx_retain(&ctx, dev) || cu.ctx_push(ctx) ? -1
+                                                                                                : 0;
+}
+
+/* n bytes of device memory holding h's (h NULL: uninitialized). */
+static void *put(const void *h, size_t n) {
+    unsigned long long d = 0;
+    if (cu.alloc(&d, n ? n : 1) || (h && cu.htod(d, h, n))) return NULL;
+    return (void *)(uintptr_t)d;
+}
+
+/* The results in d into h, once every call is done. */
+static int get(void *h, const void *d, size_t n) {
+    return cu.sync() || cu.dtoh(h, (unsigned long long)(uintptr_t)d, n) ? -1 : 0;
+}
+
+/* d, which put gave for h, is no longer needed. */
+static void release(void *d, const void *h) {
+    (void)h;
+    cu.free((unsigned long long)(uintptr_t)d);
+}
+#else
+static int device_setup(void) {
+    return 0;
+}
+static void *put(const void *h, size_t n) {
+    return h ? (void *)h : malloc(n ? n : 1);
+}
+static int get(void *h, const void *d, size_t n) {
+    if (h != d) memcpy(h, d, n);
+    return 0;
+}
+static void release(void *d, const void *h) {
+    if (d != h) free(d);
+}
+#endif
 
 /* A numpy .npy file of f32 values, or of bf16 values widened to f32 (bf16 set). */
 static int write_npy(const char *dir, const char *name, const void *data, int rank,
@@ -78,8 +155,11 @@ static int gelu(const char *dir, uint32_t *seed) {
     if (!x || !y) return failed("malloc", 0);
     for (int i = 0; i < N; i++)
         x[i] = value(seed);
-    int rc = kernels_gelu(x, y, N, NULL);
+    float *dx = put(x, N * sizeof *x), *dy = put(NULL, N * sizeof *y);
+    if (!dx || !dy) return failed("memory for gelu", 0);
+    int rc = kernels_gelu(dx, dy, N, NULL);
     if (rc) return failed("gelu", rc);
+    if (get(y, dy, N * sizeof *y)) return failed("gelu's results", 0);
     double worst = 0;
     for (int i = 0; i < N; i++) {
         double v = x[i],
@@ -91,6 +171,8 @@ static int gelu(const char *dir, uint32_t *seed) {
     if (write_npy(dir, "gelu_x", x, 1, shape, 0) || write_npy(dir, "gelu_y", y, 1, shape, 0))
         return failed("writing gelu's files", 0);
     printf("gelu      [%d]: worst error %.3f of the tolerance\n", N, worst);
+    release(dx, x);
+    release(dy, NULL);
     free(x);
     free(y);
     return worst <= 1 ? 0 : failed("gelu's accuracy", 0);
@@ -102,8 +184,11 @@ static int softmax(const char *dir, uint32_t *seed) {
     if (!x || !y) return failed("malloc", 0);
     for (int i = 0; i < R * C; i++)
         x[i] = value(seed);
-    int rc = kernels_softmax(x, y, R, C, NULL);
+    float *dx = put(x, R * C * sizeof *x), *dy = put(NULL, R * C * sizeof *y);
+    if (!dx || !dy) return failed("memory for softmax", 0);
+    int rc = kernels_softmax(dx, dy, R, C, NULL);
     if (rc) return failed("softmax", rc);
+    if (get(y, dy, R * C * sizeof *y)) return failed("softmax's results", 0);
     double worst = 0;
     for (int r = 0; r < R; r++) {
         double s = 0;
@@ -115,6 +200,8 @@ static int softmax(const char *dir, uint32_t *seed) {
     if (write_npy(dir, "softmax_x", x, 2, shape, 0) || write_npy(dir, "softmax_y", y, 2, shape, 0))
         return failed("writing softmax's files", 0);
     printf("softmax   [%d, %d]: rows sum to 1 within %.2g\n", R, C, worst);
+    release(dx, x);
+    release(dy, NULL);
     free(x);
     free(y);
     return worst < 1e-4 ? 0 : failed("softmax's sums", 0);
@@ -130,8 +217,12 @@ static int layernorm(const char *dir, uint32_t *seed) {
         w[i] = to_bf16(1 + value(seed) / 8);
         b[i] = to_bf16(value(seed) / 8);
     }
-    int rc = kernels_layernorm(x, w, b, y, R, C, NULL);
+    uint16_t *dx = put(x, R * C * 2), *dw = put(w, C * 2), *db = put(b, C * 2),
+             *dy = put(NULL, R * C * 2);
+    if (!dx || !dw || !db || !dy) return failed("memory for layernorm", 0);
+    int rc = kernels_layernorm(dx, dw, db, dy, R, C, NULL);
     if (rc) return failed("layernorm", rc);
+    if (get(y, dy, R * C * 2)) return failed("layernorm's results", 0);
     int64_t shape[2] = {R, C}, row[1] = {C};
     if (write_npy(dir, "layernorm_x", x, 2, shape, 1) ||
         write_npy(dir, "layernorm_w", w, 1, row, 1) ||
@@ -139,6 +230,10 @@ static int layernorm(const char *dir, uint32_t *seed) {
         write_npy(dir, "layernorm_y", y, 2, shape, 1))
         return failed("writing layernorm's files", 0);
     printf("layernorm [%d, %d] bf16: done\n", R, C);
+    release(dx, x);
+    release(dw, w);
+    release(db, b);
+    release(dy, NULL);
     free(x);
     free(w);
     free(b);
@@ -149,6 +244,10 @@ static int layernorm(const char *dir, uint32_t *seed) {
 int main(int argc, char **argv) {
     const char *dir = argc > 1 ? argv[1] : NULL;
     uint32_t seed = 12345;
+    if (device_setup()) {
+        fprintf(stderr, "aot_demo: no CUDA driver or device to put the tensors on\n");
+        return 1;
+    }
     if (gelu(dir, &seed) || softmax(dir, &seed) || layernorm(dir, &seed)) return 1;
     printf("the library ran the code built for %s\n", kernels_target());
     return 0;

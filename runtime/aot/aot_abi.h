@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 typedef struct fusec_rt_lib {
-    const unsigned char *image; /* runtime/cpu/cpu_image.h's bytes, 16-byte aligned */
+    const unsigned char *image; /* runtime/aot/aot_image.h's bytes, 16-byte aligned */
     uint64_t len;
     void *state; /* the loaded library; set once, atomically, by the first call */
 } fusec_rt_lib;

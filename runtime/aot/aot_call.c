@@ -1,8 +1,11 @@
 /* runtime/aot/aot_call.c: the runtime of a library built ahead of time (runtime/aot/aot_abi.h),
- * part of libfusec_rt: on the first call, the library's image is read, the best of its CPU
- * codes that this CPU runs is picked (the widest vectors; $FUSEC_CPU names one instead) and
- * loaded by fusec's own loader (runtime/cpu/cpu_elf.c); every call then checks its arguments
- * as fusec_launch does and runs on the thread pool (runtime/cpu/cpu_launch.c).
+ * part of libfusec_rt: on the first call, the library's image is read and the best of its codes
+ * that this machine runs is picked and loaded: on the CPU the widest vectors ($FUSEC_CPU names
+ * one instead), loaded by fusec's own loader (runtime/cpu/cpu_elf.c); on CUDA device 0's own
+ * architecture's cubin, else the nearest older one of its major version, else PTX the driver
+ * compiles, loaded by the driver (runtime/cuda/cuda_launch.c). Every call then checks its
+ * arguments as fusec_launch does and runs: on the thread pool (runtime/cpu/cpu_launch.c), or
+ * on the caller's stream.
  *
  * A library's state is made once, under one lock, and published with release order: later
  * calls read it with one acquire load. A failed load is kept too, so that every call gives
@@ -17,19 +20,22 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/aot/aot_image.h"
 #include "runtime/args.h"
 #include "runtime/cpu/cpu_elf.h"
-#include "runtime/cpu/cpu_image.h"
 #include "runtime/cpu/cpu_launch.h"
 #include "runtime/cpu/cpu_target.h"
+#include "runtime/cuda/cuda_driver.h"
+#include "runtime/cuda/cuda_launch.h"
 
 typedef struct aot_state {
     fusec_status status; /* of the load: FUSEC_OK, or what every call returns */
     char message[1024];
-    rt_cpu_image *img;
-    rt_elf *elf;
-    rt_cpu_program *prog;
-    const char *cpu; /* the code's CPU */
+    rt_image *img;
+    rt_elf *elf;          /* CPU */
+    rt_cpu_program *prog; /* CPU */
+    rt_cuda_gpu *gpu;     /* CUDA */
+    const char *arch;     /* the code's CPU or GPU architecture */
 } aot_state;
 
 static pthread_mutex_t load_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -50,56 +56,120 @@ static void *elf_lookup(void *code, const char *name, char *err, size_t errlen) 
     return addr;
 }
 
-/* The object this CPU runs best: the one $FUSEC_CPU names, else the widest vectors (the later
- * of equals: the writer orders them from the oldest CPU up). -1 with s's message when none. */
-static int pick(aot_state *s) {
-    const rt_cpu_image *img = s->img;
+/* The list of what the image holds, for messages. */
+static void held(const rt_image *img, char *buf, size_t len) {
+    size_t used = 0;
+    buf[0] = 0;
+    for (int32_t i = 0; i < img->ncode && used + 1 < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", img->code[i].arch);
+}
+
+/* The code this CPU runs best: the one $FUSEC_CPU names, else the widest vectors (the later
+ * of equals: the writer keeps the order it was given). -1 with s's message when none. */
+static int pick_cpu(aot_state *s) {
+    const rt_image *img = s->img;
     const char *want = getenv("FUSEC_CPU");
     if (want && (!strcmp(want, "native") || !strcmp(want, "host"))) want = NULL;
     int best = -1, best_bytes = 0;
-    char lack[256], held[256] = "";
-    size_t used = 0;
-    for (int32_t i = 0; i < img->nobjects; i++) {
-        const char *name = img->objects[i].cpu;
-        used += (size_t)snprintf(held + used, used < sizeof held ? sizeof held - used : 0, "%s%s",
-                                 i ? ", " : "", name);
-        if (used >= sizeof held) used = sizeof held - 1;
-        const rt_cpu_target *t = rt_cpu_target_find(name);
-        if (!t || (want && *want && strcmp(want, name))) continue;
+    char lack[256], list[256];
+    for (int32_t i = 0; i < img->ncode; i++) {
+        const rt_cpu_target *t = rt_cpu_target_find(img->code[i].arch);
+        if (!t || (want && *want && strcmp(want, img->code[i].arch))) continue;
         if (rt_cpu_target_missing(t, lack, sizeof lack)) continue;
         if (best < 0 || t->vector_bytes >= best_bytes) best = i, best_bytes = t->vector_bytes;
     }
     if (best >= 0) return best;
+    held(img, list, sizeof list);
     s->status = FUSEC_ERR_UNSUPPORTED;
     if (want && *want)
         snprintf(s->message, sizeof s->message,
                  "FUSEC_CPU=%s: the library holds no code for it that this CPU runs (it holds "
                  "code for %s)",
-                 want, held);
+                 want, list);
     else
         snprintf(s->message, sizeof s->message,
-                 "the library holds code for %s, none of which this CPU runs", held);
+                 "the library holds code for %s, none of which this CPU runs", list);
     return -1;
+}
+
+/* A GPU architecture's compute capability, major * 10 + minor ("sm_90" 90, "sm_100a" 100,
+ * "compute_120" 120); *exact: a cubin for that device alone ("a" suffix); *ptx: PTX. */
+static int capability(const char *arch, int *exact, int *ptx) {
+    *ptx = !strncmp(arch, "compute_", 8);
+    const char *p = arch + (*ptx ? 8 : 3);
+    int v = 0;
+    while (*p >= '0' && *p <= '9')
+        v = v * 10 + (*p++ - '0');
+    *exact = *p == 'a';
+    return v;
+}
+
+/* The code device 0 runs best: a cubin of its major version built for its minor or an older
+ * one (the newest such), else PTX for its capability or an older one (the newest). */
+static int pick_gpu(aot_state *s, const rt_cuda_device *d) {
+    int dev = d->major * 10 + d->minor, best = -1, best_cc = -1, best_ptx = 1;
+    for (int32_t i = 0; i < s->img->ncode; i++) {
+        int exact, ptx, cc = capability(s->img->code[i].arch, &exact, &ptx);
+        int runs = ptx ? cc <= dev : exact ? cc == dev : cc / 10 == d->major && cc <= dev;
+        if (!runs) continue;
+        /* a cubin before any PTX; then the newest */
+        if (best < 0 || (best_ptx && !ptx) || (best_ptx == ptx && cc > best_cc))
+            best = i, best_cc = cc, best_ptx = ptx;
+    }
+    if (best >= 0) return best;
+    char list[256];
+    held(s->img, list, sizeof list);
+    s->status = FUSEC_ERR_UNSUPPORTED;
+    snprintf(s->message, sizeof s->message,
+             "the library holds code for %s, none of which the GPU (%s, sm_%d%d) runs", list,
+             d->name, d->major, d->minor);
+    return -1;
+}
+
+static void load_cpu(aot_state *s) {
+    char err[512];
+    int i = pick_cpu(s);
+    if (i < 0) return;
+    const rt_image_code *c = &s->img->code[i];
+    const rt_cpu_target *t = rt_cpu_target_find(c->arch);
+    s->arch = c->arch;
+    if (!(s->elf = rt_elf_load(c->data, (size_t)c->len, err, sizeof err)) ||
+        !(s->prog = rt_cpu_program_new(&s->img->cpu, t->vector_bytes, elf_lookup, s->elf, NULL, err,
+                                       sizeof err))) {
+        s->status = FUSEC_ERR_UNSUPPORTED;
+        snprintf(s->message, sizeof s->message, "loading the code for %s: %s", c->arch, err);
+    }
+}
+
+static void load_cuda(aot_state *s) {
+    rt_cuda_device d;
+    char why[512];
+    if (!rt_cuda_probe(&d, why, sizeof why)) {
+        s->status = FUSEC_ERR_NO_DEVICE;
+        snprintf(s->message, sizeof s->message, "%s", why);
+        return;
+    }
+    int i = pick_gpu(s, &d);
+    if (i < 0) return;
+    const rt_image_code *c = &s->img->code[i];
+    s->arch = c->arch;
+    s->status = rt_cuda_gpu_load(&s->img->cuda, c->len ? c->data : NULL, (size_t)c->len, &s->gpu,
+                                 NULL, why, sizeof why);
+    if (s->status != FUSEC_OK)
+        snprintf(s->message, sizeof s->message, "loading the code for %s: %s", c->arch, why);
 }
 
 static void load(fusec_rt_lib *lib, aot_state *s) {
     char err[512];
-    if (!(s->img = rt_cpu_image_read(lib->image, (size_t)lib->len, err, sizeof err))) {
+    if (!(s->img = rt_image_read(lib->image, (size_t)lib->len, err, sizeof err))) {
         s->status = FUSEC_ERR_INTERNAL;
         snprintf(s->message, sizeof s->message, "%s", err);
         return;
     }
-    int i = pick(s);
-    if (i < 0) return;
-    const rt_image_object *o = &s->img->objects[i];
-    const rt_cpu_target *t = rt_cpu_target_find(o->cpu);
-    s->cpu = o->cpu;
-    if (!(s->elf = rt_elf_load(o->data, (size_t)o->len, err, sizeof err)) ||
-        !(s->prog = rt_cpu_program_new(&s->img->mod, t->vector_bytes, elf_lookup, s->elf, NULL, err,
-                                       sizeof err))) {
-        s->status = FUSEC_ERR_UNSUPPORTED;
-        snprintf(s->message, sizeof s->message, "loading the code for %s: %s", o->cpu, err);
-    }
+    if (s->img->target == RT_IMAGE_CPU)
+        load_cpu(s);
+    else
+        load_cuda(s);
 }
 
 /* The library's state, loaded on first use; NULL when out of memory. */
@@ -123,19 +193,19 @@ const char *fusec_rt_last_error(void) {
 
 const char *fusec_rt_target(fusec_rt_lib *lib) {
     aot_state *s = lib ? state(lib) : NULL;
-    return s && s->status == FUSEC_OK ? s->cpu : NULL;
+    return s && s->status == FUSEC_OK ? s->arch : NULL;
 }
 
 /* The call's tensors from its pointers and dims, checked as fusec_launch checks them. */
-static int bind(const rt_cpu_func *f, const rt_image_sig *sig, void *const *ptrs,
-                const int64_t *syms, ir_tensor *args) {
-    for (int32_t i = 0; i < f->nsyms; i++)
+static int bind(const rt_image_sig *sig, void *const *ptrs, const int64_t *syms, ir_tensor *args) {
+    for (int32_t i = 0; i < sig->nsyms; i++)
         if (syms[i] < 0)
-            return fail(FUSEC_ERR_SHAPE, "%s: %s = %lld: a dim is at least 0", f->name,
+            return fail(FUSEC_ERR_SHAPE, "%s: %s = %lld: a dim is at least 0", sig->name,
                         sig->sym_names[i], (long long)syms[i]);
     const char *names[RT_MAX_ARGS];
     char name[160];
-    for (int32_t i = 0; i < sig->nargs; i++) {
+    int32_t np = sig->nparams, nargs = np + sig->noutputs;
+    for (int32_t i = 0; i < nargs; i++) {
         const rt_image_arg *a = &sig->args[i];
         ir_tensor *t = &args[i];
         memset(t, 0, sizeof(*t));
@@ -145,11 +215,10 @@ static int bind(const rt_cpu_func *f, const rt_image_sig *sig, void *const *ptrs
             t->dims[d] =
                 a->shape.dims[d].sym >= 0 ? syms[a->shape.dims[d].sym] : a->shape.dims[d].size;
         t->data = ptrs[i];
-        if (i < f->nparams) names[i] = a->name;
+        if (i < np) names[i] = a->name;
         if (ir_dims_count(t->dims, t->rank) < 0)
-            return fail(
-                FUSEC_ERR_SHAPE, "%s: %s: a tensor of that shape is too large", f->name,
-                rt_arg_name(i < f->nparams ? names[i] : NULL, f->nparams, i, name, sizeof name));
+            return fail(FUSEC_ERR_SHAPE, "%s: %s: a tensor of that shape is too large", sig->name,
+                        rt_arg_name(i < np ? names[i] : NULL, np, i, name, sizeof name));
     }
     for (int32_t i = 0; i < sig->nshapes; i++) {
         int64_t dims[IR_MAX_RANK];
@@ -158,26 +227,29 @@ static int bind(const rt_cpu_func *f, const rt_image_sig *sig, void *const *ptrs
                                                       : sig->shapes[i].dims[d].size;
         if (ir_dims_count(dims, sig->shapes[i].rank) < 0)
             return fail(FUSEC_ERR_SHAPE,
-                        "'%s' would compute a value too large for memory at these shapes", f->name);
+                        "'%s' would compute a value too large for memory at these shapes",
+                        sig->name);
     }
     char err[512];
-    fusec_status st = rt_check_buffers(args, f->nparams, sig->nargs, names, err, sizeof err);
-    return st == FUSEC_OK ? 0 : fail(st, "%s: %s", f->name, err);
+    fusec_status st = rt_check_buffers(args, np, nargs, names, err, sizeof err);
+    return st == FUSEC_OK ? 0 : fail(st, "%s: %s", sig->name, err);
 }
 
 int fusec_rt_call(fusec_rt_lib *lib, int32_t func, void *const *ptrs, const int64_t *syms,
                   void *stream) {
-    (void)stream; /* CPU calls complete before they return */
     aot_state *s = lib ? state(lib) : NULL;
     if (!s) return fail(FUSEC_ERR_OUT_OF_MEMORY, "out of memory");
     if (s->status != FUSEC_OK) return fail(s->status, "%s", s->message);
-    if (func < 0 || func >= s->img->mod.nfuncs)
+    if (func < 0 || func >= s->img->nfuncs)
         return fail(FUSEC_ERR_INTERNAL, "internal error: no function %d", (int)func);
-    const rt_cpu_func *f = &s->img->mod.funcs[func];
+    const rt_image_sig *sig = &s->img->sigs[func];
     ir_tensor args[RT_MAX_ARGS];
-    int rc = bind(f, &s->img->sigs[func], ptrs, syms, args);
+    int rc = bind(sig, ptrs, syms, args);
     if (rc) return rc;
     char err[512];
-    fusec_status st = rt_cpu_run(s->prog, func, args, syms, err, sizeof err);
-    return st == FUSEC_OK ? 0 : fail(st, "%s: %s", f->name, err);
+    /* CPU calls complete before they return; CUDA's are asynchronous on the caller's stream */
+    fusec_status st = s->prog
+                          ? rt_cpu_run(s->prog, func, args, syms, err, sizeof err)
+                          : rt_cuda_gpu_launch(s->gpu, func, args, syms, stream, err, sizeof err);
+    return st == FUSEC_OK ? 0 : fail(st, "%s: %s", sig->name, err);
 }

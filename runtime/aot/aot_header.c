@@ -81,28 +81,30 @@ static void declare(ir_buf *out, const char *lib, const ir_func *f) {
 void rt_aot_header(ir_buf *out, const char *name, const ir_func *const *funcs,
                    const rt_aot_entry *entries, int n, const char *target) {
     (void)entries;
+    int cuda = !strcmp(target, "cuda");
     ir_buf_printf(out,
                   "/* %s.h: the entry points of lib%s.a, written by fusec %s (fusec --emit=lib). "
-                  "Do not edit.\n"
-                  " *\n"
-                  " * Each function takes one pointer per parameter (const) and per result, dense "
-                  "and row-major,\n"
-                  " * then the value of each symbolic dim, then a stream (%s). It returns 0, "
-                  "or else a\n"
-                  " * fusec_status: 1 an invalid argument (no data, misaligned, overlapping "
-                  "buffers), 5 a shape\n"
-                  " * too large, 7 out of memory, 8 no code in the library that this machine "
-                  "runs, 9 no device,\n"
-                  " * 11 a driver error, 12 an error at run time (max over an empty axis), 13 "
-                  "an internal error;\n"
-                  " * %s_last_error() then says why. f16 and bf16 elements are uint16_t "
-                  "(their bits). A result\n"
-                  " * may be the very buffer of a parameter of its dtype and shape (in place); "
-                  "no other\n"
-                  " * buffers may overlap. Calls from several threads at once are safe. */\n",
-                  name, name, FUSEC_VERSION_STRING,
-                  !strcmp(target, "cuda") ? "a CUstream, NULL for the default one"
-                                          : "ignored on the CPU: calls return when done",
+                  "Do not edit.\n *\n",
+                  name, name, FUSEC_VERSION_STRING);
+    ir_buf_puts(out, " * Each function takes one pointer per parameter (const) and per result, to "
+                     "dense row-major\n");
+    ir_buf_puts(out, cuda
+                         ? " * device memory of CUDA device 0 (cuMemAlloc's, a PyTorch tensor's on "
+                           "cuda:0), then the value of\n * each symbolic dim, then a CUstream "
+                           "(NULL: the legacy default stream; calls are\n * asynchronous on "
+                           "it).\n"
+                         : " * host memory, then the value of each symbolic dim, then a stream, "
+                           "ignored on the CPU\n * (calls return when their results are "
+                           "written).\n");
+    ir_buf_printf(out,
+                  " * A function returns 0, or else a fusec_status: 1 an invalid argument (no "
+                  "data, misaligned,\n * overlapping buffers), 5 a shape too large, 7 out of "
+                  "memory, 8 no code in the library that\n * this machine runs, 9 no CUDA "
+                  "driver or device, 11 a driver error, 12 an error at run time\n * (max over "
+                  "an empty axis), 13 an internal error; %s_last_error() then says why. f16 and\n"
+                  " * bf16 elements are uint16_t (their bits). A result may be the very buffer "
+                  "of a parameter of\n * its dtype and shape (in place); no other buffers may "
+                  "overlap. Calls from several threads at\n * once are safe. */\n",
                   name);
     ir_buf_printf(out,
                   "#ifndef %s_FUSEC_H\n#define %s_FUSEC_H\n\n#include <stdbool.h>\n"

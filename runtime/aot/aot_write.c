@@ -1,10 +1,11 @@
 /* runtime/aot/aot_write.c: fusec_library_write (fusec --emit=lib): a static library and its
- * header from compiled modules. For each module, the CPU backend builds its code for every
- * CPU asked for (through the kernel cache) into one image (runtime/cpu/cpu_image.h); the LLVM
- * module writes the wrapper object holding the images and the typed entry points
- * (runtime/aot/aot_wrappers.c); the archive gets that object and every member of the runtime's
- * own archive, libfusec_rt.a, found as the LLVM module is (runtime/locate.h), so that a program
- * links the library with -lpthread -lm -ldl and nothing of the compiler.
+ * header from compiled modules. For each module, its target's backend builds its code for
+ * every CPU or GPU architecture asked for (through the kernel cache) into one image
+ * (runtime/aot/aot_image.h); the LLVM module writes the wrapper object holding the images and
+ * the typed entry points (runtime/aot/aot_wrappers.c); the archive gets that object and every
+ * member of the runtime's own archive, libfusec_rt.a, found as the LLVM module is
+ * (runtime/locate.h), so that a program links the library with -lpthread -lm -ldl and nothing
+ * of the compiler.
  */
 #include "fusec.h"
 
@@ -14,9 +15,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "runtime/aot/aot_image.h"
 #include "runtime/aot/aot_write.h"
 #include "runtime/cpu/cpu_jit.h"
 #include "runtime/cpu/cpu_target.h"
+#include "runtime/cuda/nvrtc.h"
 #include "runtime/locate.h"
 #include "runtime/module.h"
 
@@ -31,14 +34,19 @@
 #endif
 
 #define DEFAULT_CPUS "x86-64-v2,x86-64-v3,x86-64-v4"
-#define MAX_CPUS     16
+#define MAX_ARCHS    24
+/* The GPU architectures a CUDA library holds by default: those from sm_80 up that the
+ * installed NVRTC builds for, and PTX for the newest of them. */
+static const char *const default_gpus[] = {"sm_80",  "sm_86",  "sm_87",  "sm_89",  "sm_90",
+                                           "sm_100", "sm_103", "sm_110", "sm_120", "sm_121"};
 
 typedef struct lib_job {
     fusec_module *msg; /* where messages go */
     ir_arena arena;
     const char *dir, *name;
-    const void *targets[MAX_CPUS];
-    int ntargets;
+    const char *target; /* "cpu" or "cuda": every module's */
+    const char *archs[MAX_ARCHS];
+    int narchs;
     unsigned char **images;
     size_t *image_lens;
     int nimages;
@@ -70,34 +78,101 @@ static fusec_status split_path(lib_job *j, const char *path) {
     return FUSEC_OK;
 }
 
-/* The CPUs, comma-separated, each a name rt_cpu_target_find knows. */
-static fusec_status parse_cpus(lib_job *j, const char *cpus) {
-    const char *p = cpus && *cpus ? cpus : DEFAULT_CPUS;
-    while (*p) {
-        size_t n = strcspn(p, ",");
-        char *name = ir_arena_printf(&j->arena, "%.*s", (int)n, p);
-        const rt_cpu_target *t = rt_cpu_target_find(name);
-        if (!t)
-            return rt_module_fail(j->msg, FUSEC_ERR_INVALID_ARGUMENT,
-                                  "unknown CPU '%s' for a library (known: %s)", name,
-                                  rt_cpu_target_names());
-        for (int i = 0; i < j->ntargets; i++)
-            if (j->targets[i] == t) t = NULL;
-        if (t && j->ntargets == MAX_CPUS)
-            return rt_module_fail(j->msg, FUSEC_ERR_INVALID_ARGUMENT, "more than %d CPUs",
-                                  MAX_CPUS);
-        if (t) j->targets[j->ntargets++] = t;
-        p += n + (p[n] == ',');
-    }
-    if (!j->ntargets) return rt_module_fail(j->msg, FUSEC_ERR_INVALID_ARGUMENT, "no CPU named");
+/* One architecture the library holds: a CPU rt_cpu_target_find knows, or a GPU architecture
+ * NVRTC builds for. */
+static fusec_status add_arch(lib_job *j, const char *name) {
+    int cuda = !strcmp(j->target, "cuda");
+    if (!cuda && !rt_cpu_target_find(name))
+        return rt_module_fail(j->msg, FUSEC_ERR_INVALID_ARGUMENT,
+                              "unknown CPU '%s' for a library (known: %s)", name,
+                              rt_cpu_target_names());
+    if (cuda && !rt_nvrtc_arch_valid(name))
+        return rt_module_fail(j->msg, FUSEC_ERR_INVALID_ARGUMENT,
+                              "'%s' is not a CUDA architecture (sm_XX, sm_XXa, compute_XX)", name);
+    if (cuda && rt_nvrtc_arch_supported(name) == 0)
+        return rt_module_fail(j->msg, FUSEC_ERR_INVALID_ARGUMENT,
+                              "the installed NVRTC cannot build for %s", name);
+    for (int i = 0; i < j->narchs; i++)
+        if (!strcmp(j->archs[i], name)) return FUSEC_OK;
+    if (j->narchs == MAX_ARCHS)
+        return rt_module_fail(j->msg, FUSEC_ERR_INVALID_ARGUMENT, "more than %d architectures",
+                              MAX_ARCHS);
+    j->archs[j->narchs++] = name;
     return FUSEC_OK;
 }
 
+/* The default GPU architectures: NVRTC's from sm_80 up, and PTX for the newest. */
+static fusec_status default_archs(lib_job *j) {
+    const char *newest = NULL;
+    for (size_t i = 0; i < sizeof default_gpus / sizeof default_gpus[0]; i++) {
+        int ok = rt_nvrtc_arch_supported(default_gpus[i]);
+        if (ok < 0)
+            return rt_module_fail(j->msg, FUSEC_ERR_COMPILER,
+                                  "NVRTC cannot be loaded: a CUDA library needs it to be built");
+        if (ok == 0) continue;
+        fusec_status st = add_arch(j, default_gpus[i]);
+        if (st != FUSEC_OK) return st;
+        newest = default_gpus[i];
+    }
+    if (!newest)
+        return rt_module_fail(j->msg, FUSEC_ERR_COMPILER, "NVRTC builds for no GPU from sm_80 up");
+    return add_arch(j, ir_arena_printf(&j->arena, "compute_%s", newest + 3));
+}
+
+/* The architectures, comma-separated (NULL or "": the target's defaults). */
+static fusec_status parse_archs(lib_job *j, const char *archs) {
+    int cuda = !strcmp(j->target, "cuda");
+    if (cuda && (!archs || !*archs)) return default_archs(j);
+    const char *p = archs && *archs ? archs : DEFAULT_CPUS;
+    while (*p) {
+        size_t n = strcspn(p, ",");
+        fusec_status st = add_arch(j, ir_arena_printf(&j->arena, "%.*s", (int)n, p));
+        if (st != FUSEC_OK) return st;
+        p += n + (p[n] == ',');
+    }
+    if (!j->narchs)
+        return rt_module_fail(j->msg, FUSEC_ERR_INVALID_ARGUMENT, "no architecture named");
+    return FUSEC_OK;
+}
+
+rt_image_sig *rt_aot_signatures(ir_func *const *funcs, int nfuncs, ir_arena *a) {
+    rt_image_sig *sigs = ir_arena_calloc(a, (size_t)(nfuncs ? nfuncs : 1), sizeof(*sigs));
+    for (int i = 0; i < nfuncs; i++) {
+        const ir_func *f = funcs[i];
+        rt_image_sig *s = &sigs[i];
+        s->name = f->name;
+        s->nparams = f->nparams;
+        s->noutputs = f->noutputs;
+        s->nsyms = f->nsyms;
+        s->args = ir_arena_calloc(a, (size_t)(f->nparams + f->noutputs), sizeof(rt_image_arg));
+        for (int32_t p = 0; p < f->nparams; p++) {
+            rt_image_arg x = {f->params[p].name, (int32_t)f->params[p].dtype, f->params[p].shape};
+            s->args[p] = x;
+        }
+        for (int32_t o = 0; o < f->noutputs; o++) {
+            rt_image_arg x = {"", (int32_t)f->outputs[o].dtype, f->outputs[o].shape};
+            s->args[f->nparams + o] = x;
+        }
+        s->sym_names = f->syms;
+        s->shapes = ir_arena_calloc(a, (size_t)(f->nnodes ? f->nnodes : 1), sizeof(ir_shape));
+        for (int32_t r = 0; r < f->nnodes; r++) {
+            int seen = 0;
+            for (int32_t k = 0; k < s->nshapes && !seen; k++)
+                seen = ir_shape_equal(&s->shapes[k], &f->nodes[r].shape);
+            if (!seen) s->shapes[s->nshapes++] = f->nodes[r].shape;
+        }
+    }
+    return sigs;
+}
 /* Module i's image and entries. */
 static fusec_status add_module(lib_job *j, fusec_module *m, int i) {
     ir_func *const *funcs;
     int nfuncs;
-    fusec_status st = rt_module_library_image(m, j->targets, j->ntargets, &j->images[i],
+    if (strcmp(rt_module_target(m), j->target))
+        return rt_module_fail(j->msg, FUSEC_ERR_INVALID_ARGUMENT,
+                              "%s was compiled for %s, the library's first file for %s",
+                              rt_module_path(m), rt_module_target(m), j->target);
+    fusec_status st = rt_module_library_image(m, j->archs, j->narchs, &j->images[i],
                                               &j->image_lens[i], &funcs, &nfuncs);
     if (st != FUSEC_OK) {
         if (m != j->msg)
@@ -202,9 +277,13 @@ static fusec_status write_archive(lib_job *j) {
 }
 
 static fusec_status write_library(lib_job *j, fusec_module *const *mods, int nmods,
-                                  const char *path, const char *cpus) {
+                                  const char *path, const char *archs) {
+    j->target = rt_module_target(mods[0]);
+    if (strcmp(j->target, "cpu") && strcmp(j->target, "cuda"))
+        return rt_module_fail(j->msg, FUSEC_ERR_INVALID_ARGUMENT,
+                              "a library is built for the CPU or CUDA target, not %s", j->target);
     fusec_status st = split_path(j, path);
-    if (st == FUSEC_OK) st = parse_cpus(j, cpus);
+    if (st == FUSEC_OK) st = parse_archs(j, archs);
     j->images = calloc((size_t)nmods, sizeof(*j->images));
     j->image_lens = calloc((size_t)nmods, sizeof(*j->image_lens));
     if (st == FUSEC_OK && (!j->images || !j->image_lens))
@@ -214,7 +293,7 @@ static fusec_status write_library(lib_job *j, fusec_module *const *mods, int nmo
     if (st != FUSEC_OK) return st;
     ir_buf h;
     ir_buf_init(&h, &j->arena);
-    rt_aot_header(&h, j->name, j->funcs, j->entries, j->nentries, "cpu");
+    rt_aot_header(&h, j->name, j->funcs, j->entries, j->nentries, j->target);
     st = write_archive(j);
     if (st == FUSEC_OK)
         st = write_file(j, ir_arena_printf(&j->arena, "%s/%s.h", j->dir, j->name), h.data,
@@ -223,7 +302,7 @@ static fusec_status write_library(lib_job *j, fusec_module *const *mods, int nmo
 }
 
 fusec_status fusec_library_write(fusec_module *const *mods, int nmods, const char *path,
-                                 const char *cpus) {
+                                 const char *archs) {
     if (!mods || nmods < 1 || !mods[0] || !path) return FUSEC_ERR_INVALID_ARGUMENT;
     for (int i = 0; i < nmods; i++)
         if (!mods[i]) return FUSEC_ERR_INVALID_ARGUMENT;
@@ -237,7 +316,7 @@ fusec_status fusec_library_write(fusec_module *const *mods, int nmods, const cha
         st = rt_module_fail(j.msg, FUSEC_ERR_OUT_OF_MEMORY, "out of memory");
     } else {
         j.arena.oom = &oom;
-        st = write_library(&j, mods, nmods, path, cpus);
+        st = write_library(&j, mods, nmods, path, archs);
     }
     for (int i = 0; i < j.nimages; i++)
         free(j.images[i]);

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "ir/ir.h"
+#include "runtime/aot/aot_image.h"
 
 /* One entry point: int SYMBOL(nptrs pointers, nsyms int64_t, void *stream), which calls
  * function `func` of image `image`. */
@@ -52,6 +53,9 @@ void rt_ar_members_free(rt_ar_member *members, int n);
 /* An archive of `members` with a symbol index of the global symbols each ELF member defines
  * (the index a linker needs), to `path`. 0, or -1 with err. */
 int rt_ar_write(const char *path, const rt_ar_member *members, int n, char *err, size_t errlen);
+
+/* Each function's signature, as the library's entry points take it, in arena a. */
+rt_image_sig *rt_aot_signatures(ir_func *const *funcs, int nfuncs, ir_arena *a);
 
 /* The C header of a library NAME: its entries, each function's signature. `funcs` are the
  * images' functions in the order of `entries` (one each). Appended to out. */

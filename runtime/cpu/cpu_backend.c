@@ -29,7 +29,7 @@
 #include "llvm_codegen_hash.h" /* generated: LLVM_CODEGEN_SOURCE_HASH */
 #include "runtime/cache.h"
 #include "runtime/cpu/cpu_elf.h"
-#include "runtime/cpu/cpu_image.h"
+#include "runtime/aot/aot_image.h"
 #include "runtime/cpu/cpu_jit.h"
 #include "runtime/cpu/cpu_launch.h"
 #include "runtime/clock.h"
@@ -359,73 +359,36 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
 
 /* ---- libraries built ahead of time -------------------------------------------------------- */
 
-/* Each function's signature, as the library's entry points take it. */
-static rt_image_sig *signatures(const rt_backend_request *req) {
-    ir_arena *a = req->arena;
-    rt_image_sig *sigs = ir_arena_calloc(a, (size_t)(req->nfuncs ? req->nfuncs : 1), sizeof(*sigs));
-    for (int i = 0; i < req->nfuncs; i++) {
-        const ir_func *f = req->funcs[i];
-        rt_image_sig *s = &sigs[i];
-        s->nargs = f->nparams + f->noutputs;
-        s->args = ir_arena_calloc(a, (size_t)(s->nargs ? s->nargs : 1), sizeof(rt_image_arg));
-        for (int32_t p = 0; p < f->nparams; p++) {
-            rt_image_arg x = {f->params[p].name, (int32_t)f->params[p].dtype, f->params[p].shape};
-            s->args[p] = x;
-        }
-        for (int32_t o = 0; o < f->noutputs; o++) {
-            rt_image_arg x = {"", (int32_t)f->outputs[o].dtype, f->outputs[o].shape};
-            s->args[f->nparams + o] = x;
-        }
-        s->sym_names = f->syms;
-        s->shapes = ir_arena_calloc(a, (size_t)(f->nnodes ? f->nnodes : 1), sizeof(ir_shape));
-        for (int32_t r = 0; r < f->nnodes; r++) {
-            int seen = 0;
-            for (int32_t j = 0; j < s->nshapes && !seen; j++)
-                seen = ir_shape_equal(&s->shapes[j], &f->nodes[r].shape);
-            if (!seen) s->shapes[s->nshapes++] = f->nodes[r].shape;
-        }
-    }
-    return sigs;
-}
-
-static fusec_status cpu_library_image(const rt_backend_request *req, const void *const *targets,
-                                      int ntargets, ir_buf *out, char *err, size_t errlen) {
-    rt_cpu_image img;
-    memset(&img, 0, sizeof img);
-    img.objects =
-        ir_arena_calloc(req->arena, (size_t)(ntargets ? ntargets : 1), sizeof(rt_image_object));
-    void **objs = ir_arena_calloc(req->arena, (size_t)(ntargets ? ntargets : 1), sizeof(void *));
-    fusec_status st = FUSEC_OK;
-    for (int i = 0; i < ntargets && st == FUSEC_OK; i++) {
+/* The image's CPU part (runtime/aot/aot_image.h): the launch description and an object for
+ * each CPU, in the request's arena. */
+static fusec_status cpu_library_image(const rt_backend_request *req, const char *const *archs,
+                                      int narchs, rt_image *img, char *err, size_t errlen) {
+    img->target = RT_IMAGE_CPU;
+    img->code = ir_arena_calloc(req->arena, (size_t)(narchs ? narchs : 1), sizeof(rt_image_code));
+    for (int i = 0; i < narchs; i++) {
         rt_backend_request r = *req;
-        r.resolved = targets[i];
+        if (!(r.resolved = rt_cpu_target_find(archs[i]))) {
+            snprintf(err, errlen, "unknown CPU '%s' (known: %s)", archs[i], rt_cpu_target_names());
+            return FUSEC_ERR_INVALID_ARGUMENT;
+        }
         llvm_module_meta *meta;
         llvm_gen_options o;
         const char *arch;
-        size_t len = 0;
-        st = plan_for_target(&r, &meta, &o, &arch, err, errlen);
-        if (st != FUSEC_OK) break;
-        if (i == 0) {
-            img.mod = *describe(meta, req->arena);
-            img.sigs = signatures(req);
-        }
+        fusec_status st = plan_for_target(&r, &meta, &o, &arch, err, errlen);
+        if (st != FUSEC_OK) return st;
+        if (i == 0) img->cpu = *describe(meta, req->arena);
         build_ctx bc = {meta, &o, req->arena, {0, 0, 0, 0}, ""};
-        st = fetch_object(&r, &o, arch, &bc, &objs[i], &len, err, errlen);
-        if (st != FUSEC_OK) break;
-        rt_image_object x = {((const rt_cpu_target *)targets[i])->name, objs[i], len};
-        img.objects[img.nobjects++] = x;
+        void *obj = NULL;
+        size_t len = 0;
+        st = fetch_object(&r, &o, arch, &bc, &obj, &len, err, errlen);
+        if (st != FUSEC_OK) return st;
+        void *copy = ir_arena_alloc(req->arena, len ? len : 1);
+        memcpy(copy, obj, len);
+        free(obj);
+        rt_image_code c = {archs[i], copy, len};
+        img->code[img->ncode++] = c;
     }
-    unsigned char *bytes = NULL;
-    size_t n = 0;
-    if (st == FUSEC_OK && rt_cpu_image_write(&img, &bytes, &n)) {
-        snprintf(err, errlen, "out of memory");
-        st = FUSEC_ERR_OUT_OF_MEMORY;
-    }
-    if (st == FUSEC_OK) ir_buf_putn(out, (const char *)bytes, n);
-    free(bytes);
-    for (int i = 0; i < ntargets; i++)
-        free(objs[i]);
-    return st;
+    return FUSEC_OK;
 }
 
 /* ---- launching ----------------------------------------------------------------------------- */
@@ -476,9 +439,9 @@ static void cpu_destroy(void *program) {
     (void)program;
 }
 
-static fusec_status cpu_library_image(const rt_backend_request *req, const void *const *targets,
-                                      int ntargets, ir_buf *out, char *err, size_t errlen) {
-    (void)req, (void)targets, (void)ntargets, (void)out;
+static fusec_status cpu_library_image(const rt_backend_request *req, const char *const *archs,
+                                      int narchs, struct rt_image *img, char *err, size_t errlen) {
+    (void)req, (void)archs, (void)narchs, (void)img;
     cpu_available(err, errlen);
     return FUSEC_ERR_UNSUPPORTED;
 }

@@ -6,7 +6,7 @@
  *
  * Two producers: the JIT (runtime/cpu/cpu_backend.c) describes the module it just planned; a
  * library built ahead of time (fusec --emit=lib) carries the description serialized
- * (runtime/cpu/cpu_image.c) beside its object code.
+ * (runtime/aot/aot_image.c) beside its object code.
  */
 #ifndef FUSEC_RUNTIME_CPU_LAUNCH_H
 #define FUSEC_RUNTIME_CPU_LAUNCH_H

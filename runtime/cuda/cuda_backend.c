@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "codegen/cuda/cuda.h"
+#include "runtime/aot/aot_image.h"
 #include "runtime/backend.h"
 #include "runtime/cache.h"
 #include "runtime/cuda/cuda_driver.h"
@@ -260,6 +261,41 @@ static fusec_status generate(const rt_backend_request *req, cuda_module **mod, c
     return FUSEC_OK;
 }
 
+/* ---- libraries built ahead of time --------------------------------------------------------------
+ */
+
+/* The image's CUDA part (runtime/aot/aot_image.h): the launch description (the module without
+ * its source) and, for each of archs, a cubin ("sm_90") or PTX ("compute_90", its NUL counted),
+ * in the request's arena. */
+static fusec_status rt_cuda_library_image(const rt_backend_request *req, const char *const *archs,
+                                          int narchs, rt_image *img, char *err, size_t errlen) {
+    cuda_module *mod = NULL;
+    fusec_status st = generate(req, &mod, err, errlen);
+    if (st != FUSEC_OK) return st;
+    img->target = RT_IMAGE_CUDA;
+    img->cuda = *mod;
+    img->cuda.source = NULL;
+    img->cuda.source_len = 0;
+    img->code = ir_arena_calloc(req->arena, (size_t)(narchs ? narchs : 1), sizeof(rt_image_code));
+    for (int i = 0; i < narchs; i++) {
+        int ptx = !strncmp(archs[i], "compute_", 8);
+        const char *arch = ptx ? ir_arena_printf(req->arena, "sm_%s", archs[i] + 8) : archs[i];
+        void *image = NULL;
+        size_t len = 0;
+        if (mod->nnames > 0) {
+            st = build_cached(req, mod, arch, ptx, &image, &len, err, errlen);
+            if (st != FUSEC_OK) return st;
+        }
+        char *copy = ir_arena_alloc(req->arena, len + 1);
+        if (len) memcpy(copy, image, len);
+        copy[len] = 0; /* PTX as cuModuleLoadData takes it: with its NUL */
+        free(image);
+        rt_image_code c = {archs[i], copy, len + (size_t)ptx};
+        img->code[img->ncode++] = c;
+    }
+    return FUSEC_OK;
+}
+
 /* ---- the backend --------------------------------------------------------------------------------
  */
 
@@ -448,6 +484,7 @@ const rt_backend rt_backend_cuda = {
     .available = rt_cuda_available,
     .resolve_options = cuda_resolve_options,
     .emit = rt_cuda_emit,
+    .library_image = rt_cuda_library_image,
     .compile = rt_cuda_compile,
     .launch = rt_cuda_launch,
     .destroy = rt_cuda_destroy,

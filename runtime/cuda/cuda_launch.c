@@ -89,7 +89,7 @@ struct rt_cuda_plan {
     rt_cu_graph_node *nodes;
     int32_t *node_launch; /* the launch each node runs; -1 - p: parameter p's gather */
     /* each node's kernel and argument values as last set (kernel_params NULL; nslots values a
-     * node), which a launch inside a stream capture issues one by one: plan_launch_captured */
+     * node), which a launch inside a stream capture issues one by one: graph_launch_captured */
     rt_cu_kernel_node_params *node_np;
     uint64_t *node_slots;
     int32_t nslots;
@@ -679,8 +679,8 @@ static void gather_node_params(const rt_cuda_plan *p, int32_t param, gather_call
 /* Sets (node < p->nnodes) or adds (after `prev`) the kernel node of launch li (-1 - p: the
  * gather of parameter p). The driver copies the argument values, so the slots are scratch
  * space. */
-static fusec_status plan_node(rt_cuda_plan *p, int32_t li, const ir_tensor *args, int32_t node,
-                              rt_cu_graph_node prev, char *err, size_t errlen) {
+static fusec_status graph_node(rt_cuda_plan *p, int32_t li, const ir_tensor *args, int32_t node,
+                               rt_cu_graph_node prev, char *err, size_t errlen) {
     const rt_cu_api *cu = rt_cuda_api();
     const rt_cuda_fn *fn = p->fn;
     arg_buffer ab;
@@ -718,7 +718,7 @@ static fusec_status plan_node(rt_cuda_plan *p, int32_t li, const ir_tensor *args
 }
 
 /* Whether the plan gathers parameter `param` (strided, with elements). */
-static int plan_gathers(const rt_cuda_plan *p, int32_t param) {
+static int graph_gathers(const rt_cuda_plan *p, int32_t param) {
     if (p->gat.off[param] == UINT64_MAX) return 0;
     return ir_dims_count(p->args[param].dims, p->args[param].rank) > 0;
 }
@@ -763,7 +763,7 @@ void rt_cuda_plan_free(rt_cuda_plan *p) {
  * may not be synchronized and an allocation on it would be the captured graph's, not the
  * plan's. The caller has set relaxed mode: these calls are outside any capture on purpose, and
  * one in global mode would forbid them. */
-static fusec_status plan_take_scratch(rt_cuda_plan *p, uint64_t bytes, char *err, size_t errlen) {
+static fusec_status graph_take_scratch(rt_cuda_plan *p, uint64_t bytes, char *err, size_t errlen) {
     if (!bytes) return FUSEC_OK;
     const rt_cu_api *cu = rt_cuda_api();
     rt_cu_stream own = rt_cuda_own_stream(err, errlen);
@@ -825,9 +825,9 @@ fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args
     memcpy(p->args, args, sizeof(ir_tensor) * (size_t)fn->nptrs);
     temps_place(fn->meta, args, p->res.scratch_bytes, 1, &p->tmp);
     gathers_place(fn->meta, args, p->res.scratch_bytes + p->tmp.bytes, &p->gat);
-    int mode = rt_cuda_mode_relaxed(); /* see plan_take_scratch */
+    int mode = rt_cuda_mode_relaxed(); /* see graph_take_scratch */
     if (st == FUSEC_OK)
-        st = plan_take_scratch(p, p->res.scratch_bytes + p->tmp.bytes + p->gat.bytes, err, errlen);
+        st = graph_take_scratch(p, p->res.scratch_bytes + p->tmp.bytes + p->gat.bytes, err, errlen);
     temps_apply(fn->meta, args, &p->tmp, p->scratch, targs);
     gathers_apply(fn->meta, &p->gat, p->scratch, targs);
     if (st == FUSEC_OK) {
@@ -839,9 +839,9 @@ fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args
      * graph's scheduling trivial */
     rt_cu_graph_node prev = NULL;
     for (int32_t li = -fn->meta->nparams; li < nl && st == FUSEC_OK; li++) {
-        if (li < 0 ? !plan_gathers(p, -1 - li) : p->res.configs[li].skip) continue;
+        if (li < 0 ? !graph_gathers(p, -1 - li) : p->res.configs[li].skip) continue;
         int32_t node = p->nnodes;
-        st = plan_node(p, li, targs, node, prev, err, errlen);
+        st = graph_node(p, li, targs, node, prev, err, errlen);
         if (st == FUSEC_OK) {
             p->node_launch[node] = li;
             prev = p->nodes[node];
@@ -866,8 +866,8 @@ fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args
  * records as it would the stream launches (a cuGraphLaunch may not be captured: the driver
  * answers CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture), with the
  * arguments the plan's graph holds. */
-static fusec_status plan_launch_captured(const rt_cuda_plan *p, rt_cu_stream s, char *err,
-                                         size_t errlen) {
+static fusec_status graph_launch_captured(const rt_cuda_plan *p, rt_cu_stream s, char *err,
+                                          size_t errlen) {
     const rt_cu_api *cu = rt_cuda_api();
     arg_buffer ab;
     if (arg_buffer_init(&ab, p->nslots) != 0) return no_memory(err, errlen);
@@ -909,7 +909,7 @@ fusec_status rt_cuda_plan_launch(rt_cuda_plan *p, void *stream, char *err, size_
         if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuStreamWaitEvent", err, errlen);
     }
     if (st == FUSEC_OK && !outside) {
-        st = plan_launch_captured(p, s, err, errlen);
+        st = graph_launch_captured(p, s, err, errlen);
     } else if (st == FUSEC_OK) {
         r = cu->GraphLaunch(p->exec, s);
         if (r != RT_CU_SUCCESS) st = driver_failed(r, "cuGraphLaunch", err, errlen);
@@ -953,7 +953,7 @@ fusec_status rt_cuda_plan_rebind(rt_cuda_plan *p, const ir_tensor *args, char *e
     }
     int mode = rt_cuda_mode_relaxed(); /* the plan's own graph: outside any capture */
     for (int32_t n = 0; n < p->nnodes && st == FUSEC_OK; n++)
-        st = plan_node(p, p->node_launch[n], targs, n, NULL, err, errlen);
+        st = graph_node(p, p->node_launch[n], targs, n, NULL, err, errlen);
     rt_cuda_mode_restore(mode);
     rt_cuda_leave(pushed);
     return st;

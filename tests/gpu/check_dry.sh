@@ -3,8 +3,9 @@
 # against the emulated driver and NVRTC (ctest gpu_check.dry, label emu), so that the script
 # a GPU session depends on cannot rot between the sessions that have a GPU. It bundles this
 # build tree as `make gpu-bundle` bundles its own (scripts/gpu-bundle.sh), runs a few steps at
-# their smallest sizes (the driver's start in facts.txt, a C test, the test programs of one
-# file, one random program, two benchmarks, a program's start in new processes), and checks
+# their smallest sizes (the driver's start in facts.txt, a C test, a library built ahead of
+# time, the test programs of one file, one random program, two benchmarks, a program's start
+# in new processes), and checks
 # the shape of what a GPU run hands back: five files, a summary line for every step of the
 # script's list (the others "not chosen"), the totals, the benchmarks' JSON lines, the logs'
 # tarball. The full dry run (every step; minutes) is FUSEC_GPU_DRY=1 by hand: DEVELOPERS.md.
@@ -15,10 +16,19 @@ set -u
 source "$FUSEC_SRC/tests/lib.sh"
 script=$FUSEC_SRC/scripts/gpu-check.sh
 
-bash "$FUSEC_SRC/scripts/gpu-bundle.sh" "$FUSEC_BUILD" "$tmp/bundle" >"$tmp/bundle.log" 2>&1
+# the CUDA library built ahead of time that make gpu-bundle adds, for the emulated GPU
+mkdir "$tmp/aot"
+"$FUSEC" --emit=lib --target=cuda --arch=sm_90 -o "$tmp/aot/kernels" "$FUSEC_SRC/examples/gelu.fuse" \
+    "$FUSEC_SRC/examples/softmax.fuse" "$FUSEC_SRC/examples/layernorm.fuse" >"$tmp/aot.log" 2>&1 &&
+    "${FUSEC_TEST_CC:-cc}" -std=c11 -O2 -DKERNELS_CUDA "$FUSEC_SRC/examples/aot/main.c" \
+        -I"$tmp/aot" -L"$tmp/aot" -lkernels -lpthread -lm -ldl -o "$tmp/aot/aot_demo_cuda" \
+        >>"$tmp/aot.log" 2>&1
+check "a CUDA library and examples/aot against it: $(cat "$tmp/aot.log")" test $? -eq 0
+AOT_DEMO=$tmp/aot/aot_demo_cuda bash "$FUSEC_SRC/scripts/gpu-bundle.sh" "$FUSEC_BUILD" \
+    "$tmp/bundle" >"$tmp/bundle.log" 2>&1
 rc=$?
 check "gpu-bundle.sh bundles the build (exit $rc): $(cat "$tmp/bundle.log")" test $rc -eq 0
-chosen="facts api programs random bench start"
+chosen="facts api aot programs random bench start"
 mkdir "$tmp/tmpdir"
 TMPDIR=$tmp/tmpdir FUSEC_GPU_DRY=1 FUSEC_GPU_STEPS="$chosen" FUSEC_TEST_FILES=gelu.fuse FUSEC_RANDOM_PROGRAMS=1 \
     FUSEC_GPU_BENCH_MAX=2 bash "$script" "$tmp/bundle" "$tmp/out" >"$tmp/log" 2>&1
