@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "fusec.h"
-#include "runtime/backend.h"
+#include "driver/backend.h"
 
 void gelu_anchor(float *restrict y, const float *restrict x, long n);
 

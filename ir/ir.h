@@ -222,7 +222,7 @@ typedef struct ir_output {
 typedef struct ir_partition ir_partition;
 
 /* The most parameters plus results a function may have: the runtime launches it with one
- * argument table of this size (runtime/api.c), and the checker refuses a function past it,
+ * argument table of this size (driver/api.c), and the checker refuses a function past it,
  * so that no function compiles that no call could launch. */
 #define IR_MAX_ARGS 128
 

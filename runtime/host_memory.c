@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/backend.h"
+#include "runtime/host_memory.h"
 
 #define HOST_ALIGN 64
 

@@ -1,6 +1,6 @@
 /* codegen/cpu/llvm.h: the CPU backend's code generator: LLVM IR, through the LLVM-C builder, for
  * every kernel of a fused function's partition, and the metadata that tells the runtime how
- * to run the generated functions. It loads and launches nothing (runtime/cpu/cpu_backend.c does).
+ * to run the generated functions. It loads and launches nothing (driver/cpu/cpu_backend.c does).
  *
  * Two halves:
  *   llvm_plan_module  (codegen/cpu/llvm_plan.c, plain C)   the metadata below: buffers, tasks,
@@ -70,7 +70,7 @@ typedef void (*llvm_task_fn)(void *const *bufs, const int64_t *syms, int64_t beg
  * bits from this one up (flags >> LLVM_TASK_PIECES_SHIFT). */
 #define LLVM_TASK_PIECES_SHIFT 8
 /* Reductions' results of at least this many bytes are written with streaming stores (the
- * runtime decides per kernel kind: runtime/cpu/cpu_backend.c). */
+ * runtime decides per kernel kind: driver/cpu/cpu_backend.c). */
 #define LLVM_STREAM_MIN_BYTES (8u << 20)
 
 /* A number of items: |outer| * ceil(|inner| / block), |s| the product of s's dims (the

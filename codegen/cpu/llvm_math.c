@@ -71,7 +71,7 @@ static inline double u2d(uint64_t u) {
 /* A fused multiply-add, a * b + c rounded once, of floats or doubles. The bitcode is built
  * with -ffp-contract=off, so that these are the only fused operations: the sequence of IEEE
  * operations is the source's, whatever CPU the kernel is compiled for (SPEC §5; a CPU without
- * FMA instructions computes them unfused: runtime/cpu/cpu_jit.c). */
+ * FMA instructions computes them unfused: driver/cpu/cpu_jit.c). */
 #ifdef __cplusplus
 #define FMA(a, b, c) fma(a, b, c) /* C++'s overloads: fmaf for floats */
 #else

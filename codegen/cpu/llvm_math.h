@@ -12,7 +12,7 @@
  * Fused multiply-adds: every one is written out (FMA in llvm_math.c) and the bitcode is built
  * with -ffp-contract=off, so that nothing else is fused, on any CPU or GPU (NVRTC runs with
  * --fmad=false). A CPU without FMA instructions (x86-64-v2) computes them as a multiplication
- * and an addition (runtime/cpu/cpu_jit.c, unfuse_math): other bits, outside SPEC §5's one
+ * and an addition (driver/cpu/cpu_jit.c, unfuse_math): other bits, outside SPEC §5's one
  * answer, which the docs say.
  *
  * Building the bitcode: `clang -O2 -fno-math-errno -ffp-contract=off -fno-vectorize

@@ -1,5 +1,5 @@
 /* codegen/cpu/llvm_module.h: the CPU code generator's entry points, for their one caller, the JIT
- * (runtime/cpu/cpu_jit.c): a planned module (codegen/cpu/llvm.h) generated into an LLVM module,
+ * (driver/cpu/cpu_jit.c): a planned module (codegen/cpu/llvm.h) generated into an LLVM module,
  * and the generator's passes over it before and after LLVM's O3 pipeline.
  * The generator's own shared state and emitters are codegen/cpu/llvm_gen.h, which no other
  * layer includes. */

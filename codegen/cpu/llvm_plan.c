@@ -88,7 +88,7 @@ static const char *symbol(ir_arena *a, int fi, const ir_func *f, int32_t k, int3
     return ir_arena_printf(a, "f%d_%s_k%d%s", fi, f->name, (int)k, suffix);
 }
 
-/* What decides whether a kernel's results stream (streams, runtime/cpu/cpu_backend.c): the
+/* What decides whether a kernel's results stream (streams, driver/cpu/cpu_backend.c): the
  * bytes of per-element results an element writes, and whether it computes a transcendental. */
 static void task_weight(const ir_func *f, const ir_kernel *kn, const llvm_kplan *p,
                         llvm_kernel_meta *km) {

@@ -1,6 +1,6 @@
 /* runtime/aot/aot_abi.h: what the entry points of a library built ahead of time (fusec
  * --emit=lib) call in the runtime (runtime/aot/aot_call.c, libfusec_rt): the one contract
- * between the generated wrapper object (runtime/cpu/cpu_jit.c writes it) and the runtime it
+ * between the generated wrapper object (driver/aot/aot_wrappers.c writes it) and the runtime it
  * is archived with.
  *
  * The wrapper object defines, for a library NAME, a fusec_rt_lib `NAME_fusec_lib` (the image,

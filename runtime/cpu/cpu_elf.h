@@ -6,7 +6,7 @@
  * same mapping.
  *
  * Why it exists: a process that finds its kernels in the disk cache should not pay for
- * loading LLVM (tens of milliseconds); ORC LLJIT (runtime/cpu/cpu_jit.c) loads what was just
+ * loading LLVM (tens of milliseconds); ORC LLJIT (driver/cpu/cpu_jit.c) loads what was just
  * compiled, when LLVM is in the process anyway. Only the relocation types LLVM's x86-64 ELF
  * writer produces for such code are handled; anything else is refused with a message, never
  * guessed at.

@@ -535,7 +535,7 @@ static void copy_part(void *vctx, int64_t b, int64_t e, int worker) {
     }
 }
 
-/* `bytes` moved, as fusec bench counts them (runtime/api.c does the same for the reference
+/* `bytes` moved, as fusec bench counts them (driver/api.c does the same for the reference
  * target): bytes / 2 read and bytes / 2 written, by memcpy on every thread of the pool. */
 fusec_status rt_cpu_copy_time(size_t moved, int reps, double *median_ms, char *err, size_t errlen) {
     *median_ms = 0;

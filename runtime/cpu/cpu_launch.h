@@ -4,7 +4,7 @@
  * program (the description with its kernels' addresses) and launches of its functions on the
  * thread pool.
  *
- * Two producers: the JIT (runtime/cpu/cpu_backend.c) describes the module it just planned; a
+ * Two producers: the JIT (driver/cpu/cpu_backend.c) describes the module it just planned; a
  * library built ahead of time (fusec --emit=lib) carries the description serialized
  * (runtime/aot/aot_image.c) beside its object code.
  */

@@ -3,7 +3,7 @@
 # prints its remarks and warnings to stderr unless the context has a diagnostic handler: f64
 # casts and math (loops fusec asks LLVM to vectorize that call the C library) printed "remark:
 # loop not vectorized" and "warning: ... unable to perform the requested transformation" under
-# `fusec` and `fusec run` (runtime/cpu/cpu_jit.c keeps them). Skipped (77) without the CPU
+# `fusec` and `fusec run` (driver/cpu/cpu_jit.c keeps them). Skipped (77) without the CPU
 # backend.
 set -u
 : "${FUSEC:?}" "${FUSEC_SRC:?}"

@@ -9,7 +9,7 @@
 #include "codegen/cuda/cuda.h"
 #include "codegen/cpu/llvm.h"
 #include "frontend/frontend.h"
-#include "runtime/pipeline.h"
+#include "driver/pipeline.h"
 
 #include <setjmp.h>
 #include <stdint.h>

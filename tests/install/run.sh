@@ -82,6 +82,21 @@ else
     fail=$((fail + 1))
     echo "FAIL: examples/aot builds with fusec_add_library"
 fi
+# the CUDA library through fusec_add_library's ARCHS, where NVRTC is (without a GPU, the
+# program says there is none to put its tensors on)
+if "$prefix/bin/fusec" --emit=lib --target=cuda --arch=sm_90 -o "$tmp/nvrtc-probe" \
+    "$FUSEC_SRC/examples/gelu.fuse" >/dev/null 2>&1; then
+    acb=$tmp/aot-cuda-build
+    check "examples/aot with AOT_CUDA=ON (ARCHS sm_90 compute_90) builds" logged "$CMAKE" \
+        -S "$FUSEC_SRC/examples/aot" -B "$acb" -DCMAKE_C_COMPILER="$CC" -DAOT_CUDA=ON \
+        "-DAOT_ARCHS=sm_90;compute_90" \
+        -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
+        -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF
+    check "... and its library and program are made" logged "$CMAKE" --build "$acb"
+    out=$("$acb/aot_demo" 2>&1)
+    check "... and the program runs, or says there is no GPU: $out" \
+        grep -qE 'no CUDA driver or device|built for (sm|compute)_' <<<"$out"
+fi
 mkdir -p "$tmp/aot-cli"
 check "the installed fusec writes a library" logged "$prefix/bin/fusec" --emit=lib --target=cpu \
     --cpu=x86-64-v2,x86-64-v3 -o "$tmp/aot-cli/kernels" "$FUSEC_SRC/examples/gelu.fuse" \

@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
-# tests/rt/standalone.sh EXE PROBE.o: libfusec_rt needs no compiler. Runs EXE (a program linked
+# tests/rt/standalone.sh EXE PROBE.o [SRC]: libfusec_rt needs no compiler. Runs EXE (a program linked
 # with libfusec_rt and -lpthread -lm -ldl alone: test_rt_standalone.c), then checks that it
 # defines no symbol of the compiler's layers (the front end's parse_/lex_, ir_, pass_, plan_ but
 # the launch-time arithmetic of plan/plan_eval.c, the code generators' llvm_/lg_/cugen_,
 # NVRTC's rt_nvrtc_, LLVM's) and, outside the sanitizer builds, loads no shared library but the
 # C library's.
 set -u
-exe=$1 probe=$2
+exe=$1 probe=$2 src=${3:-}
 fail=0
+# the folders show the split: runtime/ (libfusec_rt) includes nothing of the compiler's side
+if [ -n "$src" ]; then
+    up=$(grep -rlE '#include "(driver|frontend|passes)/' "$src/runtime" || true)
+    if [ -n "$up" ]; then
+        echo "FAIL: runtime/ includes the compiler's headers:" $up
+        fail=1
+    fi
+fi
 "$exe" "$probe" || fail=1
 command -v nm >/dev/null || { echo "no nm"; exit 77; }
 bad=$(nm "$exe" | awk '$2 ~ /^[TtDdBbRr]$/ {print $3}' |

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/backend.h"
+#include "runtime/host_memory.h"
 #include "runtime/clock.h"
 #include "runtime/cpu/cpu_elf.h"
 #include "runtime/cpu/cpu_target.h"

@@ -25,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "runtime/cache.h"
+#include "driver/cache.h"
 
 static const char *SRC = "fn axpy(a: f32[], x: f32[N], y: f32[N]) -> f32[N] { return a * x + y; }\n"
                          "fn rows(x: f32[R, C], b: f32[C]) -> (f32[R, C], f32[R]) {\n"

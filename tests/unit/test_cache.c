@@ -1,4 +1,4 @@
-/* tests/unit/test_cache.c: the kernel cache (runtime/cache.c) against SPEC §4.
+/* tests/unit/test_cache.c: the kernel cache (driver/cache.c) against SPEC §4.
  *
  * Keys and miss reasons, store and lookup, corrupt entries (a flipped byte, truncation,
  * garbage) detected, deleted and rebuilt, an unwritable directory (one warning, the build
@@ -9,7 +9,7 @@
  * `test_cache --lookup-once DIR` is a helper mode: one lookup of a known key, used to time
  * a whole cold process that hits the cache.
  */
-#include "runtime/cache.h"
+#include "driver/cache.h"
 
 #include <dirent.h>
 #include <errno.h>

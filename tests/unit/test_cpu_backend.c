@@ -17,7 +17,7 @@
 
 #include "api_util.h"
 #include "check.h"
-#include "runtime/backend.h"
+#include "driver/backend.h"
 #include "runtime/cpu/cpu_elf.h"
 #include "runtime/cpu/threadpool.h"
 

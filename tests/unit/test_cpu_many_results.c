@@ -25,7 +25,7 @@
 
 #include "api_util.h"
 #include "check.h"
-#include "runtime/backend.h"
+#include "driver/backend.h"
 
 #define MAX_RESULTS 120
 #define GUARD       64 /* poisoned bytes after a result */

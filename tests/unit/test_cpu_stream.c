@@ -15,7 +15,7 @@
 
 #include "api_util.h"
 #include "check.h"
-#include "runtime/backend.h"
+#include "driver/backend.h"
 
 static const char *SRC =
     "fn softmax(x: f32[R, C]) -> f32[R, C] {\n"

@@ -9,7 +9,7 @@
 #include "codegen/cuda/cuda.h"
 #include "frontend/frontend.h"
 #include "passes/passes.h"
-#include "runtime/cuda/nvrtc.h"
+#include "driver/cuda/nvrtc.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* tests/unit/test_nvrtc.c: the NVRTC driver (runtime/cuda/nvrtc.c).
+/* tests/unit/test_nvrtc.c: the NVRTC driver (driver/cuda/nvrtc.c).
  *
  * First, in a child process, NVRTC made unfindable (FUSEC_NVRTC_PATH naming a missing file)
  * must fail cleanly with a message: fusec has to run where the toolkit is absent. In other
@@ -9,7 +9,7 @@
  * architectures, concurrent compiles from several threads, and the cold compile time of a
  * small element-wise kernel. Exits 77 (skipped) when NVRTC is not installed.
  */
-#include "runtime/cuda/nvrtc.h"
+#include "driver/cuda/nvrtc.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -1,11 +1,11 @@
-/* runtime/aot/aot_wrappers.c: the wrapper object of a library built ahead of time
- * (runtime/aot/aot_write.h), generated with LLVM-C: the images as constant data, a
+/* driver/aot/aot_wrappers.c: the wrapper object of a library built ahead of time
+ * (driver/aot/aot_write.h), generated with LLVM-C: the images as constant data, a
  * fusec_rt_lib for each (runtime/aot/aot_abi.h), and the typed entry points, each storing its
  * pointers and dims in two arrays on its stack and calling fusec_rt_call. Part of the LLVM
  * module (libfusec_llvm.so), built for generic x86-64 so that the entry points run on any
  * CPU the library is linked for (the kernels' choice of CPU is made at run time).
  */
-#include "runtime/aot/aot_write.h"
+#include "driver/aot/aot_write.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>

@@ -1,4 +1,4 @@
-/* runtime/ref_backend.c: the reference interpreter (ir/interp.c) as a backend like the others
+/* driver/ref_backend.c: the reference interpreter (ir/interp.c) as a backend like the others
  * (rt_backend_ref, `--target=ref`): nothing to generate or build, a launch interprets the
  * function's partition in float64 with the SPEC's integer semantics, and its roofline is one
  * memcpy (it runs on one thread).
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/backend.h"
+#include "driver/backend.h"
 #include "runtime/clock.h"
 
 typedef struct ref_program {

@@ -1,6 +1,6 @@
-/* runtime/cpu/cpu_jit.h: the CPU backend's use of LLVM, behind a table of functions that the
- * module libfusec_llvm.so provides (runtime/cpu/cpu_jit.c, with codegen/cpu/llvm*.c and LLVM
- * itself) and libfusec loads on first need (runtime/cpu/cpu_module.c): building a planned module
+/* driver/cpu/cpu_jit.h: the CPU backend's use of LLVM, behind a table of functions that the
+ * module libfusec_llvm.so provides (driver/cpu/cpu_jit.c, with codegen/cpu/llvm*.c and LLVM
+ * itself) and libfusec loads on first need (driver/cpu/cpu_module.c): building a planned module
  * into object code for the host CPU (generate, link the math bitcode, O3, emit), printing its IR,
  * and loading object code into an ORC LLJIT.
  *
@@ -19,7 +19,7 @@
 #include <stddef.h>
 
 #include "codegen/cpu/llvm.h"
-#include "runtime/aot/aot_write.h"
+#include "driver/aot/aot_write.h"
 
 #define RT_LLVM_API_VERSION  3
 #define RT_LLVM_MODULE_NAME  "libfusec_llvm.so"
@@ -54,14 +54,14 @@ typedef struct rt_llvm_api {
     void *(*lookup)(rt_jit *j, const char *name, char *err, size_t errlen);
     /* Frees the code and the LLJIT. NULL is accepted. */
     void (*free)(rt_jit *j);
-    /* The wrapper object of a library built ahead of time (runtime/aot/aot_wrappers.c). */
+    /* The wrapper object of a library built ahead of time (driver/aot/aot_wrappers.c). */
     int (*wrappers)(const rt_aot_wrappers *w, void **obj, size_t *len, char *err, size_t errlen);
 } rt_llvm_api;
 
-/* The module's one export (runtime/cpu/cpu_jit.c). */
+/* The module's one export (driver/cpu/cpu_jit.c). */
 typedef const rt_llvm_api *(*rt_llvm_entry_fn)(void);
 
-/* libfusec's side (runtime/cpu/cpu_module.c): the module's table, the module opened on the
+/* libfusec's side (driver/cpu/cpu_module.c): the module's table, the module opened on the
  * first call (thread-safe); NULL with a message in err when it cannot be found or loaded.
  * Looked for at $FUSEC_LLVM_MODULE, beside the library or executable, in the build tree and
  * in the install directory. */

@@ -1,6 +1,6 @@
-/* runtime/pipeline.c: runs the pass pipeline on a copy of a checked function, so the
+/* driver/pipeline.c: runs the pass pipeline on a copy of a checked function, so the
  * checked function stays the reference interpreter's unfused input. */
-#include "runtime/pipeline.h"
+#include "driver/pipeline.h"
 
 #include <stdio.h>
 

@@ -1,4 +1,4 @@
-/* runtime/module.h: what runtime/aot/aot_write.c needs of a module's insides (runtime/api.c):
+/* driver/module.h: what driver/aot/aot_write.c needs of a module's insides (driver/api.c):
  * its backend's library image of its functions, its target, and its message. Not public.
  */
 #ifndef FUSEC_RUNTIME_MODULE_H

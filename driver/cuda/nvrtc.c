@@ -1,10 +1,10 @@
-/* runtime/cuda/nvrtc.c: NVRTC through dlopen: finding the library, compile options, cubin/PTX.
+/* driver/cuda/nvrtc.c: NVRTC through dlopen: finding the library, compile options, cubin/PTX.
  *
  * The prototypes below are NVRTC's own (nvrtc.h, stable since CUDA 7 and extended in 11.2);
  * declaring them here keeps the toolkit out of the build. All loader state is written once
  * under pthread_once and only read afterwards.
  */
-#include "runtime/cuda/nvrtc.h"
+#include "driver/cuda/nvrtc.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -1,13 +1,13 @@
-/* runtime/cpu/cpu_module.c: finding and opening libfusec_llvm.so, the CPU backend's LLVM half
- * (see runtime/cpu/cpu_jit.h), once per process.
+/* driver/cpu/cpu_module.c: finding and opening libfusec_llvm.so, the CPU backend's LLVM half
+ * (see driver/cpu/cpu_jit.h), once per process.
  *
- * Places tried, in order (runtime/locate.h): $FUSEC_LLVM_MODULE; the directory of the binary
+ * Places tried, in order (driver/locate.h): $FUSEC_LLVM_MODULE; the directory of the binary
  * that holds this code; for an installed executable, its ../FUSEC_INSTALL_LIBDIR; the build
  * tree's path (FUSEC_LLVM_MODULE_BUILD_PATH) and the install path
  * (FUSEC_LLVM_MODULE_INSTALL_PATH), both compiled in.
  */
-#include "runtime/cpu/cpu_jit.h"
-#include "runtime/locate.h"
+#include "driver/cpu/cpu_jit.h"
+#include "driver/locate.h"
 
 #include <dlfcn.h>
 #include <pthread.h>

@@ -1,6 +1,6 @@
-/* runtime/cuda/cuda_backend.c: the cuda backend: CUDA C from the code generator
- * (codegen/cuda/cuda.c), built by NVRTC (runtime/cuda/nvrtc.c) through the kernel cache
- * (runtime/cache.c).
+/* driver/cuda/cuda_backend.c: the cuda backend: CUDA C from the code generator
+ * (codegen/cuda/cuda.c), built by NVRTC (driver/cuda/nvrtc.c) through the kernel cache
+ * (driver/cache.c).
  *
  * All kernels of a module are one translation unit, so one NVRTC run (one cache entry) builds
  * them all. The architecture is --arch, else the GPU's own; without either, emitting PTX or a
@@ -21,11 +21,11 @@
 
 #include "codegen/cuda/cuda.h"
 #include "runtime/aot/aot_image.h"
-#include "runtime/backend.h"
-#include "runtime/cache.h"
+#include "driver/backend.h"
+#include "driver/cache.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/cuda/cuda_launch.h"
-#include "runtime/cuda/nvrtc.h"
+#include "driver/cuda/nvrtc.h"
 #include "runtime/clock.h"
 
 /* The architecture emitted without --arch and without a GPU. */

@@ -1,11 +1,11 @@
-/* runtime/cache_api.c: the public face of the disk cache (fusec_cache_stats and
+/* driver/cache_api.c: the public face of the disk cache (fusec_cache_stats and
  * fusec_cache_clear, behind `fusec cache stats|clear`). */
 #include "fusec.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/cache.h"
+#include "driver/cache.h"
 
 fusec_status fusec_cache_stats(const char *dir, fusec_cache_info *out) {
     if (!out) return FUSEC_ERR_INVALID_ARGUMENT;

@@ -1,9 +1,9 @@
-/* runtime/aot/aot_header.c: the C header of a library built ahead of time: self-contained
+/* driver/aot/aot_header.c: the C header of a library built ahead of time: self-contained
  * (the C library's headers only), one declaration per function, each with the function's
  * .fuse signature above it, and the two queries every library has. Names that C would not
  * take (a keyword, a parameter named like a dim or a result) get an underscore.
  */
-#include "runtime/aot/aot_write.h"
+#include "driver/aot/aot_write.h"
 
 #include <string.h>
 

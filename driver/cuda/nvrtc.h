@@ -1,4 +1,4 @@
-/* runtime/cuda/nvrtc.h: the NVRTC driver: CUDA C source to cubin or PTX at run time.
+/* driver/cuda/nvrtc.h: the NVRTC driver: CUDA C source to cubin or PTX at run time.
  *
  * NVRTC is loaded with dlopen on first use, so libfusec and fusec link and run on machines
  * without the CUDA toolkit (CPU only); no NVRTC header is needed to build. The library is

@@ -1,11 +1,11 @@
-/* runtime/cpu/cpu_backend.c: the CPU backend (rt_backend_cpu): every kernel of the partition as
+/* driver/cpu/cpu_backend.c: the CPU backend (rt_backend_cpu): every kernel of the partition as
  * LLVM-generated code (codegen/cpu/llvm.c), built for the host CPU through the disk cache, run on
  * all cores by the thread pool (runtime/cpu/threadpool.c).
  *
  * Compiling plans the module (codegen/cpu/llvm_plan.c, plain C), keys the cache with the printed
  * partitions, the options, the host CPU (CPUID), LLVM's version and a hash of the code
  * generator's sources, and looks the object code up. On a miss, libfusec_llvm.so (LLVM and
- * codegen/cpu/llvm*.c, runtime/cpu/cpu_jit.c) is loaded, builds the object, and its ORC LLJIT loads
+ * codegen/cpu/llvm*.c, driver/cpu/cpu_jit.c) is loaded, builds the object, and its ORC LLJIT loads
  * it. On a hit in a process without LLVM, runtime/cpu/cpu_elf.c loads it, so that such a process
  * never loads LLVM at all (FUSEC_CPU_LOADER=orc|elf forces either loader, for tests).
  *
@@ -16,7 +16,7 @@
  */
 #include <stdio.h>
 
-#include "runtime/backend.h"
+#include "driver/backend.h"
 #include "runtime/cpu/cpu_target.h"
 
 #if FUSEC_HAVE_LLVM
@@ -27,10 +27,10 @@
 
 #include "codegen/cpu/llvm.h"
 #include "llvm_codegen_hash.h" /* generated: LLVM_CODEGEN_SOURCE_HASH */
-#include "runtime/cache.h"
+#include "driver/cache.h"
 #include "runtime/cpu/cpu_elf.h"
 #include "runtime/aot/aot_image.h"
-#include "runtime/cpu/cpu_jit.h"
+#include "driver/cpu/cpu_jit.h"
 #include "runtime/cpu/cpu_launch.h"
 #include "runtime/clock.h"
 
@@ -162,7 +162,7 @@ static void make_key(const rt_backend_request *req, const llvm_gen_options *o, c
                                           o->vector_bytes));
     rt_cache_key_part_str(k, "arch", arch);
     rt_cache_key_part_str(k, "compiler", "LLVM " FUSEC_LLVM_VERSION);
-    /* the hash covers codegen/cpu/llvm*.[ch] (the math's source included) and runtime/cpu/cpu_jit.c
+    /* the hash covers codegen/cpu/llvm*.[ch] (the math's source included) and driver/cpu/cpu_jit.c
      */
     rt_cache_key_part_str(k, "fusec",
                           ir_arena_printf(req->arena, "%s/%s-%s", FUSEC_VERSION_STRING,

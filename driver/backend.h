@@ -1,4 +1,4 @@
-/* runtime/backend.h: the interface every execution backend implements (CUDA, CPU, and the
+/* driver/backend.h: the interface every execution backend implements (CUDA, CPU, and the
  * reference interpreter), a table of function pointers, so the public API serves every target
  * with the same calls.
  *
@@ -14,6 +14,7 @@
 
 #include "fusec.h"
 #include "ir/ir.h"
+#include "runtime/host_memory.h"
 
 struct rt_image; /* runtime/aot/aot_image.h */
 
@@ -88,18 +89,12 @@ typedef struct rt_backend {
                                   size_t errlen);
 } rt_backend;
 
-/* The backends (runtime/cuda/cuda_backend.c, runtime/cpu/cpu_backend.c, runtime/ref_backend.c:
+/* The backends (driver/cuda/cuda_backend.c, driver/cpu/cpu_backend.c, driver/ref_backend.c:
  * the reference interpreter). */
 extern const rt_backend rt_backend_cuda;
 extern const rt_backend rt_backend_cpu;
 extern const rt_backend rt_backend_ref;
 
-/* The memory fields of the backends that run on the host (runtime/host_memory.c): 64-byte
- * aligned malloc, memcpy, nothing to wait for. */
-fusec_status rt_host_mem_alloc(size_t bytes, void **ptr, char *err, size_t errlen);
-fusec_status rt_host_mem_free(void *ptr, char *err, size_t errlen);
-fusec_status rt_host_mem_copy(void *dst, const void *src, size_t bytes, int to_device, char *err,
-                              size_t errlen);
-fusec_status rt_host_synchronize(void *stream, char *err, size_t errlen);
+/* The memory fields of the backends that run on the host: runtime/host_memory.h. */
 
 #endif

@@ -1,6 +1,6 @@
-/* runtime/aot/aot_write.h: writing a library built ahead of time (fusec --emit=lib): its
- * header (runtime/aot/aot_header.c), its wrapper object (runtime/aot/aot_wrappers.c, in the
- * LLVM module), the archive (runtime/aot/aot_archive.c), and the whole (runtime/aot/aot_write.c).
+/* driver/aot/aot_write.h: writing a library built ahead of time (fusec --emit=lib): its
+ * header (driver/aot/aot_header.c), its wrapper object (driver/aot/aot_wrappers.c, in the
+ * LLVM module), the archive (driver/aot/aot_archive.c), and the whole (driver/aot/aot_write.c).
  * The compiler's side; what the library runs with is runtime/aot/aot_abi.h's.
  */
 #ifndef FUSEC_RUNTIME_AOT_WRITE_H

@@ -1,4 +1,4 @@
-/* runtime/locate.h: finding a file fusec installs beside its library (the CPU backend's LLVM
+/* driver/locate.h: finding a file fusec installs beside its library (the CPU backend's LLVM
  * module, the runtime archive that fusec --emit=lib copies), the same way for each.
  */
 #ifndef FUSEC_RUNTIME_LOCATE_H

@@ -1,6 +1,6 @@
-/* runtime/locate.c: the places a file fusec installs beside its library is looked for
- * (runtime/locate.h). */
-#include "runtime/locate.h"
+/* driver/locate.c: the places a file fusec installs beside its library is looked for
+ * (driver/locate.h). */
+#include "driver/locate.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* runtime/api.c: the public API of fusec.h: compiling modules, looking functions up,
+/* driver/api.c: the public API of fusec.h: compiling modules, looking functions up,
  * signatures, emitting text, and launching on the available targets. */
 #include "fusec.h"
 
@@ -16,13 +16,13 @@
 #include "frontend/frontend.h"
 #include "ir/ir.h"
 #include "runtime/aot/aot_image.h"
-#include "runtime/aot/aot_write.h"
+#include "driver/aot/aot_write.h"
 #include "runtime/args.h"
-#include "runtime/backend.h"
-#include "runtime/pipeline.h"
+#include "driver/backend.h"
+#include "driver/pipeline.h"
 #include "runtime/clock.h"
 #include "runtime/dlpack.h"
-#include "runtime/module.h"
+#include "driver/module.h"
 
 /* Source files larger than this are refused: a .fuse program is a few kilobytes. */
 #define RT_MAX_SOURCE_BYTES (16u << 20)
@@ -596,7 +596,7 @@ fusec_status fusec_module_emit(fusec_module *m, fusec_emit kind, char **data, si
     return st;
 }
 
-/* ---- libraries built ahead of time (runtime/aot/aot_write.c) ------------------------------ */
+/* ---- libraries built ahead of time (driver/aot/aot_write.c) ------------------------------ */
 
 fusec_status rt_module_fail(fusec_module *m, fusec_status st, const char *fmt, ...) {
     va_list ap;

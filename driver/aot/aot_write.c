@@ -1,10 +1,10 @@
-/* runtime/aot/aot_write.c: fusec_library_write (fusec --emit=lib): a static library and its
+/* driver/aot/aot_write.c: fusec_library_write (fusec --emit=lib): a static library and its
  * header from compiled modules. For each module, its target's backend builds its code for
  * every CPU or GPU architecture asked for (through the kernel cache) into one image
  * (runtime/aot/aot_image.h); the LLVM module writes the wrapper object holding the images and
- * the typed entry points (runtime/aot/aot_wrappers.c); the archive gets that object and every
+ * the typed entry points (driver/aot/aot_wrappers.c); the archive gets that object and every
  * member of the runtime's own archive, libfusec_rt.a, found as the LLVM module is
- * (runtime/locate.h), so that a program links the library with -lpthread -lm -ldl and nothing
+ * (driver/locate.h), so that a program links the library with -lpthread -lm -ldl and nothing
  * of the compiler.
  */
 #include "fusec.h"
@@ -16,12 +16,12 @@
 #include <unistd.h>
 
 #include "runtime/aot/aot_image.h"
-#include "runtime/aot/aot_write.h"
-#include "runtime/cpu/cpu_jit.h"
+#include "driver/aot/aot_write.h"
+#include "driver/cpu/cpu_jit.h"
 #include "runtime/cpu/cpu_target.h"
-#include "runtime/cuda/nvrtc.h"
-#include "runtime/locate.h"
-#include "runtime/module.h"
+#include "driver/cuda/nvrtc.h"
+#include "driver/locate.h"
+#include "driver/module.h"
 
 #ifndef FUSEC_RT_ARCHIVE_BUILD_PATH
 #define FUSEC_RT_ARCHIVE_BUILD_PATH ""

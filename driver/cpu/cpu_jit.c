@@ -1,4 +1,4 @@
-/* runtime/cpu/cpu_jit.c: building planned modules into host object code and loading it with
+/* driver/cpu/cpu_jit.c: building planned modules into host object code and loading it with
  * ORC LLJIT, through the LLVM-C API: the table of libfusec_llvm.so (see cpu_jit.h), the only
  * file of runtime/ that the module holds (with the code generator, the IR helpers and LLVM).
  *
@@ -17,7 +17,7 @@
  *
  * Every LLVMErrorRef goes through take_error, which copies the message and disposes of it.
  */
-#include "runtime/cpu/cpu_jit.h"
+#include "driver/cpu/cpu_jit.h"
 
 #include "codegen/cpu/llvm_module.h"
 

@@ -1,4 +1,4 @@
-/* runtime/aot/aot_archive.c: reading and writing static libraries (System V / GNU `ar`
+/* driver/aot/aot_archive.c: reading and writing static libraries (System V / GNU `ar`
  * archives) for fusec --emit=lib: the runtime's archive (libfusec_rt.a) is read member by
  * member, and the library written with those members and its own, behind the symbol index a
  * linker needs (the "/" member: each defined global symbol and the offset of the member that
@@ -6,7 +6,7 @@
  * The file is written beside its destination and renamed over it, so that a failure never
  * leaves half a library.
  */
-#include "runtime/aot/aot_write.h"
+#include "driver/aot/aot_write.h"
 
 #include <elf.h>
 #include <errno.h>

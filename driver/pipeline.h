@@ -1,4 +1,4 @@
-/* runtime/pipeline.h: from a checked IR function to the one a backend compiles: a copy of
+/* driver/pipeline.h: from a checked IR function to the one a backend compiles: a copy of
  * the function run through the pass pipeline (clean-up and fusion). */
 #ifndef FUSEC_RUNTIME_PIPELINE_H
 #define FUSEC_RUNTIME_PIPELINE_H

@@ -1,4 +1,4 @@
-/* runtime/cache.c: the compiled-kernel cache: keys, memory cache, checked disk entries,
+/* driver/cache.c: the compiled-kernel cache: keys, memory cache, checked disk entries,
  * per-key build locks, miss reasons and LRU eviction. The file formats and naming are
  * described in cache.h.
  *
@@ -7,7 +7,7 @@
  * out); every write goes to a private temporary file renamed into place, so readers see a
  * whole entry or none; no I/O failure fails a compile, it only costs the cache.
  */
-#include "runtime/cache.h"
+#include "driver/cache.h"
 #include "runtime/clock.h"
 
 #include <dirent.h>

@@ -1,4 +1,4 @@
-/* runtime/convert.c: fusec_convert, host-side dtype conversion with the SPEC's rounding, for
+/* driver/convert.c: fusec_convert, host-side dtype conversion with the SPEC's rounding, for
  * embedders preparing f16/bf16 buffers and for the command line's .npy files. */
 #include "fusec.h"
 

@@ -1,4 +1,4 @@
-/* runtime/cache.h: the compiled-kernel cache (SPEC §4): memory in front of a directory.
+/* driver/cache.h: the compiled-kernel cache (SPEC §4): memory in front of a directory.
  *
  * A key is an XXH3-128 hash over named parts, everything that decides the binary:
  *
