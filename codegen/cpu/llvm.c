@@ -612,9 +612,18 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
      * long bodies (inlined math) need several for their latency, and a body with a
      * transcendental twice as many (faster for a fifth more compile time, which cheap bodies
      * are not charged: bench/RESULTS.md); the loop only stores, so fewer change no result
-     * (LG_LOOP_FREE: llvm_outline.c lowers the count for bodies of many math calls) */
+     * (LG_LOOP_FREE: llvm_outline.c lowers the count for bodies of many math calls). A row's
+     * run is the row, often shorter than vectors times the count (a bf16 result's loop is
+     * widened to 32 lanes: 128 elements an iteration at 4), and without vectorized epilogues
+     * (driver/cpu/cpu_jit.c) what is left runs a scalar element at a time: row kernels keep
+     * one vector in flight, two with a transcendental (bf16 layernorm over rows of 64 went
+     * from 3.6 to 0.97 ms, rows of 1024 and more the same: bench/RESULTS.md, "Rows shorter
+     * than a loop's step") */
     LLVMMetadataRef name = LLVMMDStringInContext2(m->ctx, LG_LOOP_FREE, strlen(LG_LOOP_FREE));
-    unsigned ic = m->math_calls > calls ? 2 * LG_INTERLEAVE : LG_INTERLEAVE;
+    int math = m->math_calls > calls;
+    unsigned ic = g->p->loop == LLVM_LOOP_ROW ? (math ? 2 : 1)
+                  : math                      ? 2 * LG_INTERLEAVE
+                                              : LG_INTERLEAVE;
     loop_end_id(g, &L, ci64(m, 1),
                 lg_loop_id(m->ctx, 1, 0, ic, LLVMMDNodeInContext2(m->ctx, &name, 1)));
     LLVMBasicBlockRef after = if_begin(g, g->stream);
