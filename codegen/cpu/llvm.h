@@ -48,7 +48,7 @@
 #include "ir/ir.h"
 
 /* Changes whenever generated code changes for the same partition: part of cache keys. */
-#define LLVM_CODEGEN_VERSION "llvm-cpu-14"
+#define LLVM_CODEGEN_VERSION "llvm-cpu-15"
 
 /* Elements per chunk of a full reduction: a constant, so that the summation order depends on
  * the shape only (not on the number of threads). */
@@ -56,11 +56,9 @@
 /* Row kernels take rows of at most LLVM_ROW_GROUP_MAX elements LLVM_ROW_GROUP at a time: each
  * sweep walks the group's rows together, so that one row's horizontal reductions, whose latency
  * a short row cannot hide, overlap another row's work (bench/RESULTS.md, "Short rows in
- * groups"). Their scratch then holds the group's rows. Four rows beat two by 5-25% on Zen 5
- * (eight no further), but LLVM then packs two rows' prefetch addresses into a vector and moves
- * each out for its prefetch, which tests/cli/cpu_prefetch.sh refuses: "Rows shorter than a
- * loop's step". */
-#define LLVM_ROW_GROUP     2
+ * groups"; four rows beat two by 14-35% on Zen 5, eight no further: "Rows in groups of
+ * four"). Their scratch then holds the group's rows. */
+#define LLVM_ROW_GROUP     4
 #define LLVM_ROW_GROUP_MAX 256
 /* Columns per unit of a column reduction (the inner, contiguous axis is cut into these). */
 #define LLVM_COLUMN_WIDTH 128
