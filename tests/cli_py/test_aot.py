@@ -153,6 +153,28 @@ def cpu_tests(d):
         p = subprocess.run([threads], capture_output=True, text=True, timeout=300)
         check(p.returncode == 0, f"tests/aot/threads.c: {p.stdout}{p.stderr}")
 
+    # two libraries in one program: each archive holds the runtime, which the linker takes
+    # once (the first archive's members), and each library keeps its own image
+    two = os.path.join(d, "two")
+    os.mkdir(two)
+    ok = all(run(["--emit=lib", "--target=cpu", "-o", os.path.join(two, n), f])[0] == 0
+             for n, f in (("la", EX[0]), ("lb", EX[1])))
+    check(ok, "two libraries are written")
+    src = os.path.join(two, "two.c")
+    with open(src, "w") as f:
+        f.write('#include <stdio.h>\n#include "la.h"\n#include "lb.h"\nint main(void) {\n'
+                '    float x[6] = {1, 2, 3, 4, 5, 6}, y[6], z[6];\n'
+                '    int a = la_gelu(x, y, 6, NULL), b = lb_softmax(x, z, 2, 3, NULL);\n'
+                '    printf("%d %d %.6f %.6f\\n", a, b, y[1], z[0] + z[1] + z[2]);\n'
+                '    return a || b;\n}\n')
+    if ok and cc(["-std=c11", src, "-o", src[:-2], "-I", two, "-L", two, "-lla", "-llb",
+                  "-lpthread", "-lm", "-ldl"], "a program links two libraries"):
+        p = subprocess.run([src[:-2]], capture_output=True, text=True, timeout=300)
+        f = p.stdout.split()
+        check(p.returncode == 0 and len(f) == 4 and abs(float(f[2]) - 1.9545977) < 1e-5 and
+              abs(float(f[3]) - 1) < 1e-5, f"both libraries run in one program: {p.stdout}"
+              f"{p.stderr}")
+
     # what a careless user meets: statuses and messages, never a crash or half a library
     for args, code, msg, what in (
             (["--emit=lib", "--target=cpu"] + EX[:1], 2, "needs -o", "no -o"),
