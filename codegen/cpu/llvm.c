@@ -650,15 +650,39 @@ static void walk_lanes(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0
     LLVMValueRef cnt =
         imin(g, LLVMBuildSub(b, ci64(m, LG_LANES), l0, ""), LLVMBuildSub(b, j1, j, ""));
     LLVMValueRef jl = LLVMBuildSub(b, j, l0, ""); /* j of lane 0 of this round */
-    LLVMValueRef l = loop_begin(g, &L, l0, LLVMBuildNSWAdd(b, l0, cnt, ""), "lane");
-    g->base = base;
-    g->j = LLVMBuildNSWAdd(b, jl, l, "");
-    g->flat = LLVMBuildNSWAdd(b, flat0, g->j, "");
-    g->lane = l;
-    w->point(g, w);
-    g->lane = NULL;
-    /* a round is LG_LANES wide on every CPU: 8 lanes a vector, 4 vectors in flight */
-    loop_end_id(g, &L, ci64(m, 1), lg_loop_id(m->ctx, 1, 8, LG_LANES / 8, NULL));
+    /* a whole round, the usual one: LG_LANES wide on every CPU, 8 lanes a vector, 4 vectors
+     * in flight; a partial one (a row's last, when its length is no multiple of LG_LANES) in
+     * a loop of its own, one vector of 8 lanes at a time with the last one masked
+     * (predicated), so that its lanes do not run as scalars: softmax over rows of 120 took
+     * twice the time of rows of 64, over rows of 10 nine times (bench/RESULTS.md, "Partial
+     * rounds of lanes"). Each lane keeps its own accumulator either way: the same bits. */
+    LLVMBasicBlockRef whole = new_block(g, "whole"), part = new_block(g, "part"),
+                      joined = new_block(g, "joined");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, cnt, ci64(m, LG_LANES), ""), whole, part);
+    LLVMValueRef *pf = g->pf_base;
+    for (int k = 0; k < 2; k++) {
+        LLVMPositionBuilderAtEnd(b, k == 0 ? whole : part);
+        /* a partial round prefetches nothing: less than a line of the next row a vector, the
+         * row's last few lanes (the whole rounds fetched the rest) */
+        g->pf_base = k == 0 ? pf : NULL;
+        LLVMValueRef l = k == 0 ? loop_begin(g, &L, ci64(m, 0), ci64(m, LG_LANES), "lane")
+                                : loop_begin(g, &L, l0, LLVMBuildNSWAdd(b, l0, cnt, ""), "lane");
+        g->base = base;
+        g->j = LLVMBuildNSWAdd(b, jl, l, "");
+        g->flat = LLVMBuildNSWAdd(b, flat0, g->j, "");
+        g->lane = l;
+        w->point(g, w);
+        g->lane = NULL;
+        LLVMMetadataRef pred[2] = {
+            LLVMMDStringInContext2(m->ctx, "llvm.loop.vectorize.predicate.enable", 36),
+            LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(m->ctx), 1, 0))};
+        loop_end_id(g, &L, ci64(m, 1),
+                    lg_loop_id(m->ctx, 1, 8, k == 0 ? LG_LANES / 8 : 1,
+                               k == 0 ? NULL : LLVMMDNodeInContext2(m->ctx, pred, 2)));
+        LLVMBuildBr(b, joined);
+    }
+    g->pf_base = pf;
+    LLVMPositionBuilderAtEnd(b, joined);
     /* a block ends at a multiple of LG_BLOCK, and the walk's last one where the walk ends */
     LLVMValueRef fe = LLVMBuildNSWAdd(b, f, cnt, "");
     LLVMValueRef next = LLVMBuildAnd(b, fe, ci64(m, LG_BLOCK - 1), "");

@@ -230,7 +230,7 @@ static void lower_block(LLVMModuleRef mod, lane_memo *z, LLVMBasicBlockRef bb,
         if (!LLVMIsACallInst(in)) continue;
         LLVMValueRef callee = LLVMGetCalledValue(in);
         unsigned lanes = variant_width(callee);
-        if (callee != scalar && !lanes) continue;
+        if ((!scalar || callee != scalar) && !lanes) continue;
         if (lanes) {
             LLVMValueRef bytes_v = LLVMGetOperand(in, 1);
             LLVMValueRef bytes_c = LLVMIsAConstant(bytes_v) ? const_lane0(bytes_v) : NULL;
@@ -264,8 +264,17 @@ static void lower_block(LLVMModuleRef mod, lane_memo *z, LLVMBasicBlockRef bb,
 }
 
 void llvm_lower_prefetch_hints(LLVMModuleRef mod) {
+    /* the scalar hint may be gone while its variants are called: O3 deletes its declaration
+     * once the vectorizer has replaced every call of it (a loop whose every trip count it
+     * knows, as a whole round of lanes) */
     LLVMValueRef scalar = LLVMGetNamedFunction(mod, HINT_NAME);
-    if (!scalar) return;
+    int any = scalar != NULL;
+    for (size_t i = 0; i < NWIDTHS && !any; i++) {
+        char name[64];
+        variant_name(name, sizeof name, hint_widths[i]);
+        any = LLVMGetNamedFunction(mod, name) != NULL;
+    }
+    if (!any) return;
     lane_memo z;
     z.b = LLVMCreateBuilderInContext(LLVMGetModuleContext(mod));
     for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
