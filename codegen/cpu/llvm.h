@@ -58,8 +58,8 @@
  * a short row cannot hide, overlap another row's work (bench/RESULTS.md, "Short rows in
  * groups"; four rows beat two by 14-35% on Zen 5, eight no further: "Rows in groups of
  * four"; groups of rows up to 1024 elements beat groups up to 256 by 4-30% on rows of 384 to
- * 1024, and rows of 2048 gain nothing). Their scratch then holds the group's rows (16 KB of
- * f32 values a cached value, a thread). */
+ * 1024; a limit of 4096 gained little on rows of 2048 and 4096). Their scratch then holds the
+ * group's rows (16 KB of f32 values a cached value, a thread). */
 #define LLVM_ROW_GROUP     4
 #define LLVM_ROW_GROUP_MAX 1024
 /* Columns per unit of a column reduction (the inner, contiguous axis is cut into these). */
