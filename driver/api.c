@@ -785,14 +785,12 @@ static const char *arg_name(const fusec_function *f, int i, char *buf, size_t le
 /* Every tensor a launch touches, its arguments and every value its kernels compute or keep,
  * has a size that memory could hold: the backends compute offsets and sizes from these
  * counts unchecked. */
-static fusec_status check_sizes(fusec_function *f, const ir_tensor *args, const int64_t *syms) {
-    int nargs = f->checked->nparams + f->checked->noutputs;
-    char name[128];
-    for (int i = 0; i < nargs; i++)
-        if (ir_dims_count(args[i].dims, args[i].rank) < 0)
-            return set_message(f->module, FUSEC_ERR_SHAPE,
-                               "%s: a tensor of that shape is too large",
-                               arg_name(f, i, name, sizeof name));
+static fusec_status check_sizes(fusec_function *f, const ir_tensor *args, const int64_t *syms,
+                                const char *const *names) {
+    char err[512];
+    int np = f->checked->nparams;
+    fusec_status st = rt_check_counts(args, np, np + f->checked->noutputs, names, err, sizeof err);
+    if (st != FUSEC_OK) return set_message(f->module, st, "%s", err);
     const ir_func *fn = f->fused ? f->fused : f->checked;
     for (int32_t r = 0; r < fn->nnodes; r++) {
         int64_t dims[IR_MAX_RANK];
@@ -807,11 +805,9 @@ static fusec_status check_sizes(fusec_function *f, const ir_tensor *args, const 
 
 /* Every non-empty tensor has data, aligned, inside the address space, and results overlap
  * nothing but (in place) their very input (runtime/args.c). */
-static fusec_status check_buffers(fusec_function *f, const ir_tensor *args) {
+static fusec_status check_buffers(fusec_function *f, const ir_tensor *args,
+                                  const char *const *names) {
     int np = f->checked->nparams;
-    const char *names[RT_MAX_ARGS];
-    for (int i = 0; i < np; i++)
-        names[i] = f->checked->params[i].name;
     char err[512];
     fusec_status st = rt_check_buffers(args, np, np + f->checked->noutputs, names, err, sizeof err);
     return st == FUSEC_OK ? st : set_message(f->module, st, "%s", err);
@@ -874,8 +870,11 @@ static fusec_status prepare_call(fusec_function *f, const fusec_tensor *inputs, 
         t->data = results[i].data;
         t->strides = NULL;
     }
-    st = check_sizes(f, args, syms);
-    if (st == FUSEC_OK) st = check_buffers(f, args);
+    const char *names[RT_MAX_ARGS]; /* the parameters', for the checks' messages */
+    for (int i = 0; i < fn->nparams; i++)
+        names[i] = fn->params[i].name;
+    st = check_sizes(f, args, syms, names);
+    if (st == FUSEC_OK) st = check_buffers(f, args, names);
     return st;
 }
 

@@ -1,9 +1,14 @@
-/* ir/count.c: a tensor's element count and the bytes its elements span, checked against
- * overflow: launch-time arithmetic that the runtime library (libfusec_rt) shares with the
- * compiler, so it depends on nothing else of ir/. */
+/* ir/count.c: a shape's concrete dims, a tensor's element count and the bytes its elements
+ * span, checked against overflow: launch-time arithmetic that the runtime library
+ * (libfusec_rt) shares with the compiler, so it depends on nothing else of ir/. */
 #include "ir.h"
 
 #include <stdint.h>
+
+void ir_shape_concrete(const ir_shape *s, const int64_t *sym_values, int64_t *dims) {
+    for (int32_t i = 0; i < s->rank; i++)
+        dims[i] = s->dims[i].sym >= 0 ? sym_values[s->dims[i].sym] : s->dims[i].size;
+}
 
 int64_t ir_dims_count(const int64_t *dims, int32_t rank) {
     for (int32_t i = 0; i < rank; i++)

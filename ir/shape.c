@@ -59,11 +59,6 @@ int ir_shape_squeeze_equal(const ir_shape *a, const ir_shape *b) {
     }
 }
 
-void ir_shape_concrete(const ir_shape *s, const int64_t *sym_values, int64_t *dims) {
-    for (int32_t i = 0; i < s->rank; i++)
-        dims[i] = s->dims[i].sym >= 0 ? sym_values[s->dims[i].sym] : s->dims[i].size;
-}
-
 int ir_bind_shapes(const ir_func *f, const ir_tensor *inputs, int64_t *sym_values, char *err,
                    size_t errlen) {
     /* which parameter bound each symbol first, for the message when a later one disagrees */

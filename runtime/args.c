@@ -17,6 +17,17 @@ const char *rt_arg_name(const char *param, int nparams, int i, char *buf, size_t
 
 #define NAME(i, buf) rt_arg_name((i) < np ? names[i] : NULL, np, (i), (buf), sizeof(buf))
 
+fusec_status rt_check_counts(const ir_tensor *args, int np, int nargs, const char *const *names,
+                             char *err, size_t errlen) {
+    char a[128];
+    for (int i = 0; i < nargs; i++)
+        if (ir_dims_count(args[i].dims, args[i].rank) < 0) {
+            snprintf(err, errlen, "%s: a tensor of that shape is too large", NAME(i, a));
+            return FUSEC_ERR_SHAPE;
+        }
+    return FUSEC_OK;
+}
+
 static fusec_status fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static fusec_status fail(char *err, size_t errlen, const char *fmt, ...) {

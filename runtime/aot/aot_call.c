@@ -203,7 +203,6 @@ static int bind(const rt_image_sig *sig, void *const *ptrs, const int64_t *syms,
             return fail(FUSEC_ERR_SHAPE, "%s: %s = %lld: a dim is at least 0", sig->name,
                         sig->sym_names[i], (long long)syms[i]);
     const char *names[RT_MAX_ARGS];
-    char name[160];
     int32_t np = sig->nparams, nargs = np + sig->noutputs;
     for (int32_t i = 0; i < nargs; i++) {
         const rt_image_arg *a = &sig->args[i];
@@ -211,27 +210,22 @@ static int bind(const rt_image_sig *sig, void *const *ptrs, const int64_t *syms,
         memset(t, 0, sizeof(*t));
         t->dtype = (ir_dtype)a->dtype;
         t->rank = a->shape.rank;
-        for (int32_t d = 0; d < t->rank; d++)
-            t->dims[d] =
-                a->shape.dims[d].sym >= 0 ? syms[a->shape.dims[d].sym] : a->shape.dims[d].size;
+        ir_shape_concrete(&a->shape, syms, t->dims);
         t->data = ptrs[i];
         if (i < np) names[i] = a->name;
-        if (ir_dims_count(t->dims, t->rank) < 0)
-            return fail(FUSEC_ERR_SHAPE, "%s: %s: a tensor of that shape is too large", sig->name,
-                        rt_arg_name(i < np ? names[i] : NULL, np, i, name, sizeof name));
     }
+    char err[512];
+    fusec_status st = rt_check_counts(args, np, nargs, names, err, sizeof err);
+    if (st != FUSEC_OK) return fail(st, "%s: %s", sig->name, err);
     for (int32_t i = 0; i < sig->nshapes; i++) {
         int64_t dims[IR_MAX_RANK];
-        for (int32_t d = 0; d < sig->shapes[i].rank; d++)
-            dims[d] = sig->shapes[i].dims[d].sym >= 0 ? syms[sig->shapes[i].dims[d].sym]
-                                                      : sig->shapes[i].dims[d].size;
+        ir_shape_concrete(&sig->shapes[i], syms, dims);
         if (ir_dims_count(dims, sig->shapes[i].rank) < 0)
             return fail(FUSEC_ERR_SHAPE,
                         "'%s' would compute a value too large for memory at these shapes",
                         sig->name);
     }
-    char err[512];
-    fusec_status st = rt_check_buffers(args, np, nargs, names, err, sizeof err);
+    st = rt_check_buffers(args, np, nargs, names, err, sizeof err);
     return st == FUSEC_OK ? 0 : fail(st, "%s: %s", sig->name, err);
 }
 
