@@ -673,12 +673,14 @@ static void walk_lanes(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0
         g->lane = l;
         w->point(g, w);
         g->lane = NULL;
-        LLVMMetadataRef pred[2] = {
-            LLVMMDStringInContext2(m->ctx, "llvm.loop.vectorize.predicate.enable", 36),
-            LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(m->ctx), 1, 0))};
-        loop_end_id(g, &L, ci64(m, 1),
-                    lg_loop_id(m->ctx, 1, 8, k == 0 ? LG_LANES / 8 : 1,
-                               k == 0 ? NULL : LLVMMDNodeInContext2(m->ctx, pred, 2)));
+        LLVMMetadataRef masked = NULL; /* the partial round's last vector */
+        if (k == 1) {
+            LLVMMetadataRef pred[2] = {
+                LLVMMDStringInContext2(m->ctx, "llvm.loop.vectorize.predicate.enable", 36),
+                LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(m->ctx), 1, 0))};
+            masked = LLVMMDNodeInContext2(m->ctx, pred, 2);
+        }
+        loop_end_id(g, &L, ci64(m, 1), lg_loop_id(m->ctx, 1, 8, k == 0 ? LG_LANES / 8 : 1, masked));
         LLVMBuildBr(b, joined);
     }
     g->pf_base = pf;
