@@ -650,9 +650,12 @@ static void walk_lanes(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0
     LLVMValueRef cnt =
         imin(g, LLVMBuildSub(b, ci64(m, LG_LANES), l0, ""), LLVMBuildSub(b, j1, j, ""));
     LLVMValueRef jl = LLVMBuildSub(b, j, l0, ""); /* j of lane 0 of this round */
-    /* a whole round, the usual one: LG_LANES wide on every CPU, 8 lanes a vector, 4 vectors
-     * in flight; a partial one (a row's last, when its length is no multiple of LG_LANES) in
-     * a loop of its own, one vector of 8 lanes at a time with the last one masked
+    /* a whole round, the usual one: LG_LANES wide on every CPU, in vectors of the target's
+     * width (16 lanes on AVX-512, 2 in flight; 8 elsewhere, 4 in flight: with 8 on AVX-512,
+     * softmax and layernorm over rows of 64 took 15-25% longer, over rows of 100 and 120
+     * layernorm 10% less, whose rows then start off a 64-byte line: bench/RESULTS.md,
+     * "Sixteen lanes a vector"); a partial one (a row's last, when its length is no multiple
+     * of LG_LANES) in a loop of its own, one vector at a time with the last one masked
      * (predicated), so that its lanes do not run as scalars: softmax over rows of 120 took
      * twice the time of rows of 64, over rows of 10 nine times (bench/RESULTS.md, "Partial
      * rounds of lanes"). Each lane keeps its own accumulator either way: the same bits. */
@@ -680,7 +683,9 @@ static void walk_lanes(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0
                 LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(m->ctx), 1, 0))};
             masked = LLVMMDNodeInContext2(m->ctx, pred, 2);
         }
-        loop_end_id(g, &L, ci64(m, 1), lg_loop_id(m->ctx, 1, 8, k == 0 ? LG_LANES / 8 : 1, masked));
+        unsigned width = m->vector_bytes >= 64 ? 16 : 8;
+        loop_end_id(g, &L, ci64(m, 1),
+                    lg_loop_id(m->ctx, 1, width, k == 0 ? LG_LANES / width : 1, masked));
         LLVMBuildBr(b, joined);
     }
     g->pf_base = pf;
@@ -781,6 +786,7 @@ typedef struct lg_red {
      * exact in any order and accumulates in tot[k] by part (scalars, or column arrays) */
     int laned;
     LLVMValueRef tot[LG_RED_PARTS], grp[LG_RED_PARTS], blk[LG_RED_PARTS];
+    LLVMValueRef total; /* a grouped row's finished laned reduction (group_trees), or NULL */
 } lg_red;
 
 typedef struct lg_sweep {
@@ -1093,6 +1099,7 @@ static void scalar_sweep(lg_fn *g, lg_sweep *sw, const int *axes, int n, LLVMVal
  * first, which completes the tree over blocks (docs/plan.md); no block: the identity. */
 static LLVMValueRef scalar_total(lg_fn *g, lg_sweep *sw, int32_t i) {
     lg_red *rd = &sw->red[i];
+    if (rd->total) return rd->total;
     if (!rd->laned) {
         LLVMValueRef t[LG_RED_PARTS];
         for (int k = 0; k < rd->nparts; k++)
@@ -1365,12 +1372,88 @@ static void group_point(lg_fn *g, lg_walk *w) {
     each_row(g, w, scalar_point);
 }
 
-static void group_block_begin(lg_fn *g, lg_walk *w) {
-    each_row(g, w, scalar_block_begin);
+_Static_assert(LLVM_ROW_GROUP_MAX <= LG_BLOCK, "a grouped row is one block");
+_Static_assert((LLVM_ROW_GROUP & (LLVM_ROW_GROUP - 1)) == 0, "rows pair up in group_tree");
+
+static void group_nothing(lg_fn *g, lg_walk *w) {
+    (void)g;
+    (void)w;
 }
 
-static void group_block_end(lg_fn *g, lg_walk *w) {
-    each_row(g, w, scalar_block_end);
+/* The indices of a shuffle that takes, from each of `segs` segments of `w` lanes of a vector
+ * whose segments start at `from`, the `h` lanes from offset `at` within the segment: appended
+ * at ids[*n]. */
+static void tree_ids(lg_mod *m, LLVMValueRef *ids, unsigned *n, unsigned from, unsigned segs,
+                     unsigned w, unsigned at, unsigned h) {
+    for (unsigned s = 0; s < segs; s++)
+        for (unsigned l = 0; l < h; l++)
+            ids[(*n)++] = LLVMConstInt(m->t_i32, from + s * w + at + l, 0);
+}
+
+/* The lane trees of the n rows of a group (n a power of two), v[k] the LG_LANES lanes of row
+ * k, into out[k]: each step combines lane l with lane l + h of every row as lane_tree does,
+ * the same additions in the same order, but once a row's lanes fit in half a vector of the
+ * target, two vectors' rows share one: [row a's low halves, row b's low halves] with the
+ * high halves: on AVX-512 four rows' trees take 9 vector additions where four lane trees
+ * took 20, each a step of the rows' critical path (bench/RESULTS.md, "Sixteen lanes a
+ * vector"). */
+static void group_tree(lg_fn *g, const lg_red *rd, LLVMValueRef *v, int n, LLVMValueRef *out) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    unsigned bytes = LLVMGetTypeKind(rd->t) == LLVMDoubleTypeKind ? 8 : 4;
+    unsigned full = (unsigned)m->vector_bytes / bytes; /* lanes a target vector holds */
+    unsigned w = LG_LANES, per = 1, nv = (unsigned)n;
+    LLVMValueRef ids[2 * LG_LANES * LLVM_ROW_GROUP];
+    while (w > 1) {
+        unsigned h = w / 2, nlo = 0, nhi = 0;
+        if (nv > 1 && w * per <= full) {
+            for (unsigned j = 0; j < nv / 2; j++) {
+                nlo = nhi = 0;
+                tree_ids(m, ids, &nlo, 0, per, w, 0, h);
+                tree_ids(m, ids, &nlo, w * per, per, w, 0, h);
+                tree_ids(m, ids + nlo, &nhi, 0, per, w, h, h);
+                tree_ids(m, ids + nlo, &nhi, w * per, per, w, h, h);
+                LLVMValueRef lo = LLVMBuildShuffleVector(b, v[2 * j], v[2 * j + 1],
+                                                         LLVMConstVector(ids, nlo), "");
+                LLVMValueRef hi = LLVMBuildShuffleVector(b, v[2 * j], v[2 * j + 1],
+                                                         LLVMConstVector(ids + nlo, nhi), "");
+                v[j] = part_combine(g, rd, 0, lo, hi);
+            }
+            nv /= 2;
+            per *= 2;
+        } else {
+            tree_ids(m, ids, &nlo, 0, per, w, 0, h);
+            tree_ids(m, ids + nlo, &nhi, 0, per, w, h, h);
+            for (unsigned j = 0; j < nv; j++) {
+                LLVMValueRef u = LLVMGetUndef(LLVMTypeOf(v[j]));
+                LLVMValueRef lo = LLVMBuildShuffleVector(b, v[j], u, LLVMConstVector(ids, nlo), "");
+                LLVMValueRef hi =
+                    LLVMBuildShuffleVector(b, v[j], u, LLVMConstVector(ids + nlo, nhi), "");
+                v[j] = part_combine(g, rd, 0, lo, hi);
+            }
+        }
+        w = h;
+    }
+    for (int k = 0; k < n; k++)
+        out[k] = LLVMBuildExtractElement(b, v[(unsigned)k / per],
+                                         LLVMConstInt(m->t_i32, (unsigned)k % per, 0), "");
+}
+
+/* The laned reductions of a group's sweep finished: a grouped row is one block (its length is
+ * at most LLVM_ROW_GROUP_MAX), so its lane tree is its total, with no tree over blocks. */
+static void group_trees(lg_fn *g, lg_rows *rs) {
+    for (int32_t i = 0; i < rs->sw[0].nred; i++) {
+        if (!rs->sw[0].red[i].laned) continue;
+        LLVMValueRef v[LLVM_ROW_GROUP], out[LLVM_ROW_GROUP];
+        for (int k = 0; k < rs->n; k++) {
+            const lg_red *rd = &rs->sw[k].red[i];
+            v[k] = load(g, LLVMVectorType(rd->t, LG_LANES), lanes_vector_ptr(g, rd, rd->blk[0]));
+            LLVMSetAlignment(v[k], lanes_align(rd));
+        }
+        group_tree(g, &rs->sw[0].red[i], v, rs->n, out);
+        for (int k = 0; k < rs->n; k++)
+            rs->sw[k].red[i].total = out[k];
+    }
 }
 
 /* Sweep s of every row of the group over [0, rowlen) of its one reduced axis: a reducing
@@ -1395,7 +1478,9 @@ static void group_sweep(lg_fn *g, lg_rows *rs, int s, const int *red, int nr, LL
         rs->prefetch = 0;
         return;
     }
-    lg_walk w = {group_point, group_block_begin, group_block_end, 0, 0, rs, 0, NULL, 0};
+    /* a grouped row is one block: its lanes are begun by sweep_accs and finished together
+     * after the walk (group_trees) */
+    lg_walk w = {group_point, group_nothing, group_nothing, 0, 0, rs, 0, NULL, 0};
     for (int k = 0; k < rs->n; k++) {
         rows_enter(g, rs, k);
         w.blocked = sweep_accs(g, &rs->sw[k]);
@@ -1407,6 +1492,33 @@ static void group_sweep(lg_fn *g, lg_rows *rs, int s, const int *red, int nr, LL
     walk_range(g, &w, red, nr, rs->base[0], ci64(g->m, 0), rowlen);
     g->lanes_end = NULL;
     rs->prefetch = 0;
+    if (w.blocked) group_trees(g, rs);
+}
+
+/* The group's values of stage s, computed once a row (the reductions' results and what
+ * follows from them: a mean's division, layernorm's rsqrt, softmax's maximum made a float),
+ * gathered into one vector a value, frozen, and read back from it: the vector is where LLVM's
+ * SLP vectorizer starts from, and it then computes the rows' chains of scalar operations
+ * (divisions and square roots of 10-20 cycles each) as one chain of vector operations, the
+ * same IEEE operations on each row's values. (Without the freeze InstCombine reads each
+ * value straight from its row's chain again, before the SLP vectorizer runs.) */
+static void group_gather(lg_fn *g, lg_rows *rs, int s) {
+    const llvm_kplan *p = g->p;
+    LLVMBuilderRef b = g->m->b;
+    for (int32_t i = p->pk->from; i < p->pk->to; i++) {
+        ir_ref r = g->k->body[i];
+        if (!p->pk->per_result[r] || p->pk->stage[r] != s) continue;
+        LLVMValueRef v0 = rs->val[0][r];
+        if (!v0 || !LLVMIsAInstruction(v0) || LLVMGetTypeKind(LLVMTypeOf(v0)) == LLVMVectorTypeKind)
+            continue;
+        LLVMValueRef vec = LLVMGetUndef(LLVMVectorType(LLVMTypeOf(v0), (unsigned)rs->n));
+        for (int k = 0; k < rs->n; k++)
+            vec =
+                LLVMBuildInsertElement(b, vec, rs->val[k][r], LLVMConstInt(g->m->t_i32, k, 0), "");
+        vec = LLVMBuildFreeze(b, vec, "");
+        for (int k = 0; k < rs->n; k++)
+            rs->val[k][r] = LLVMBuildExtractElement(b, vec, LLVMConstInt(g->m->t_i32, k, 0), "");
+    }
 }
 
 /* The group of rows from `row`: every sweep, the reductions' results and the per-result
@@ -1445,6 +1557,7 @@ static void row_group(lg_fn *g, lg_rows *rs, LLVMValueRef row, const int *kept, 
             }
             per_result_stage(g, s + 1, rs->base[k]);
         }
+        if (rs->n > 1) group_gather(g, rs, s + 1);
     }
     for (int k = 0; k < rs->n; k++) {
         rows_enter(g, rs, k);
