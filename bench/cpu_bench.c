@@ -66,7 +66,8 @@ static float *random_floats(size_t n, unsigned seed) {
 static double copy_ms(size_t bytes) {
     double ms;
     char err[256];
-    if (rt_backend_cpu.copy_time(2 * bytes, 3, &ms, err, sizeof err) != FUSEC_OK) die(err, NULL);
+    if (rt_backend_cpu.copy_time(-1, 2 * bytes, 3, &ms, err, sizeof err) != FUSEC_OK)
+        die(err, NULL);
     return ms;
 }
 

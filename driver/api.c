@@ -114,6 +114,7 @@ void fusec_options_init(fusec_options *opt) {
     memset(opt, 0, sizeof(*opt));
     opt->struct_size = sizeof(*opt);
     opt->target = FUSEC_TARGET_AUTO;
+    opt->device = -1;
 }
 
 void fusec_free(void *p) {
@@ -228,6 +229,8 @@ static fusec_module *module_new(const fusec_options *opt) {
         size_t n = opt->struct_size && opt->struct_size < sizeof(m->opt) ? opt->struct_size
                                                                          : sizeof(m->opt);
         memcpy(&m->opt, opt, n);
+        /* a struct fusec_options_init never saw: zeros, whose device would be 0 */
+        if (!opt->struct_size) m->opt.device = -1;
         m->opt.struct_size = sizeof(m->opt);
         /* the caller's strings may be gone by the time a launch builds the module (the arena
          * has no jump buffer yet: a failed copy is NULL) */
@@ -1054,7 +1057,7 @@ fusec_status fusec_memory_alloc(fusec_module *m, size_t bytes, void **ptr) {
     if (ptr) *ptr = NULL;
     if (!m || !ptr) return FUSEC_ERR_INVALID_ARGUMENT;
     char err[512];
-    fusec_status st = memory_backend(m)->mem_alloc(bytes, ptr, err, sizeof err);
+    fusec_status st = memory_backend(m)->mem_alloc(m->opt.device, bytes, ptr, err, sizeof err);
     if (st != FUSEC_OK) return set_message(m, st, "%s", err);
     return FUSEC_OK;
 }
@@ -1189,7 +1192,8 @@ fusec_status fusec_bench_copy(fusec_module *m, size_t bytes, int reps, double *m
     if (!m || !median_ms || reps < 1) return FUSEC_ERR_INVALID_ARGUMENT;
     *median_ms = 0;
     char err[512];
-    fusec_status st = memory_backend(m)->copy_time(bytes, reps, median_ms, err, sizeof err);
+    fusec_status st =
+        memory_backend(m)->copy_time(m->opt.device, bytes, reps, median_ms, err, sizeof err);
     if (st != FUSEC_OK) return set_message(m, st, "%s", err);
     return FUSEC_OK;
 }

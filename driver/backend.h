@@ -63,12 +63,15 @@ typedef struct rt_backend {
     /* The roofline `fusec bench` compares against: the median time of moving `bytes` bytes
      * as a plain copy (bytes / 2 read from one buffer, written to another) with all of the
      * device's parallelism (every core on the CPU; a device-to-device copy on a GPU), over
-     * `reps` runs after a warm-up. */
-    fusec_status (*copy_time)(size_t bytes, int reps, double *median_ms, char *err, size_t errlen);
+     * `reps` runs after a warm-up. device: the module's fusec_options.device (-1: any), which
+     * the GPU's measures, the host's ignore. */
+    fusec_status (*copy_time)(int device, size_t bytes, int reps, double *median_ms, char *err,
+                              size_t errlen);
 
-    /* Tensor memory on the target: device memory on a GPU; on the host targets the rt_host_*
-     * functions below. */
-    fusec_status (*mem_alloc)(size_t bytes, void **ptr, char *err, size_t errlen);
+    /* Tensor memory on the target: device memory on a GPU (of `device`, the module's
+     * fusec_options.device, or with -1 the calling thread's current device); on the host
+     * targets the rt_host_* functions below. */
+    fusec_status (*mem_alloc)(int device, size_t bytes, void **ptr, char *err, size_t errlen);
     fusec_status (*mem_free)(void *ptr, char *err, size_t errlen);
     fusec_status (*mem_copy)(void *dst, const void *src, size_t bytes, int to_device, char *err,
                              size_t errlen);

@@ -41,11 +41,11 @@ extern "C" {
 /* ---- version -------------------------------------------------------------------------- */
 
 #define FUSEC_VERSION_MAJOR 0
-#define FUSEC_VERSION_MINOR 6
+#define FUSEC_VERSION_MINOR 7
 #define FUSEC_VERSION_PATCH 0
 #define FUSEC_VERSION_NUMBER                                                                       \
     (FUSEC_VERSION_MAJOR * 10000 + FUSEC_VERSION_MINOR * 100 + FUSEC_VERSION_PATCH)
-#define FUSEC_VERSION_STRING "0.6.0"
+#define FUSEC_VERSION_STRING "0.7.0"
 
 /* The library's FUSEC_VERSION_NUMBER: compare with the header's to detect a mismatch. */
 FUSEC_API unsigned fusec_version_number(void);
@@ -128,6 +128,14 @@ typedef struct fusec_options {
      * launching one of them fails with FUSEC_ERR_INVALID_ARGUMENT. A name the module lacks
      * fails the compilation with FUSEC_ERR_INVALID_ARGUMENT. */
     const char *function;
+    /* Since 0.7. The CUDA device (its ordinal among those the driver shows) the module runs
+     * on; -1 (fusec_options_init's): any, each launch on the device of its tensors' memory
+     * (else of its stream, else the calling thread's current device, as cudaGetDevice gives
+     * it). A launch with memory or a stream of another device than the one set is refused
+     * (FUSEC_ERR_INVALID_ARGUMENT). The build is for the architecture of this device, or of
+     * the current device; a device of another architecture gets its own build at its first
+     * launch. */
+    int device;
 } fusec_options;
 
 /* Fills *opt with the defaults (target auto, fusion on, cache on). */
@@ -238,9 +246,9 @@ FUSEC_API int fusec_function_grad_wrt(const fusec_function *f, int i);
 /* ---- launching ------------------------------------------------------------------------ */
 
 /* A tensor. data is a host pointer for the CPU and reference targets, a device pointer
- * (CUdeviceptr) of CUDA device 0 for CUDA (the target runs in device 0's primary context, the
- * one the CUDA runtime and PyTorch use too; memory of another device is not detected: the
- * kernels would fault), aligned to the size of an element, the address of element
+ * (CUdeviceptr) for CUDA, of any device: a call runs on the device its tensors' memory is on
+ * (0.7.0; see fusec_launch), in that device's primary context, the one the CUDA runtime and
+ * PyTorch use too. It is aligned to the size of an element, the address of element
  * (0, ..., 0); NULL only for a tensor with no elements. strides (0.4.0): NULL for dense
  * row-major (what an initializer that leaves it out gives), else `rank` strides in elements,
  * any sign, 0 to broadcast an axis, as DLPack and PyTorch give them: element (i0, i1, ...)
@@ -272,6 +280,15 @@ FUSEC_API fusec_status fusec_function_result_shapes(fusec_function *f, const fus
  * A refused call writes nothing.
  * `stream` is a CUstream on the CUDA target (NULL: the default stream), ignored elsewhere.
  * On CUDA the launch is asynchronous; on the CPU and reference targets it returns when done.
+ * CUDA devices (0.7.0): the call runs on the device its tensors' memory is on, which the
+ * driver says (asked on machines of more than one device; one query a tensor); a stream must
+ * be one of that device's (of its primary context), and a module whose fusec_options.device
+ * is set runs on that device only: tensors of two devices, or a stream or a module of another,
+ * are FUSEC_ERR_INVALID_ARGUMENT naming them, before anything runs. With no tensor the driver
+ * knows as device memory (all empty), the stream's device, else the module's, else the
+ * calling thread's current device. Each device loads the module's kernels at its first call
+ * there (building them for its architecture when it differs from the one built for), and
+ * keeps its own memory pool and stream.
  * A launch on a stream being captured into a CUDA graph (cuStreamBeginCapture,
  * torch.cuda.graph) is recorded by the capture once the module is built: build it (or launch
  * once) before capturing, since building loads modules, which a capture does not allow. */
@@ -286,7 +303,8 @@ FUSEC_API fusec_status fusec_launch(fusec_function *f, const fusec_tensor *input
  * shape, strides (NULL: dense) and dtype: bool, int32, int64, float16, bfloat16, float32 or
  * float64 with one lane (anything else: FUSEC_ERR_DTYPE); the device must be one the target
  * reaches (kDLCPU or kDLCUDAHost on the CPU and reference targets, kDLCUDA or kDLCUDAManaged
- * device 0 on CUDA), else FUSEC_ERR_INVALID_ARGUMENT, as is a byte_offset whose sum with data
+ * of any device_id below 64 on CUDA, the call running on that device as fusec_launch's
+ * does), else FUSEC_ERR_INVALID_ARGUMENT, as is a byte_offset whose sum with data
  * wraps around the address space. Messages name the parameter or result.
  * A DLManagedTensorVersioned's read-only flag is the caller's to honour for results. */
 FUSEC_API fusec_status fusec_launch_dlpack(fusec_function *f, const void *const *tensors,
@@ -327,9 +345,11 @@ FUSEC_API void fusec_plan_free(fusec_plan *p);
 /* ---- memory --------------------------------------------------------------------------- */
 
 /* Memory for tensors on the module's target, so one program serves every target: on CUDA,
- * device memory (cuMemAlloc: plain, not managed) and synchronous copies, which wait for the
- * legacy default stream's work but not for other streams' (synchronize those first); an
- * upload has landed when it returns, so a launch on any stream reads it; on the
+ * device memory (cuMemAlloc: plain, not managed) of the module's fusec_options.device, else of
+ * the calling thread's current device (where cudaMalloc allocates), and synchronous copies
+ * (on the device of the device pointer), which wait for the legacy default stream's work but
+ * not for other streams' (synchronize those first); an upload has landed when it returns, so
+ * a launch on any stream reads it; on the
  * CPU and reference targets, 64-byte aligned host memory and memcpy. A program with CUDA
  * buffers of its own passes them to fusec_launch directly. */
 FUSEC_API fusec_status fusec_memory_alloc(fusec_module *m, size_t bytes, void **ptr);
@@ -338,7 +358,8 @@ FUSEC_API fusec_status fusec_memory_upload(fusec_module *m, void *dst, const voi
                                            size_t bytes);
 FUSEC_API fusec_status fusec_memory_download(fusec_module *m, void *host_dst, const void *src,
                                              size_t bytes);
-/* Waits for the work on `stream` (CUDA; NULL: the default stream); immediate elsewhere. */
+/* Waits for the work on `stream` (CUDA, its device's; NULL: the current device's default
+ * stream); immediate elsewhere. */
 FUSEC_API fusec_status fusec_synchronize(fusec_module *m, void *stream);
 
 /* ---- measuring ------------------------------------------------------------------------- */

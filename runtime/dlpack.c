@@ -34,9 +34,11 @@ static void dtype_name(const rt_dl_tensor *dl, char *buf, size_t len) {
         snprintf(buf + n, len - (size_t)n, " x%d lanes", dl->dtype.lanes);
 }
 
+/* The host targets take host memory; CUDA the memory of any device (the launch runs on the
+ * device of its tensors: runtime/cuda/cuda_device.h). */
 static int device_ok(int type, int id, int on_host) {
     if (on_host) return type == RT_DL_CPU || type == RT_DL_CUDA_HOST;
-    return (type == RT_DL_CUDA || type == RT_DL_CUDA_MANAGED) && id == 0;
+    return (type == RT_DL_CUDA || type == RT_DL_CUDA_MANAGED) && id >= 0 && id < RT_DL_MAX_DEVICES;
 }
 
 /* out->data: the element (0, ..., 0) at data + byte_offset, added as integers: an offset that
@@ -80,7 +82,7 @@ fusec_status rt_dlpack_read(const rt_dl_tensor *dl, int on_host, fusec_tensor *o
                  "the tensor is on DLPack device type %d, id %d, which the target "
                  "cannot reach: it runs on %s",
                  dl->device.device_type, dl->device.device_id,
-                 on_host ? "host memory" : "CUDA device 0");
+                 on_host ? "host memory" : "CUDA devices 0 to 63");
         return FUSEC_ERR_INVALID_ARGUMENT;
     }
     if (dl->ndim < 0 || dl->ndim > FUSEC_MAX_RANK || (dl->ndim > 0 && !dl->shape)) {

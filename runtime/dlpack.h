@@ -36,6 +36,8 @@ enum {
     RT_DL_CUDA_HOST = 3,
     RT_DL_CUDA_MANAGED = 13,
 };
+/* the CUDA device ids a DLTensor may name (runtime/cuda/cuda_driver.h's RT_CUDA_MAX_DEVICES) */
+#define RT_DL_MAX_DEVICES 64
 enum {
     RT_DL_INT = 0,
     RT_DL_UINT = 1,

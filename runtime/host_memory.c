@@ -11,7 +11,8 @@
 
 #define HOST_ALIGN 64
 
-fusec_status rt_host_mem_alloc(size_t bytes, void **ptr, char *err, size_t errlen) {
+fusec_status rt_host_mem_alloc(int device, size_t bytes, void **ptr, char *err, size_t errlen) {
+    (void)device;
     size_t n = (bytes + HOST_ALIGN - 1) & ~(size_t)(HOST_ALIGN - 1);
     *ptr = n < bytes ? NULL : aligned_alloc(HOST_ALIGN, n ? n : HOST_ALIGN);
     if (*ptr) return FUSEC_OK;

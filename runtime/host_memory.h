@@ -9,7 +9,8 @@
 
 /* The memory fields of the backends that run on the host (runtime/host_memory.c): 64-byte
  * aligned malloc, memcpy, nothing to wait for. */
-fusec_status rt_host_mem_alloc(size_t bytes, void **ptr, char *err, size_t errlen);
+/* device: the backend field's (a GPU's), ignored here */
+fusec_status rt_host_mem_alloc(int device, size_t bytes, void **ptr, char *err, size_t errlen);
 fusec_status rt_host_mem_free(void *ptr, char *err, size_t errlen);
 fusec_status rt_host_mem_copy(void *dst, const void *src, size_t bytes, int to_device, char *err,
                               size_t errlen);

@@ -400,8 +400,9 @@ static fusec_status cpu_launch(void *program, int func, const ir_tensor *args, c
     return rt_cpu_run(p ? p->run : NULL, func, args, syms, err, errlen);
 }
 
-static fusec_status cpu_copy_time(size_t bytes, int reps, double *median_ms, char *err,
+static fusec_status cpu_copy_time(int device, size_t bytes, int reps, double *median_ms, char *err,
                                   size_t errlen) {
+    (void)device;
     return rt_cpu_copy_time(bytes, reps, median_ms, err, errlen);
 }
 
@@ -446,9 +447,9 @@ static fusec_status cpu_library_image(const rt_backend_request *req, const char 
     return FUSEC_ERR_UNSUPPORTED;
 }
 
-static fusec_status cpu_copy_time(size_t bytes, int reps, double *median_ms, char *err,
+static fusec_status cpu_copy_time(int device, size_t bytes, int reps, double *median_ms, char *err,
                                   size_t errlen) {
-    (void)bytes, (void)reps;
+    (void)device, (void)bytes, (void)reps;
     *median_ms = 0;
     cpu_available(err, errlen);
     return FUSEC_ERR_UNSUPPORTED;

@@ -76,7 +76,7 @@ class Options(ctypes.Structure):
                 ("arch", ctypes.c_char_p), ("no_fuse", ctypes.c_int), ("fast_math", ctypes.c_int),
                 ("no_cache", ctypes.c_int), ("cache_dir", ctypes.c_char_p),
                 ("verbose", ctypes.c_int), ("dump_after", ctypes.c_char_p),
-                ("cpu", ctypes.c_char_p), ("function", ctypes.c_char_p)]
+                ("cpu", ctypes.c_char_p), ("function", ctypes.c_char_p), ("device", ctypes.c_int)]
 
 
 class ParamInfo(ctypes.Structure):
@@ -178,11 +178,12 @@ def status_string(status):
     return _status_string(status).decode()
 
 
-# The structs above are fusec.h 0.6's. Before 1.0 a minor version may change them (0.4 added
-# fusec_tensor.strides, 0.5 fusec_launch_dlpack, 0.6 fusec_options.function), and a wrong
+# The structs above are fusec.h 0.7's. Before 1.0 a minor version may change them (0.4 added
+# fusec_tensor.strides, 0.5 fusec_launch_dlpack, 0.6 fusec_options.function, 0.7
+# fusec_options.device), and a wrong
 # layout would corrupt memory rather than fail: the library must be the version these
 # bindings were written for.
-BINDINGS_VERSION = (0, 6)
+BINDINGS_VERSION = (0, 7)
 _have = version_number()
 if (_have // 10000, _have // 100 % 100) != BINDINGS_VERSION:
     raise ImportError("fusec: %s is version %s; this package's bindings (fusec/_capi.py) are "

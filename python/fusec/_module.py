@@ -57,9 +57,10 @@ _NO_STREAMS = (None, None)  # the host targets': no stream to launch on or to gi
 _plan_launch = _capi.plan_launch_untyped
 
 # the devices each target's memory is on (DLPack device keys); fusec's CUDA backend runs on
-# device 0, the one it takes the primary context of
+# any device (up to 64), each call on its tensors' (in that device's primary context)
 _HOST = frozenset(_dlpack.device_key(t) for t in (_dlpack.DL_CPU, _dlpack.DL_CUDA_HOST))
-_GPU0 = frozenset(_dlpack.device_key(t) for t in (_dlpack.DL_CUDA, _dlpack.DL_CUDA_MANAGED))
+_GPUS = frozenset(_dlpack.device_key(t, i) for t in (_dlpack.DL_CUDA, _dlpack.DL_CUDA_MANAGED)
+                  for i in range(64))
 
 
 def _dims_of(src, shapes):
@@ -338,7 +339,7 @@ class Function:
         self._sources_known = all(src is not None for src in self._sources)
         self._pack_ptrs = struct.Struct("%dP" % (self._np + self._nr)).pack_into
         self._cuda = owner.target == "cuda"
-        self._devices = _GPU0 if self._cuda else _HOST
+        self._devices = _GPUS if self._cuda else _HOST
         self._tls = threading.local()
         g = _capi.function_grad_of(handle)
         #: for a gradient (`fn d = grad(f)`): f's name, and for each result the index of the
@@ -656,7 +657,7 @@ class Function:
             return ArgumentError("%s: rank %d is not one fusec takes (0 to %d)"
                                  % (what, nd, _MAX_RANK))
         if device not in self._devices:
-            reach = "CUDA device 0" if self._cuda else "host memory"
+            reach = "CUDA devices 0 to 63" if self._cuda else "host memory"
             return ArgumentError("%s: the array is on %s, which the module's target (%s) cannot "
                                  "reach: it runs on %s" % (what, _dlpack.device_name(device),
                                                            self._m.target, reach))

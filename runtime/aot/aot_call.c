@@ -25,6 +25,7 @@
 #include "runtime/cpu/cpu_elf.h"
 #include "runtime/cpu/cpu_launch.h"
 #include "runtime/cpu/cpu_target.h"
+#include "runtime/cuda/cuda_device.h"
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/cuda/cuda_launch.h"
 
@@ -104,9 +105,10 @@ static int capability(const char *arch, int *exact, int *ptx) {
     return v;
 }
 
-/* The code device 0 runs best: a cubin of its major version built for its minor or an older
- * one (the newest such), else PTX for its capability or an older one (the newest). */
-static int pick_gpu(aot_state *s, const rt_cuda_device *d) {
+/* The code device d runs best: a cubin of its major version built for its minor or an older
+ * one (the newest such), else PTX for its capability or an older one (the newest); -1 with
+ * why when none runs there. */
+static int pick_gpu(const aot_state *s, const rt_cuda_device *d, char *err, size_t errlen) {
     int dev = d->major * 10 + d->minor, best = -1, best_cc = -1, best_ptx = 1;
     for (int32_t i = 0; i < s->img->ncode; i++) {
         int exact, ptx, cc = capability(s->img->code[i].arch, &exact, &ptx);
@@ -119,10 +121,10 @@ static int pick_gpu(aot_state *s, const rt_cuda_device *d) {
     if (best >= 0) return best;
     char list[256];
     held(s->img, list, sizeof list);
-    s->status = FUSEC_ERR_UNSUPPORTED;
-    snprintf(s->message, sizeof s->message,
-             "the library holds code for %s, none of which the GPU (%s, sm_%d%d) runs", list,
-             d->name, d->major, d->minor);
+    snprintf(err, errlen,
+             "the library holds code for %s, none of which the GPU (device %d, %s, sm_%d%d) "
+             "runs",
+             list, d->ordinal, d->name, d->major, d->minor);
     return -1;
 }
 
@@ -141,20 +143,39 @@ static void load_cpu(aot_state *s) {
     }
 }
 
+/* The code for device d (rt_cuda_image_fn): pick_gpu's choice for its architecture. */
+static fusec_status gpu_image(void *ctx, const rt_cuda_device *d, const void **image, size_t *len,
+                              char *err, size_t errlen) {
+    aot_state *s = ctx;
+    int i = pick_gpu(s, d, err, errlen);
+    if (i < 0) return FUSEC_ERR_UNSUPPORTED;
+    const rt_image_code *c = &s->img->code[i];
+    *image = c->len ? c->data : NULL;
+    *len = (size_t)c->len;
+    return FUSEC_OK;
+}
+
+/* The library's CUDA code: chosen for the current device, and loaded there now (any other
+ * device loads its own at its first call). */
 static void load_cuda(aot_state *s) {
     rt_cuda_device d;
     char why[512];
-    if (!rt_cuda_probe(&d, why, sizeof why)) {
+    if (!rt_cuda_probe(NULL, why, sizeof why) ||
+        rt_cuda_device_info(rt_cuda_current_device(), &d, why, sizeof why) != 0) {
         s->status = FUSEC_ERR_NO_DEVICE;
         snprintf(s->message, sizeof s->message, "%s", why);
         return;
     }
-    int i = pick_gpu(s, &d);
-    if (i < 0) return;
+    int i = pick_gpu(s, &d, s->message, sizeof s->message);
+    if (i < 0) {
+        s->status = FUSEC_ERR_UNSUPPORTED;
+        return;
+    }
     const rt_image_code *c = &s->img->code[i];
     s->arch = c->arch;
-    s->status = rt_cuda_gpu_load(&s->img->cuda, c->len ? c->data : NULL, (size_t)c->len, &s->gpu,
-                                 NULL, why, sizeof why);
+    s->status = rt_cuda_gpu_new(&s->img->cuda, gpu_image, s, &s->gpu, why, sizeof why);
+    if (s->status == FUSEC_OK)
+        s->status = rt_cuda_gpu_load(s->gpu, d.ordinal, NULL, why, sizeof why);
     if (s->status != FUSEC_OK)
         snprintf(s->message, sizeof s->message, "loading the code for %s: %s", c->arch, why);
 }
@@ -241,9 +262,19 @@ int fusec_rt_call(fusec_rt_lib *lib, int32_t func, void *const *ptrs, const int6
     int rc = bind(sig, ptrs, syms, args);
     if (rc) return rc;
     char err[512];
-    /* CPU calls complete before they return; CUDA's are asynchronous on the caller's stream */
-    fusec_status st = s->prog
-                          ? rt_cpu_run(s->prog, func, args, syms, err, sizeof err)
-                          : rt_cuda_gpu_launch(s->gpu, func, args, syms, stream, err, sizeof err);
+    /* CPU calls complete before they return; CUDA's are asynchronous on the caller's stream,
+     * on the device of the tensors (runtime/cuda/cuda_device.h) */
+    if (s->prog) {
+        fusec_status st = rt_cpu_run(s->prog, func, args, syms, err, sizeof err);
+        return st == FUSEC_OK ? 0 : fail(st, "%s: %s", sig->name, err);
+    }
+    const char *names[RT_MAX_ARGS];
+    for (int32_t i = 0; i < sig->nparams; i++)
+        names[i] = sig->args[i].name;
+    int dev = 0;
+    fusec_status st = rt_cuda_call_device(args, sig->nparams, sig->nparams + sig->noutputs, names,
+                                          stream, -1, NULL, &dev, err, sizeof err);
+    if (st == FUSEC_OK)
+        st = rt_cuda_gpu_launch(s->gpu, dev, func, args, syms, stream, err, sizeof err);
     return st == FUSEC_OK ? 0 : fail(st, "%s: %s", sig->name, err);
 }

@@ -44,6 +44,7 @@ enum {
     RT_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
     RT_CU_STREAM_CAPTURE_STATUS_NONE = 0,
     RT_CU_STREAM_CAPTURE_MODE_RELAXED = 2,
+    RT_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
 };
 
 /* CUDA_KERNEL_NODE_PARAMS (the _v2 layout, which cuGraphAddKernelNode_v2 takes). */
@@ -92,6 +93,10 @@ typedef struct rt_cu_mempool_props {
     X(CtxPushCurrent, "cuCtxPushCurrent_v2", NULL, (rt_cu_context ctx))                            \
     X(CtxPopCurrent, "cuCtxPopCurrent_v2", NULL, (rt_cu_context * ctx))                            \
     X(CtxSynchronize, "cuCtxSynchronize", NULL, (void))                                            \
+    X(CtxGetDevice, "cuCtxGetDevice", NULL, (rt_cu_device * device))                               \
+    X(StreamGetCtx, "cuStreamGetCtx", NULL, (rt_cu_stream stream, rt_cu_context * ctx))            \
+    X(PointerGetAttribute, "cuPointerGetAttribute", NULL,                                          \
+      (void *data, int attribute, rt_cu_deviceptr ptr))                                            \
     X(ModuleLoadData, "cuModuleLoadData", NULL, (rt_cu_module * module, const void *image))        \
     X(ModuleUnload, "cuModuleUnload", NULL, (rt_cu_module module))                                 \
     X(ModuleGetFunction, "cuModuleGetFunction", NULL,                                              \

@@ -6,6 +6,7 @@
 #include "runtime/clock.h"
 
 #include <dlfcn.h>
+#include <stdint.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,6 +99,7 @@ static void probe(void) {
         return;
     }
     device.count = n;
+    device.ordinal = 0;
     device.handle = d0;
     if (a.DeviceGetAttribute(&device.major, RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d0) !=
             RT_CU_SUCCESS ||
@@ -171,24 +173,86 @@ const char *rt_cuda_error(rt_cu_result r, const char *call, char *buf, size_t le
     return buf;
 }
 
-/* ---- the primary context and the pool: made once, kept for the process ------------------- */
+/* ---- each device's primary context, pool and stream: made once, kept for the process ----- */
+
+/* A device's state, made on its first use only: retaining a primary context creates it, which
+ * takes memory on that GPU, and a process of `torchrun` must touch no GPU but its own. */
+typedef struct dev_state {
+    int described; /* 1: desc holds the device's description; -1: it could not be described */
+    rt_cuda_device desc;
+    rt_cu_context primary;
+    rt_cu_mempool pool;
+    rt_cu_stream own_stream;
+} dev_state;
 
 static pthread_mutex_t state_mu = PTHREAD_MUTEX_INITIALIZER;
-static rt_cu_context primary;
-static rt_cu_mempool pool;
-static rt_cu_stream own_stream;
+static dev_state devs[RT_CUDA_MAX_DEVICES];
 
-int rt_cuda_enter(int *pushed, char *err, size_t errlen) {
+/* Whether dev names a device the driver shows (a message in err when not). */
+static int dev_valid(int dev, char *err, size_t errlen) {
+    if (dev >= 0 && dev < device.count && dev < RT_CUDA_MAX_DEVICES) return 1;
+    snprintf(err, errlen, "CUDA device %d does not exist (the driver shows %d)", dev, device.count);
+    return 0;
+}
+
+/* Describes device dev into *d (under state_mu). 0, or -1 with the reason. */
+static int describe(int dev, rt_cuda_device *d, char *err, size_t errlen) {
+    const rt_cu_api *a = &api;
+    rt_cu_device h = 0;
+    memset(d, 0, sizeof *d);
+    d->count = device.count;
+    d->ordinal = dev;
+    if (a->DeviceGet(&h, dev) != RT_CU_SUCCESS ||
+        a->DeviceGetAttribute(&d->major, RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, h) !=
+            RT_CU_SUCCESS ||
+        a->DeviceGetAttribute(&d->minor, RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, h) !=
+            RT_CU_SUCCESS ||
+        a->DeviceGetAttribute(&d->sm_count, RT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, h) !=
+            RT_CU_SUCCESS ||
+        a->DeviceGetAttribute(&d->max_threads, RT_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, h) !=
+            RT_CU_SUCCESS ||
+        a->DeviceGetName(d->name, (int)sizeof d->name, h) != RT_CU_SUCCESS) {
+        snprintf(err, errlen, "the CUDA driver cannot describe device %d", dev);
+        return -1;
+    }
+    d->handle = h;
+    d->driver_version = device.driver_version;
+    return 0;
+}
+
+int rt_cuda_device_info(int dev, rt_cuda_device *d, char *err, size_t errlen) {
+    if (!rt_cuda_api()) {
+        rt_cuda_probe(NULL, err, errlen);
+        return -1;
+    }
+    if (!dev_valid(dev, err, errlen)) return -1;
+    pthread_mutex_lock(&state_mu);
+    dev_state *ds = &devs[dev];
+    if (!ds->described)
+        ds->described = describe(dev, &ds->desc, err, errlen) == 0 ? 1 : -1;
+    else if (ds->described < 0)
+        snprintf(err, errlen, "the CUDA driver cannot describe device %d", dev);
+    int ok = ds->described > 0;
+    if (ok && d) *d = ds->desc;
+    pthread_mutex_unlock(&state_mu);
+    return ok ? 0 : -1;
+}
+
+int rt_cuda_enter(int dev, int *pushed, char *err, size_t errlen) {
     *pushed = 0;
     const rt_cu_api *cu = rt_cuda_api();
     if (!cu) {
         rt_cuda_probe(NULL, err, errlen);
         return -1;
     }
+    if (!dev_valid(dev, err, errlen)) return -1;
     pthread_mutex_lock(&state_mu);
     rt_cu_result r = RT_CU_SUCCESS;
-    if (!primary) r = cu->DevicePrimaryCtxRetain(&primary, device.handle);
-    rt_cu_context ctx = primary;
+    dev_state *ds = &devs[dev];
+    rt_cu_device h = 0;
+    if (!ds->primary) r = cu->DeviceGet(&h, dev);
+    if (!ds->primary && r == RT_CU_SUCCESS) r = cu->DevicePrimaryCtxRetain(&ds->primary, h);
+    rt_cu_context ctx = ds->primary;
     pthread_mutex_unlock(&state_mu);
     if (r != RT_CU_SUCCESS) {
         rt_cuda_error(r, "cuDevicePrimaryCtxRetain", err, errlen);
@@ -212,22 +276,96 @@ void rt_cuda_leave(int pushed) {
     api.CtxPopCurrent(&popped);
 }
 
-rt_cu_mempool rt_cuda_pool(char *err, size_t errlen) {
-    const rt_cu_api *cu = &api;
+/* The device whose primary context ctx is, among those retained; -1 when none is. */
+static int primary_of(rt_cu_context ctx) {
+    int found = -1;
     pthread_mutex_lock(&state_mu);
-    if (!pool) {
+    for (int d = 0; d < device.count && d < RT_CUDA_MAX_DEVICES && found < 0; d++)
+        if (devs[d].primary && devs[d].primary == ctx) found = d;
+    pthread_mutex_unlock(&state_mu);
+    return found;
+}
+
+int rt_cuda_current_device(void) {
+    const rt_cu_api *cu = rt_cuda_api();
+    rt_cu_context cur = NULL;
+    if (!cu || cu->CtxGetCurrent(&cur) != RT_CU_SUCCESS || !cur) return 0;
+    int d = primary_of(cur);
+    if (d >= 0) return d;
+    rt_cu_device h = 0;
+    return cu->CtxGetDevice(&h) == RT_CU_SUCCESS && h >= 0 && h < device.count ? (int)h : 0;
+}
+
+int rt_cuda_stream_device(void *stream, char *err, size_t errlen) {
+    const rt_cu_api *cu = rt_cuda_api();
+    if (!cu) {
+        rt_cuda_probe(NULL, err, errlen);
+        return -1;
+    }
+    /* NULL, CU_STREAM_LEGACY and CU_STREAM_PER_THREAD: the current context's */
+    if ((uintptr_t)stream <= 2) return rt_cuda_current_device();
+    rt_cu_context ctx = NULL;
+    rt_cu_result r = cu->StreamGetCtx((rt_cu_stream)stream, &ctx);
+    if (r != RT_CU_SUCCESS) {
+        rt_cuda_error(r, "cuStreamGetCtx", err, errlen);
+        return -1;
+    }
+    int d = primary_of(ctx);
+    if (d >= 0) return d;
+    /* a context not retained yet: its device, then whether it is that device's primary */
+    rt_cu_device h = -1;
+    rt_cu_context popped = NULL;
+    r = cu->CtxPushCurrent(ctx);
+    if (r == RT_CU_SUCCESS) {
+        r = cu->CtxGetDevice(&h);
+        cu->CtxPopCurrent(&popped);
+    }
+    if (r != RT_CU_SUCCESS || h < 0 || h >= device.count) {
+        rt_cuda_error(r, "cuCtxGetDevice", err, errlen);
+        return -1;
+    }
+    int pushed = 0;
+    if (rt_cuda_enter((int)h, &pushed, err, errlen) != 0) return -1;
+    rt_cuda_leave(pushed);
+    if (primary_of(ctx) != (int)h) {
+        snprintf(err, errlen,
+                 "the stream belongs to a context of device %d that is not its primary context "
+                 "(fusec runs in the primary context, the CUDA runtime's and PyTorch's)",
+                 (int)h);
+        return -1;
+    }
+    return (int)h;
+}
+
+int rt_cuda_pointer_device(const void *ptr) {
+    const rt_cu_api *cu = rt_cuda_api();
+    int ordinal = -1;
+    if (!cu || !ptr ||
+        cu->PointerGetAttribute(&ordinal, RT_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                (rt_cu_deviceptr)(uintptr_t)ptr) != RT_CU_SUCCESS)
+        return -1;
+    return ordinal >= 0 && ordinal < device.count ? ordinal : -1;
+}
+
+rt_cu_mempool rt_cuda_pool(int dev, char *err, size_t errlen) {
+    const rt_cu_api *cu = &api;
+    rt_cuda_device d;
+    if (rt_cuda_device_info(dev, &d, err, errlen) != 0) return NULL;
+    pthread_mutex_lock(&state_mu);
+    dev_state *ds = &devs[dev];
+    if (!ds->pool) {
         int supported = 0;
         rt_cu_result r = cu->DeviceGetAttribute(
-            &supported, RT_CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, device.handle);
+            &supported, RT_CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, d.handle);
         if (r != RT_CU_SUCCESS || !supported) {
-            snprintf(err, errlen, "device 0 (%s) has no stream-ordered memory pools", device.name);
+            snprintf(err, errlen, "device %d (%s) has no stream-ordered memory pools", dev, d.name);
         } else {
             rt_cu_mempool_props props;
             memset(&props, 0, sizeof props);
             props.alloc_type = RT_CU_MEM_ALLOCATION_TYPE_PINNED;
             props.handle_types = RT_CU_MEM_HANDLE_TYPE_NONE;
             props.location.type = RT_CU_MEM_LOCATION_TYPE_DEVICE;
-            props.location.id = device.handle;
+            props.location.id = d.handle;
             rt_cu_mempool p = NULL;
             r = cu->MemPoolCreate(&p, &props);
             if (r == RT_CU_SUCCESS) {
@@ -237,28 +375,29 @@ rt_cu_mempool rt_cuda_pool(char *err, size_t errlen) {
                     cu->MemPoolDestroy(p);
                     rt_cuda_error(r, "cuMemPoolSetAttribute", err, errlen);
                 } else {
-                    pool = p;
+                    ds->pool = p;
                 }
             } else {
                 rt_cuda_error(r, "cuMemPoolCreate", err, errlen);
             }
         }
     }
-    rt_cu_mempool p = pool;
+    rt_cu_mempool p = ds->pool;
     pthread_mutex_unlock(&state_mu);
     return p;
 }
 
-rt_cu_stream rt_cuda_own_stream(char *err, size_t errlen) {
+rt_cu_stream rt_cuda_own_stream(int dev, char *err, size_t errlen) {
+    if (!dev_valid(dev, err, errlen)) return NULL;
     pthread_mutex_lock(&state_mu);
     rt_cu_result r = RT_CU_SUCCESS;
-    if (!own_stream) r = api.StreamCreate(&own_stream, RT_CU_STREAM_NON_BLOCKING);
-    rt_cu_stream s = own_stream;
+    dev_state *ds = &devs[dev];
+    if (!ds->own_stream) r = api.StreamCreate(&ds->own_stream, RT_CU_STREAM_NON_BLOCKING);
+    rt_cu_stream s = ds->own_stream;
     pthread_mutex_unlock(&state_mu);
     if (r != RT_CU_SUCCESS) rt_cuda_error(r, "cuStreamCreate", err, errlen);
     return s;
 }
-
 int rt_cuda_mode_relaxed(void) {
     int mode = RT_CU_STREAM_CAPTURE_MODE_RELAXED;
     if (api.ThreadExchangeStreamCaptureMode(&mode) != RT_CU_SUCCESS)

@@ -5,8 +5,10 @@
  * $FUSEC_CUDA_DRIVER, when set, is the path of the library loaded instead of libcuda.so.1; a
  * failure to load it is an error that names it, never "no CUDA driver" (which tests read as
  * "no GPU here: skip").
- * fusec runs on device 0 of those the driver shows (CUDA_VISIBLE_DEVICES chooses), in its
- * primary context: the one the CUDA runtime and most libraries share.
+ * fusec runs on any device the driver shows (CUDA_VISIBLE_DEVICES chooses which), each in its
+ * primary context: the one the CUDA runtime and most libraries share. A device's context,
+ * memory pool and stream are made at its first use only (a primary context takes memory on
+ * its GPU, and each process of `torchrun` must touch only its own).
  *
  * Thread safety: every function may be called from any thread; probing happens once.
  */
@@ -17,9 +19,13 @@
 
 #include "runtime/cuda/cuda_api.h"
 
+/* The most devices fusec runs on in one process (their ordinals from 0). */
+#define RT_CUDA_MAX_DEVICES 64
+
 typedef struct rt_cuda_device {
     int count;        /* devices the driver reports */
-    int major, minor; /* compute capability of device 0 */
+    int ordinal;      /* which one this is */
+    int major, minor; /* its compute capability */
     int sm_count;     /* its multiprocessors */
     int max_threads;  /* per block */
     int driver_version;
@@ -48,23 +54,39 @@ int rt_cuda_driver_version(void);
 /* The driver's entry points; NULL unless rt_cuda_probe succeeds. */
 const rt_cu_api *rt_cuda_api(void);
 
-/* Makes device 0's primary context current on this thread when it is not (retained once
+/* Device dev's description (made once; describing makes no context). 0, or -1 with why (no
+ * driver, no such device). */
+int rt_cuda_device_info(int dev, rt_cuda_device *d, char *err, size_t errlen);
+
+/* Makes device dev's primary context current on this thread when it is not (retained once
  * for the process, never released: the CUDA runtime's own rule). *pushed says whether
  * rt_cuda_leave must pop it. 0, or -1 with the driver's message in err. */
-int rt_cuda_enter(int *pushed, char *err, size_t errlen);
+int rt_cuda_enter(int dev, int *pushed, char *err, size_t errlen);
 void rt_cuda_leave(int pushed);
 
-/* fusec's stream-ordered memory pool on device 0, made once (between rt_cuda_enter and
- * rt_cuda_leave): scratch memory between kernels comes from it. It keeps what it was given
- * (release threshold: all), so allocations after the first are sub-allocations. NULL with a
- * message when the device has no memory pools. */
-rt_cu_mempool rt_cuda_pool(char *err, size_t errlen);
+/* The calling thread's current device, as the CUDA runtime's cudaGetDevice gives it: the
+ * device of the current context, 0 when none is current (or no driver). */
+int rt_cuda_current_device(void);
 
-/* fusec's own stream on device 0 (non-blocking), made once (between rt_cuda_enter and
- * rt_cuda_leave; first at a module's load, outside any capture): for work that must go on no
- * stream of a caller's, which may be capturing or gone: a plan's scratch, taken and given
- * back. NULL with the driver's message when it cannot be made. */
-rt_cu_stream rt_cuda_own_stream(char *err, size_t errlen);
+/* The device a CUstream belongs to (NULL and the legacy and per-thread handles: the current
+ * device); -1 with why when its context is no device's primary context, or the driver fails. */
+int rt_cuda_stream_device(void *stream, char *err, size_t errlen);
+
+/* The device whose memory ptr points into (cuPointerGetAttribute); -1 when the driver does not
+ * know the pointer as device memory (host memory, a foreign allocator's) or fails. */
+int rt_cuda_pointer_device(const void *ptr);
+
+/* fusec's stream-ordered memory pool on device dev, made once (between rt_cuda_enter and
+ * rt_cuda_leave of that device): scratch memory between kernels comes from it. It keeps what
+ * it was given (release threshold: all), so allocations after the first are sub-allocations.
+ * NULL with a message when the device has no memory pools. */
+rt_cu_mempool rt_cuda_pool(int dev, char *err, size_t errlen);
+
+/* fusec's own stream on device dev (non-blocking), made once (between rt_cuda_enter and
+ * rt_cuda_leave of that device; first at a module's load there, outside any capture): for work
+ * that must go on no stream of a caller's, which may be capturing or gone: a plan's scratch,
+ * taken and given back. NULL with the driver's message when it cannot be made. */
+rt_cu_stream rt_cuda_own_stream(int dev, char *err, size_t errlen);
 
 /* Sets the calling thread's stream-capture mode to relaxed and returns the mode it had, for
  * rt_cuda_mode_restore: around calls fusec makes outside any capture on purpose (its own

@@ -44,12 +44,27 @@ typedef struct rt_cuda_fn {
     resolution last;
 } rt_cuda_fn;
 
-struct rt_cuda_gpu {
+/* The module loaded on one device, in its primary context. */
+typedef struct gpu_dev {
     rt_cuda_device dev;
+    int ord; /* the device's ordinal */
     rt_cu_module module;
     int nfuncs;
     rt_cuda_fn *fns;
     int launched; /* a kernel of the module was launched (atomic): its free waits */
+} gpu_dev;
+
+/* A module of every device: loaded on each at its first use there (gpu_on), with the image
+ * for that device's architecture. */
+struct rt_cuda_gpu {
+    const cuda_module *meta;
+    rt_cuda_image_fn image;
+    void *image_ctx;
+    pthread_mutex_t mu; /* loads */
+    /* published (atomically) once loaded; a failed load keeps its status and message */
+    gpu_dev *on[RT_CUDA_MAX_DEVICES];
+    fusec_status failed[RT_CUDA_MAX_DEVICES];
+    char *why[RT_CUDA_MAX_DEVICES];
 };
 
 /* Results in place over a parameter the function reads after writing them (SPEC §3: as if
@@ -67,7 +82,7 @@ typedef struct gathers {
 } gathers;
 
 struct rt_cuda_plan {
-    rt_cuda_gpu *g;
+    gpu_dev *g;
     rt_cuda_fn *fn;
     int64_t *syms; /* the dims it was made for */
     resolution res;
@@ -119,7 +134,7 @@ static void fn_free(rt_cuda_fn *fn) {
     pthread_mutex_destroy(&fn->mu);
 }
 
-static fusec_status fn_load(rt_cuda_gpu *g, const cuda_func *meta, rt_cuda_fn *fn, char *err,
+static fusec_status fn_load(gpu_dev *g, const cuda_func *meta, rt_cuda_fn *fn, char *err,
                             size_t errlen) {
     const rt_cu_api *cu = rt_cuda_api();
     fn->meta = meta;
@@ -181,7 +196,7 @@ static fusec_status fn_load(rt_cuda_gpu *g, const cuda_func *meta, rt_cuda_fn *f
     return FUSEC_OK;
 }
 
-void rt_cuda_gpu_free(rt_cuda_gpu *g) {
+static void gpu_dev_free(gpu_dev *g) {
     if (!g) return;
     for (int i = 0; i < g->nfuncs; i++)
         fn_free(&g->fns[i]);
@@ -189,7 +204,7 @@ void rt_cuda_gpu_free(rt_cuda_gpu *g) {
     if (g->module) {
         int pushed = 0;
         char err[256];
-        if (rt_cuda_enter(&pushed, err, sizeof err) == 0) {
+        if (rt_cuda_enter(g->ord, &pushed, err, sizeof err) == 0) {
             /* cuModuleUnload does not wait for the module's kernels still queued, on whatever
              * streams they were launched (a free right after an asynchronous call: Python's
              * `del m`), and those streams may be gone: the whole context is waited for */
@@ -201,20 +216,22 @@ void rt_cuda_gpu_free(rt_cuda_gpu *g) {
     free(g);
 }
 
-fusec_status rt_cuda_gpu_load(const cuda_module *mod, const void *cubin, size_t len,
-                              rt_cuda_gpu **out, rt_cuda_load_times *times, char *err,
-                              size_t errlen) {
+/* Loads the image (built from mod) on device dev. */
+static fusec_status gpu_dev_load(const cuda_module *mod, const void *cubin, size_t len, int dev,
+                                 gpu_dev **out, rt_cuda_load_times *times, char *err,
+                                 size_t errlen) {
     *out = NULL;
     rt_cuda_load_times t = {0};
-    rt_cuda_gpu *g = calloc(1, sizeof *g);
+    gpu_dev *g = calloc(1, sizeof *g);
     if (!g) return no_memory(err, errlen);
-    if (!rt_cuda_probe(&g->dev, err, errlen)) {
+    g->ord = dev;
+    if (rt_cuda_device_info(dev, &g->dev, err, errlen) != 0) {
         free(g);
-        return FUSEC_ERR_NO_DEVICE;
+        return rt_cuda_api() ? FUSEC_ERR_INVALID_ARGUMENT : FUSEC_ERR_NO_DEVICE;
     }
     int pushed = 0;
     double t0 = rt_now_ms();
-    if (rt_cuda_enter(&pushed, err, errlen) != 0) {
+    if (rt_cuda_enter(dev, &pushed, err, errlen) != 0) {
         free(g);
         return FUSEC_ERR_DRIVER;
     }
@@ -226,8 +243,8 @@ fusec_status rt_cuda_gpu_load(const cuda_module *mod, const void *cubin, size_t 
      * them, which may be inside a caller's stream capture (a device without pools says so at
      * that launch; a stream that cannot be made, at the first plan with scratch) */
     char pool_err[256];
-    (void)rt_cuda_pool(pool_err, sizeof pool_err);
-    (void)rt_cuda_own_stream(pool_err, sizeof pool_err);
+    (void)rt_cuda_pool(dev, pool_err, sizeof pool_err);
+    (void)rt_cuda_own_stream(dev, pool_err, sizeof pool_err);
     t0 = rt_now_ms();
     t.pool_ms = t0 - t1;
     if (cubin && len) {
@@ -235,8 +252,9 @@ fusec_status rt_cuda_gpu_load(const cuda_module *mod, const void *cubin, size_t 
         if (r != RT_CU_SUCCESS) {
             char why[256];
             snprintf(err, errlen,
-                     "the kernels cannot be loaded on %s (compute capability %d.%d): %s",
-                     g->dev.name, g->dev.major, g->dev.minor,
+                     "the kernels cannot be loaded on device %d, %s (compute capability %d.%d): "
+                     "%s",
+                     dev, g->dev.name, g->dev.major, g->dev.minor,
                      rt_cuda_error(r, "cuModuleLoadData", why, sizeof why));
             g->module = NULL;
             st = FUSEC_ERR_DRIVER;
@@ -256,11 +274,86 @@ fusec_status rt_cuda_gpu_load(const cuda_module *mod, const void *cubin, size_t 
     rt_cuda_leave(pushed);
     if (times) *times = t;
     if (st != FUSEC_OK) {
-        rt_cuda_gpu_free(g);
+        gpu_dev_free(g);
         return st;
     }
     *out = g;
     return FUSEC_OK;
+}
+
+fusec_status rt_cuda_gpu_new(const cuda_module *mod, rt_cuda_image_fn image, void *image_ctx,
+                             rt_cuda_gpu **out, char *err, size_t errlen) {
+    *out = NULL;
+    rt_cuda_gpu *g = calloc(1, sizeof *g);
+    if (!g || pthread_mutex_init(&g->mu, NULL) != 0) {
+        free(g);
+        return no_memory(err, errlen);
+    }
+    g->meta = mod;
+    g->image = image;
+    g->image_ctx = image_ctx;
+    *out = g;
+    return FUSEC_OK;
+}
+
+fusec_status rt_cuda_gpu_load(rt_cuda_gpu *g, int dev, rt_cuda_load_times *times, char *err,
+                              size_t errlen) {
+    if (times) memset(times, 0, sizeof *times);
+    if (dev < 0 || dev >= RT_CUDA_MAX_DEVICES) {
+        snprintf(err, errlen, "CUDA device %d does not exist", dev);
+        return FUSEC_ERR_INVALID_ARGUMENT;
+    }
+    if (__atomic_load_n(&g->on[dev], __ATOMIC_ACQUIRE)) return FUSEC_OK;
+    pthread_mutex_lock(&g->mu);
+    fusec_status st = FUSEC_OK;
+    if (g->on[dev]) {
+        st = FUSEC_OK;
+    } else if (g->failed[dev] != FUSEC_OK) {
+        st = g->failed[dev];
+        snprintf(err, errlen, "%s", g->why[dev] ? g->why[dev] : "the kernels could not be loaded");
+    } else {
+        rt_cuda_device d;
+        const void *image = NULL;
+        size_t len = 0;
+        gpu_dev *gd = NULL;
+        if (rt_cuda_device_info(dev, &d, err, errlen) != 0)
+            st = rt_cuda_api() ? FUSEC_ERR_INVALID_ARGUMENT : FUSEC_ERR_NO_DEVICE;
+        if (st == FUSEC_OK) st = g->image(g->image_ctx, &d, &image, &len, err, errlen);
+        if (st == FUSEC_OK) st = gpu_dev_load(g->meta, image, len, dev, &gd, times, err, errlen);
+        if (st == FUSEC_OK) {
+            __atomic_store_n(&g->on[dev], gd, __ATOMIC_RELEASE);
+        } else if (st != FUSEC_ERR_INVALID_ARGUMENT) {
+            /* kept: every later launch there fails the same way, without another build */
+            g->failed[dev] = st;
+            g->why[dev] = strdup(err);
+        }
+    }
+    pthread_mutex_unlock(&g->mu);
+    return st;
+}
+
+/* The module as loaded on device dev (loading it there the first time). */
+static fusec_status gpu_on(rt_cuda_gpu *g, int dev, gpu_dev **out, char *err, size_t errlen) {
+    *out = dev >= 0 && dev < RT_CUDA_MAX_DEVICES ? __atomic_load_n(&g->on[dev], __ATOMIC_ACQUIRE)
+                                                 : NULL;
+    if (*out) return FUSEC_OK;
+    fusec_status st = rt_cuda_gpu_load(g, dev, NULL, err, errlen);
+    if (st == FUSEC_OK) *out = __atomic_load_n(&g->on[dev], __ATOMIC_ACQUIRE);
+    return st;
+}
+
+void rt_cuda_gpu_free(rt_cuda_gpu *g) {
+    if (!g) return;
+    for (int d = 0; d < RT_CUDA_MAX_DEVICES; d++) {
+        gpu_dev_free(g->on[d]);
+        free(g->why[d]);
+    }
+    pthread_mutex_destroy(&g->mu);
+    free(g);
+}
+
+int rt_cuda_plan_device(const rt_cuda_plan *p) {
+    return p->g->ord;
 }
 
 /* ---- resolving and packing ------------------------------------------------------------- */
@@ -315,7 +408,7 @@ static void call_done(call *c) {
 
 /* Resolves fn for these dims and pointers into c->res (from the function's last resolution
  * when the key matches). */
-static fusec_status resolve(const rt_cuda_gpu *g, rt_cuda_fn *fn, const ir_tensor *args,
+static fusec_status resolve(const gpu_dev *g, rt_cuda_fn *fn, const ir_tensor *args,
                             const int64_t *syms, call *c, char *err, size_t errlen) {
     const cuda_func *meta = fn->meta;
     int64_t key_stack[64], *key = key_stack;
@@ -425,11 +518,11 @@ static rt_cu_function variant_function(const rt_cuda_fn *fn, const resolution *r
 }
 
 /* Scratch for one call: one block from the pool, ordered on `stream`. */
-static fusec_status scratch_alloc(uint64_t bytes, rt_cu_stream stream, rt_cu_deviceptr *out,
-                                  char *err, size_t errlen) {
+static fusec_status scratch_alloc(int dev, uint64_t bytes, rt_cu_stream stream,
+                                  rt_cu_deviceptr *out, char *err, size_t errlen) {
     *out = 0;
     if (!bytes) return FUSEC_OK;
-    rt_cu_mempool pool = rt_cuda_pool(err, errlen);
+    rt_cu_mempool pool = rt_cuda_pool(dev, err, errlen);
     if (!pool) return FUSEC_ERR_UNSUPPORTED;
     rt_cu_result r = rt_cuda_api()->MemAllocFromPoolAsync(out, (size_t)bytes, pool, stream);
     if (r != RT_CU_SUCCESS) {
@@ -543,7 +636,7 @@ typedef struct gather_call {
     uint32_t grid;
 } gather_call;
 
-static void gather_pack(const rt_cuda_gpu *g, const ir_tensor *arg, rt_cu_deviceptr dst,
+static void gather_pack(const gpu_dev *g, const ir_tensor *arg, rt_cu_deviceptr dst,
                         gather_call *c) {
     int64_t values[RT_CUDA_GATHER_VALUES];
     rt_cuda_gather_values(arg, g->dev.sm_count, values, &c->grid);
@@ -556,7 +649,7 @@ static void gather_pack(const rt_cuda_gpu *g, const ir_tensor *arg, rt_cu_device
 }
 
 /* The gathers of a call, on its stream before its launches. */
-static fusec_status gathers_launch(const rt_cuda_gpu *g, const rt_cuda_fn *fn, const gathers *gt,
+static fusec_status gathers_launch(const gpu_dev *g, const rt_cuda_fn *fn, const gathers *gt,
                                    const ir_tensor *args, rt_cu_deviceptr scratch, rt_cu_stream s,
                                    char *err, size_t errlen) {
     for (int32_t p = 0; p < fn->meta->nparams && p < RT_CUDA_MAX_ARGS; p++) {
@@ -606,20 +699,23 @@ static fusec_status launch_all(const rt_cuda_fn *fn, const resolution *res, cons
 
 /* Notes that kernels of g were launched (the first time only: a store per launch would make
  * every launching thread write one cache line). */
-static void mark_launched(rt_cuda_gpu *g) {
+static void mark_launched(gpu_dev *g) {
     if (!__atomic_load_n(&g->launched, __ATOMIC_RELAXED))
         __atomic_store_n(&g->launched, 1, __ATOMIC_RELAXED);
 }
 
-fusec_status rt_cuda_gpu_launch(rt_cuda_gpu *g, int func, const ir_tensor *args,
+fusec_status rt_cuda_gpu_launch(rt_cuda_gpu *G, int dev, int func, const ir_tensor *args,
                                 const int64_t *syms, void *stream, char *err, size_t errlen) {
+    gpu_dev *g = NULL;
+    fusec_status lst = gpu_on(G, dev, &g, err, errlen);
+    if (lst != FUSEC_OK) return lst;
     rt_cuda_fn *fn = &g->fns[func];
     mark_launched(g);
     call c;
     if (call_init(fn, &c) != 0) return no_memory(err, errlen);
     int pushed = 0;
     fusec_status st = FUSEC_OK;
-    if (rt_cuda_enter(&pushed, err, errlen) != 0) {
+    if (rt_cuda_enter(dev, &pushed, err, errlen) != 0) {
         call_done(&c);
         return FUSEC_ERR_DRIVER;
     }
@@ -633,7 +729,8 @@ fusec_status rt_cuda_gpu_launch(rt_cuda_gpu *g, int func, const ir_tensor *args,
     temps_place(fn->meta, args, c.res.scratch_bytes, 0, &t);
     gathers_place(fn->meta, args, c.res.scratch_bytes + t.bytes, &gt);
     if (st == FUSEC_OK)
-        st = scratch_alloc(c.res.scratch_bytes + t.bytes + gt.bytes, s, &scratch, err, errlen);
+        st = scratch_alloc(g->ord, c.res.scratch_bytes + t.bytes + gt.bytes, s, &scratch, err,
+                           errlen);
     if (st == FUSEC_OK) {
         temps_apply(fn->meta, args, &t, scratch, targs);
         gathers_apply(fn->meta, &gt, scratch, targs);
@@ -731,7 +828,7 @@ void rt_cuda_plan_free(rt_cuda_plan *p) {
     if (!p) return;
     int pushed = 0;
     char err[256];
-    if (rt_cuda_enter(&pushed, err, sizeof err) == 0) {
+    if (p->g && rt_cuda_enter(p->g->ord, &pushed, err, sizeof err) == 0) {
         const rt_cu_api *cu = rt_cuda_api();
         int mode = rt_cuda_mode_relaxed();
         /* an executable graph still running is freed when it completes (the driver's rule) */
@@ -739,7 +836,7 @@ void rt_cuda_plan_free(rt_cuda_plan *p) {
         if (p->graph) cu->GraphDestroy(p->graph);
         /* after the last launch outside a capture (`done` is never recorded in one), on
          * fusec's own stream: the launch's may be gone by now (a caller's, fusec_bench_run's) */
-        rt_cu_stream own = p->scratch ? rt_cuda_own_stream(err, sizeof err) : NULL;
+        rt_cu_stream own = p->scratch ? rt_cuda_own_stream(p->g->ord, err, sizeof err) : NULL;
         if (own && p->launched) cu->StreamWaitEvent(own, p->done, 0);
         if (own) cu->MemFreeAsync(p->scratch, own);
         if (p->done) cu->EventDestroy(p->done);
@@ -766,9 +863,9 @@ void rt_cuda_plan_free(rt_cuda_plan *p) {
 static fusec_status graph_take_scratch(rt_cuda_plan *p, uint64_t bytes, char *err, size_t errlen) {
     if (!bytes) return FUSEC_OK;
     const rt_cu_api *cu = rt_cuda_api();
-    rt_cu_stream own = rt_cuda_own_stream(err, errlen);
+    rt_cu_stream own = rt_cuda_own_stream(p->g->ord, err, errlen);
     if (!own) return FUSEC_ERR_DRIVER;
-    fusec_status st = scratch_alloc(bytes, own, &p->scratch, err, errlen);
+    fusec_status st = scratch_alloc(p->g->ord, bytes, own, &p->scratch, err, errlen);
     rt_cu_result r = RT_CU_SUCCESS;
     if (st == FUSEC_OK && (r = cu->StreamSynchronize(own)) != RT_CU_SUCCESS)
         st = driver_failed(r, "cuStreamSynchronize", err, errlen);
@@ -777,10 +874,13 @@ static fusec_status graph_take_scratch(rt_cuda_plan *p, uint64_t bytes, char *er
     return st;
 }
 
-fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args,
+fusec_status rt_cuda_plan_create(rt_cuda_gpu *G, int dev, int func, const ir_tensor *args,
                                  const int64_t *syms, void *stream, rt_cuda_plan **out, char *err,
                                  size_t errlen) {
     *out = NULL;
+    gpu_dev *g = NULL;
+    fusec_status lst = gpu_on(G, dev, &g, err, errlen);
+    if (lst != FUSEC_OK) return lst;
     rt_cuda_fn *fn = &g->fns[func];
     rt_cuda_plan *p = calloc(1, sizeof *p);
     if (!p) return no_memory(err, errlen);
@@ -808,7 +908,7 @@ fusec_status rt_cuda_plan_create(rt_cuda_gpu *g, int func, const ir_tensor *args
     resolution_place(fn, &p->res, p->res_mem);
     memcpy(p->syms, syms, sizeof(int64_t) * (size_t)fn->meta->nsyms);
     int pushed = 0;
-    if (rt_cuda_enter(&pushed, err, errlen) != 0) {
+    if (rt_cuda_enter(dev, &pushed, err, errlen) != 0) {
         rt_cuda_plan_free(p);
         return FUSEC_ERR_DRIVER;
     }
@@ -886,7 +986,7 @@ static fusec_status graph_launch_captured(const rt_cuda_plan *p, rt_cu_stream s,
 
 fusec_status rt_cuda_plan_launch(rt_cuda_plan *p, void *stream, char *err, size_t errlen) {
     int pushed = 0;
-    if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_DRIVER;
+    if (rt_cuda_enter(p->g->ord, &pushed, err, errlen) != 0) return FUSEC_ERR_DRIVER;
     const rt_cu_api *cu = rt_cuda_api();
     rt_cu_stream s = (rt_cu_stream)stream;
     fusec_status st = FUSEC_OK;
@@ -932,7 +1032,7 @@ fusec_status rt_cuda_plan_launch(rt_cuda_plan *p, void *stream, char *err, size_
 fusec_status rt_cuda_plan_rebind(rt_cuda_plan *p, const ir_tensor *args, char *err, size_t errlen) {
     rt_cuda_fn *fn = p->fn;
     int pushed = 0;
-    if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_DRIVER;
+    if (rt_cuda_enter(p->g->ord, &pushed, err, errlen) != 0) return FUSEC_ERR_DRIVER;
     /* the dims are the plan's, so the same launches run; new pointers may pick other
      * variants (alignment), and a kernel node may change its function */
     call c;
@@ -1004,6 +1104,7 @@ static fusec_status time_runs(timed_fn run, void *ctx, int reps, double *times_m
 
 typedef struct launch_ctx {
     rt_cuda_gpu *g;
+    int dev;
     rt_cuda_plan *plan;
     int func;
     const ir_tensor *args;
@@ -1013,15 +1114,16 @@ typedef struct launch_ctx {
 static fusec_status run_launch(void *vctx, rt_cu_stream s, char *err, size_t errlen) {
     launch_ctx *c = vctx;
     if (c->plan) return rt_cuda_plan_launch(c->plan, s, err, errlen);
-    return rt_cuda_gpu_launch(c->g, c->func, c->args, c->syms, s, err, errlen);
+    return rt_cuda_gpu_launch(c->g, c->dev, c->func, c->args, c->syms, s, err, errlen);
 }
 
-fusec_status rt_cuda_time_launches(rt_cuda_gpu *g, rt_cuda_plan *plan, int func,
+fusec_status rt_cuda_time_launches(rt_cuda_gpu *g, int dev, rt_cuda_plan *plan, int func,
                                    const ir_tensor *args, const int64_t *syms, int reps,
                                    double *times_ms, char *err, size_t errlen) {
     int pushed = 0;
-    if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_DRIVER;
-    launch_ctx c = {g, plan, func, args, syms};
+    if (plan) dev = plan->g->ord;
+    if (rt_cuda_enter(dev, &pushed, err, errlen) != 0) return FUSEC_ERR_DRIVER;
+    launch_ctx c = {g, dev, plan, func, args, syms};
     fusec_status st = time_runs(run_launch, &c, reps, times_ms, err, errlen);
     rt_cuda_leave(pushed);
     return st;
@@ -1039,11 +1141,11 @@ static fusec_status run_copy(void *vctx, rt_cu_stream s, char *err, size_t errle
     return FUSEC_OK;
 }
 
-fusec_status rt_cuda_copy_time(size_t bytes, int reps, double *median_ms, char *err,
+fusec_status rt_cuda_copy_time(int dev, size_t bytes, int reps, double *median_ms, char *err,
                                size_t errlen) {
     *median_ms = 0;
     int pushed = 0;
-    if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_NO_DEVICE;
+    if (rt_cuda_enter(dev, &pushed, err, errlen) != 0) return FUSEC_ERR_NO_DEVICE;
     const rt_cu_api *cu = rt_cuda_api();
     copy_ctx c = {0, 0, bytes / 2 ? bytes / 2 : 1};
     fusec_status st = FUSEC_OK;
@@ -1068,10 +1170,10 @@ fusec_status rt_cuda_copy_time(size_t bytes, int reps, double *median_ms, char *
 
 /* ---- device memory -------------------------------------------------------------------- */
 
-fusec_status rt_cuda_mem_alloc(size_t bytes, void **ptr, char *err, size_t errlen) {
+fusec_status rt_cuda_mem_alloc(int dev, size_t bytes, void **ptr, char *err, size_t errlen) {
     *ptr = NULL;
     int pushed = 0;
-    if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_NO_DEVICE;
+    if (rt_cuda_enter(dev, &pushed, err, errlen) != 0) return FUSEC_ERR_NO_DEVICE;
     rt_cu_deviceptr d = 0;
     rt_cu_result r = rt_cuda_api()->MemAlloc(&d, bytes ? bytes : 1);
     rt_cuda_leave(pushed);
@@ -1086,7 +1188,9 @@ fusec_status rt_cuda_mem_alloc(size_t bytes, void **ptr, char *err, size_t errle
 fusec_status rt_cuda_mem_free(void *ptr, char *err, size_t errlen) {
     if (!ptr) return FUSEC_OK;
     int pushed = 0;
-    if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_NO_DEVICE;
+    int dev = rt_cuda_pointer_device(ptr);
+    if (rt_cuda_enter(dev >= 0 ? dev : rt_cuda_current_device(), &pushed, err, errlen) != 0)
+        return FUSEC_ERR_NO_DEVICE;
     rt_cu_result r = rt_cuda_api()->MemFree((rt_cu_deviceptr)(uintptr_t)ptr);
     rt_cuda_leave(pushed);
     if (r != RT_CU_SUCCESS) return driver_failed(r, "cuMemFree", err, errlen);
@@ -1097,7 +1201,9 @@ fusec_status rt_cuda_mem_copy(void *dst, const void *src, size_t bytes, int to_d
                               size_t errlen) {
     if (!bytes) return FUSEC_OK;
     int pushed = 0;
-    if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_NO_DEVICE;
+    int dev = rt_cuda_pointer_device(to_device ? dst : src);
+    if (rt_cuda_enter(dev >= 0 ? dev : rt_cuda_current_device(), &pushed, err, errlen) != 0)
+        return FUSEC_ERR_NO_DEVICE;
     const rt_cu_api *cu = rt_cuda_api();
     const char *what = to_device ? "cuMemcpyHtoD" : "cuMemcpyDtoH";
     rt_cu_result r = to_device ? cu->MemcpyHtoD((rt_cu_deviceptr)(uintptr_t)dst, src, bytes)
@@ -1117,7 +1223,9 @@ fusec_status rt_cuda_mem_copy(void *dst, const void *src, size_t bytes, int to_d
 
 fusec_status rt_cuda_synchronize(void *stream, char *err, size_t errlen) {
     int pushed = 0;
-    if (rt_cuda_enter(&pushed, err, errlen) != 0) return FUSEC_ERR_NO_DEVICE;
+    int dev = rt_cuda_stream_device(stream, err, errlen);
+    if (dev < 0) return rt_cuda_api() ? FUSEC_ERR_INVALID_ARGUMENT : FUSEC_ERR_NO_DEVICE;
+    if (rt_cuda_enter(dev, &pushed, err, errlen) != 0) return FUSEC_ERR_NO_DEVICE;
     rt_cu_result r = rt_cuda_api()->StreamSynchronize((rt_cu_stream)stream);
     rt_cuda_leave(pushed);
     if (r != RT_CU_SUCCESS) return driver_failed(r, "cuStreamSynchronize", err, errlen);

@@ -39,7 +39,7 @@ np.save(strs, np.array(["a", "b"]))
 
 # help, version, usage
 expect(["--help"], 0, "usage: fusec", "[..., 1]", stream="stdout")
-expect(["--version"], 0, "fusec 0.6.0", stream="stdout")
+expect(["--version"], 0, "fusec 0.7.0", stream="stdout")
 expect([], 2, "no input file")
 expect(["--bogus", GELU], 2, "unknown option '--bogus'")
 expect(["--target=gpu", GELU], 2, "unknown target 'gpu'")

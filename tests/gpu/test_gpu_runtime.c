@@ -155,7 +155,7 @@ typedef struct worker {
 static void *work(void *arg) {
     worker *w = arg;
     int pushed = 0;
-    if (rt_cuda_enter(&pushed, w->err, sizeof w->err) != 0) return NULL;
+    if (rt_cuda_enter(0, &pushed, w->err, sizeof w->err) != 0) return NULL;
     const rt_cu_api *cu = rt_cuda_api();
     rt_cu_stream s = NULL;
     if (cu->StreamCreate(&s, RT_CU_STREAM_NON_BLOCKING) != RT_CU_SUCCESS) return NULL;
@@ -249,7 +249,7 @@ static void plan_streams(void) {
               fusec_module_message(m));
     int pushed = 0;
     char err[256];
-    CHECK(rt_cuda_enter(&pushed, err, sizeof err) == 0);
+    CHECK(rt_cuda_enter(0, &pushed, err, sizeof err) == 0);
     const rt_cu_api *cu = rt_cuda_api();
     rt_cu_stream s[2] = {NULL, NULL};
     for (int i = 0; i < 2; i++)

@@ -31,7 +31,8 @@ MOCK_API mock_stats *mock_get_stats(void) {
 }
 
 typedef struct mock_module {
-    void *dl; /* a host kernel object, or NULL: nothing runs */
+    void *dl;   /* a host kernel object, or NULL: nothing runs */
+    int device; /* loaded on */
 } mock_module;
 
 typedef struct mock_func {
@@ -40,10 +41,8 @@ typedef struct mock_func {
     emu_kernel_fn run; /* NULL: the launch is only recorded */
     int nargs;
     int max_smem; /* cuFuncSetAttribute's dynamic shared memory a block; 0: the default */
+    int device;   /* its module's (-1: a module that only records; any shares the function) */
 } mock_func;
-
-static _Thread_local int ctx_depth; /* a driver's context stack is the calling thread's */
-static struct rt_cu_ctx_st *const the_ctx = (struct rt_cu_ctx_st *)0x1000;
 
 MOCK_API rt_cu_result cuInit(unsigned f) {
     (void)f;
@@ -66,6 +65,9 @@ MOCK_API rt_cu_result cuGetErrorName(rt_cu_result e, const char **s) {
         const char *name;
     } names[] = {
         {MOCK_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE"},
+        {MOCK_INVALID_DEVICE, "CUDA_ERROR_INVALID_DEVICE"},
+        {MOCK_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE"},
+        {MOCK_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS"},
         {MOCK_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY"},
         {MOCK_INVALID_IMAGE, "CUDA_ERROR_INVALID_IMAGE"},
         {MOCK_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT"},
@@ -87,24 +89,21 @@ MOCK_API rt_cu_result cuGetErrorName(rt_cu_result e, const char **s) {
     OK;
 }
 MOCK_API rt_cu_result cuDeviceGetCount(int *n) {
-    *n = 1;
+    *n = mock_ndevices();
     OK;
 }
 MOCK_API rt_cu_result cuDeviceGet(rt_cu_device *d, int i) {
+    if (i < 0 || i >= mock_ndevices()) return MOCK_INVALID_DEVICE;
     *d = i;
     OK;
 }
-/* The device's compute capability as XY: an H100's 9.0, or FUSEC_MOCK_CC's ("100": a GPU
- * newer than the toolkit, which NVRTC does not know). */
-static int device_cc(void) {
-    const char *e = getenv("FUSEC_MOCK_CC");
-    return e && atoi(e) >= 10 ? atoi(e) : 90;
-}
+/* A device's compute capability (mock_device_cc): an H100's 9.0, or FUSEC_MOCK_CC's ("100": a
+ * GPU newer than the toolkit, which NVRTC does not know; "90,80": one a device). */
 MOCK_API rt_cu_result cuDeviceGetAttribute(int *v, int attr, rt_cu_device d) {
-    (void)d;
+    if (d < 0 || d >= mock_ndevices()) return MOCK_INVALID_DEVICE;
     switch (attr) {
-    case RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = device_cc() / 10; break;
-    case RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = device_cc() % 10; break;
+    case RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = mock_device_cc(d) / 10; break;
+    case RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = mock_device_cc(d) % 10; break;
     case RT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: {
         /* an H100's 132, or fewer (FUSEC_MOCK_SMS), so that small grids loop over their work */
         const char *e = getenv("FUSEC_MOCK_SMS");
@@ -117,35 +116,13 @@ MOCK_API rt_cu_result cuDeviceGetAttribute(int *v, int attr, rt_cu_device d) {
     OK;
 }
 MOCK_API rt_cu_result cuDeviceGetName(char *n, int len, rt_cu_device d) {
-    (void)d;
-    snprintf(n, (size_t)len, "Mock GPU");
+    if (mock_ndevices() == 1)
+        snprintf(n, (size_t)len, "Mock GPU");
+    else
+        snprintf(n, (size_t)len, "Mock GPU %d", d);
     OK;
 }
-MOCK_API rt_cu_result cuDevicePrimaryCtxRetain(rt_cu_context *c, rt_cu_device d) {
-    (void)d;
-    *c = the_ctx;
-    OK;
-}
-MOCK_API rt_cu_result cuDevicePrimaryCtxRelease_v2(rt_cu_device d) {
-    (void)d;
-    OK;
-}
-MOCK_API rt_cu_result cuCtxGetCurrent(rt_cu_context *c) {
-    *c = ctx_depth ? the_ctx : NULL;
-    OK;
-}
-MOCK_API rt_cu_result cuCtxPushCurrent_v2(rt_cu_context c) {
-    (void)c;
-    ctx_depth++;
-    COUNT(mock_st.pushes, 1);
-    OK;
-}
-MOCK_API rt_cu_result cuCtxPopCurrent_v2(rt_cu_context *c) {
-    if (c) *c = the_ctx;
-    ctx_depth--;
-    COUNT(mock_st.pops, 1);
-    OK;
-}
+/* contexts: mock_devices.c */
 /* Whether image is a host shared object (an x86-64 ELF; a cubin's machine is CUDA's). */
 static int is_host_object(const unsigned char *e) {
     return e[0] == 0x7f && memcmp(e + 1, "ELF", 3) == 0 && e[18] == 62 && e[19] == 0;
@@ -226,7 +203,8 @@ static void *emu_build(const char *src) {
  * stand-in NVRTC's is built for the host and loaded, NVRTC's own only named (nothing runs). */
 static rt_cu_result load_ptx(mock_module *mm, const char *ptx) {
     const char *t = strstr(ptx, ".target sm_");
-    if (!t || atoi(t + strlen(".target sm_")) > device_cc()) return MOCK_NO_BINARY_FOR_GPU;
+    if (!t || atoi(t + strlen(".target sm_")) > mock_device_cc(mm->device))
+        return MOCK_NO_BINARY_FOR_GPU;
     COUNT(mock_st.jit_loads, 1);
     if (strncmp(ptx, EMU_PTX_MARK, strlen(EMU_PTX_MARK)) != 0) OK;
     const char *src = strchr(t, '\n');
@@ -240,8 +218,10 @@ MOCK_API rt_cu_result cuModuleLoadData(rt_cu_module *m, const void *image) {
     if (!image) return MOCK_INVALID_VALUE;
     rt_cu_result r = mock_unsafe("cuModuleLoadData");
     if (r != RT_CU_SUCCESS) return r;
+    if (mock_current_device() < 0) return MOCK_INVALID_CONTEXT;
     mock_module *mm = calloc(1, sizeof *mm);
     if (!mm) return MOCK_OUT_OF_MEMORY;
+    mm->device = mock_current_device();
     /* PTX is NUL-terminated text, which a cubin's ELF header never starts like */
     const char *text = image;
     if (!strncmp(text, "//", 2) || !strncmp(text, ".version", 8)) r = load_ptx(mm, text);
@@ -269,7 +249,8 @@ static int nfuncs;
 
 static rt_cu_result find_function(rt_cu_function *f, const mock_module *mm, const char *name) {
     for (int i = 0; i < nfuncs; i++)
-        if (!strcmp(funcs[i].name, name) && (!mm->dl || funcs[i].module == mm)) {
+        if (!strcmp(funcs[i].name, name) &&
+            (!mm->dl || (funcs[i].module == mm && funcs[i].device == mm->device))) {
             *f = (rt_cu_function)&funcs[i];
             OK;
         }
@@ -277,6 +258,7 @@ static rt_cu_result find_function(rt_cu_function *f, const mock_module *mm, cons
     mock_func *mf = &funcs[nfuncs];
     snprintf(mf->name, sizeof mf->name, "%s", name);
     mf->module = mm;
+    mf->device = mm->dl ? mm->device : -1;
     if (mm->dl) {
         char sym[160];
         snprintf(sym, sizeof sym, "%s__emu", name);
@@ -303,6 +285,14 @@ const void *mock_function_module(rt_cu_function f) {
     /* a module whose kernels only record (no host object) shares its functions by name: the
      * module that looked the function up first stands for them all */
     return ((const mock_func *)f)->module;
+}
+
+int mock_function_device(rt_cu_function f) {
+    return ((const mock_func *)f)->device;
+}
+
+int mock_function_nargs(rt_cu_function f) {
+    return ((const mock_func *)f)->nargs;
 }
 
 /* Runs a launch of a host kernel; the driver's error for a kernel that failed. Launches from
@@ -387,13 +377,18 @@ MOCK_API rt_cu_result cuLaunchKernel(rt_cu_function f, unsigned gx, unsigned gy,
                                      rt_cu_stream s, void **params, void **extra) {
     (void)extra;
     mock_stream *ms = mock_stream_of(s, "cuLaunchKernel");
-    if (ctx_depth == 0) return MOCK_INVALID_CONTEXT;
-    if (gy != 1 || gz != 1 || by != 1 || bz != 1) abort(); /* fusec's grids are 1-D */
+    int dev = mock_current_device();
+    if (dev < 0) return MOCK_INVALID_CONTEXT;
+    if (mock_stream_device(ms) != dev) return MOCK_INVALID_HANDLE; /* another context's stream */
+    if (gy != 1 || gz != 1 || by != 1 || bz != 1) abort();         /* fusec's grids are 1-D */
     if (!smem_ok(f, smem)) return MOCK_INVALID_VALUE;
     record(f, gx, bx, params);
     mock_node n;
     rt_cu_kernel_node_params p = {f, gx, 1, 1, bx, 1, 1, smem, params, NULL, NULL, NULL};
     kernel_node(&n, &p);
+    rt_cu_result r = mock_check_node(&n, dev);
+    if (r != RT_CU_SUCCESS) return r;
+    COUNT(mock_st.launches_on[dev], 1);
     return run_on(ms, &n, 1);
 }
 /* Device memory: 256-byte aligned as a driver's, and exactly n bytes long, not rounded up, so
@@ -406,8 +401,10 @@ static void *device_alloc(size_t n) {
 MOCK_API rt_cu_result cuMemAlloc_v2(rt_cu_deviceptr *p, size_t n) {
     rt_cu_result r = mock_unsafe("cuMemAlloc");
     if (r != RT_CU_SUCCESS) return r;
+    if (mock_current_device() < 0) return MOCK_INVALID_CONTEXT;
     void *m = device_alloc(n);
     if (!m) return MOCK_OUT_OF_MEMORY;
+    mock_mem_add(m, n, mock_current_device());
     *p = (rt_cu_deviceptr)(uintptr_t)m;
     COUNT(mock_st.allocs, 1);
     OK;
@@ -415,6 +412,7 @@ MOCK_API rt_cu_result cuMemAlloc_v2(rt_cu_deviceptr *p, size_t n) {
 MOCK_API rt_cu_result cuMemFree_v2(rt_cu_deviceptr p) {
     rt_cu_result r = mock_unsafe("cuMemFree");
     if (r != RT_CU_SUCCESS) return r;
+    mock_mem_remove((void *)(uintptr_t)p);
     free((void *)(uintptr_t)p);
     COUNT(mock_st.frees, 1);
     OK;
@@ -427,13 +425,22 @@ MOCK_API rt_cu_result cuMemcpyDtoDAsync_v2(rt_cu_deviceptr d, rt_cu_deviceptr s,
     node.args[0] = d;
     node.args[1] = s;
     node.args[2] = n;
-    return run_on(mock_stream_of(x, "cuMemcpyDtoDAsync"), &node, 1);
+    mock_stream *ms = mock_stream_of(x, "cuMemcpyDtoDAsync");
+    int dev = mock_current_device();
+    if (dev < 0) return MOCK_INVALID_CONTEXT;
+    if (mock_stream_device(ms) != dev) return MOCK_INVALID_HANDLE;
+    rt_cu_result r = mock_check_node(&node, dev);
+    return r != RT_CU_SUCCESS ? r : run_on(ms, &node, 1);
 }
 MOCK_API rt_cu_result cuMemPoolCreate(rt_cu_mempool *p, const rt_cu_mempool_props *props) {
     if (props->alloc_type != RT_CU_MEM_ALLOCATION_TYPE_PINNED ||
-        props->location.type != RT_CU_MEM_LOCATION_TYPE_DEVICE)
+        props->location.type != RT_CU_MEM_LOCATION_TYPE_DEVICE || props->location.id < 0 ||
+        props->location.id >= mock_ndevices())
         return MOCK_INVALID_VALUE;
-    *p = (rt_cu_mempool)malloc(16);
+    int *pool = malloc(16);
+    if (!pool) return MOCK_OUT_OF_MEMORY;
+    *pool = props->location.id; /* the pool's device */
+    *p = (rt_cu_mempool)(void *)pool;
     OK;
 }
 MOCK_API rt_cu_result cuMemPoolDestroy(rt_cu_mempool p) {
@@ -446,13 +453,15 @@ MOCK_API rt_cu_result cuMemPoolSetAttribute(rt_cu_mempool p, int a, void *v) {
 }
 MOCK_API rt_cu_result cuMemAllocFromPoolAsync(rt_cu_deviceptr *p, size_t n, rt_cu_mempool pool,
                                               rt_cu_stream s) {
-    (void)pool;
     void *m = NULL;
     int captured = 0;
-    rt_cu_result r =
-        mock_capture_alloc(mock_stream_of(s, "cuMemAllocFromPoolAsync"), n, &m, &captured);
+    mock_stream *ms = mock_stream_of(s, "cuMemAllocFromPoolAsync");
+    int dev = *(const int *)(const void *)pool;
+    if (mock_stream_device(ms) != dev) return MOCK_INVALID_VALUE; /* a pool of another device */
+    rt_cu_result r = mock_capture_alloc(ms, n, &m, &captured);
     if (r == RT_CU_SUCCESS && !captured && !(m = device_alloc(n))) r = MOCK_OUT_OF_MEMORY;
     if (r != RT_CU_SUCCESS) return r;
+    mock_mem_add(m, n, dev);
     *p = (rt_cu_deviceptr)(uintptr_t)m;
     if (!captured) COUNT(mock_st.pool_allocs, 1);
     OK;
@@ -462,6 +471,7 @@ MOCK_API rt_cu_result cuMemFreeAsync(rt_cu_deviceptr p, rt_cu_stream s) {
     rt_cu_result r =
         mock_capture_free(mock_stream_of(s, "cuMemFreeAsync"), (void *)(uintptr_t)p, &captured);
     if (r != RT_CU_SUCCESS || captured) return r;
+    mock_mem_remove((void *)(uintptr_t)p);
     free((void *)(uintptr_t)p);
     COUNT(mock_st.pool_frees, 1);
     OK;
@@ -525,7 +535,14 @@ MOCK_API rt_cu_result cuGraphLaunch(rt_cu_graph_exec e, rt_cu_stream s) {
     mock_graph *mg = (mock_graph *)e;
     rt_cu_result r = mock_not_capturable(ms);
     if (r != RT_CU_SUCCESS) return r;
+    int dev = mock_current_device();
+    if (dev < 0) return MOCK_INVALID_CONTEXT;
+    if (mock_stream_device(ms) != dev) return MOCK_INVALID_HANDLE;
+    for (int i = 0; i < mg->nnodes && r == RT_CU_SUCCESS; i++)
+        r = mock_check_node(&mg->nodes[i], dev);
+    if (r != RT_CU_SUCCESS) return r;
     COUNT(mock_st.graph_launches, 1);
+    COUNT(mock_st.launches_on[dev], 1);
     return run_on(ms, mg->nodes, mg->nnodes);
 }
 MOCK_API rt_cu_result cuGraphExecDestroy(rt_cu_graph_exec e) {

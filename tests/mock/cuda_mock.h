@@ -11,7 +11,10 @@ typedef struct mock_stats {
     int jit_loads;      /* modules loaded from PTX (JIT-compiled) */
     char last_kernel[128];
     unsigned last_grid, last_block;
+    int launches_on[8]; /* kernel launches and graph launches, by device (MOCK_MAX_DEVICES) */
 } mock_stats;
+
+enum { MOCK_MAX_DEVICES = 8 };
 
 /* The counts so far (exported by the mock; found with dlsym). */
 mock_stats *mock_get_stats(void);

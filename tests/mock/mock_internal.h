@@ -20,10 +20,13 @@
 enum {
     MOCK_INVALID_VALUE = 1,
     MOCK_OUT_OF_MEMORY = 2,
+    MOCK_INVALID_DEVICE = 101,
     MOCK_INVALID_IMAGE = 200,
     MOCK_INVALID_CONTEXT = 201,
     MOCK_NO_BINARY_FOR_GPU = 209,
+    MOCK_INVALID_HANDLE = 400,
     MOCK_NOT_FOUND = 500,
+    MOCK_ILLEGAL_ADDRESS = 700,
     MOCK_LAUNCH_FAILED = 719,
     MOCK_CAPTURE_UNSUPPORTED = 900,
     MOCK_CAPTURE_INVALIDATED = 901,
@@ -36,6 +39,7 @@ enum {
 };
 
 enum { MOCK_MAX_ARGS = 64, MOCK_MAX_NODES = 4096 };
+/* MOCK_MAX_DEVICES: in tests/mock/cuda_mock.h (the stats count launches by device) */
 
 extern mock_stats mock_st;
 
@@ -64,8 +68,28 @@ typedef struct mock_graph {
 
 void mock_gmem_release(mock_gmem *m); /* NULL accepted */
 
-/* The module a function of it belongs to (an opaque key for queued work). */
+/* The module a function of it belongs to (an opaque key for queued work); the device that
+ * module was loaded on (-1: a module that only records, whose functions any module shares);
+ * the function's argument count (0 for one that only records). */
 const void *mock_function_module(rt_cu_function f);
+int mock_function_device(rt_cu_function f);
+int mock_function_nargs(rt_cu_function f);
+
+/* ---- devices (mock_devices.c) -------------------------------------------------------------- */
+
+int mock_ndevices(void);
+int mock_device_cc(int d);            /* as XY: 90 */
+int mock_current_device(void);        /* the device of this thread's current context; -1: none */
+int mock_ctx_device(rt_cu_context c); /* -1: no context of the mock's */
+rt_cu_context mock_ctx_handle(int d);
+/* Device memory, host memory here: each allocation's device, until it is freed. */
+void mock_mem_add(const void *p, size_t n, int device);
+void mock_mem_remove(const void *p);
+int mock_mem_device(uint64_t addr); /* -1: no allocation holds addr */
+/* Whether work of node n may run on device `device`: its kernel of a module loaded there, and
+ * every argument that points into device memory pointing into that device's; else the error
+ * a driver gives (an invalid handle, an illegal address), said on stderr. */
+rt_cu_result mock_check_node(const mock_node *n, int device);
 
 /* Runs one node now (a kernel through the emulator, or its copy); the driver's error. */
 rt_cu_result mock_run_node(const mock_node *n);
@@ -73,6 +97,9 @@ rt_cu_result mock_run_node(const mock_node *n);
 /* ---- streams (mock_streams.c) -------------------------------------------------------------- */
 
 typedef struct mock_stream mock_stream;
+
+/* The device of stream s (the legacy stream: the current context's; -1: none current). */
+int mock_stream_device(const mock_stream *s);
 
 /* The stream a handle names (NULL: the legacy stream); stops the test, naming the call, at a
  * destroyed one (a real driver's undefined behaviour). */

@@ -43,6 +43,7 @@ struct mock_stream {
     unsigned flags;    /* RT_CU_STREAM_NON_BLOCKING, or 0: blocking (as the legacy stream) */
     mock_capture *cap; /* the capture it records into: its own, or one it joined */
     int rejoined;      /* joined: the capture's origin has waited for its work since */
+    int device;        /* its context's (the legacy stream: whichever is current) */
 };
 
 struct mock_capture {
@@ -78,7 +79,18 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
  * handle stops the test, naming the call; no allocation, so none is left over at exit */
 static mock_stream streams[MAX_STREAMS];
 static unsigned nstreams;
-static mock_stream legacy = {STREAM_LIVE, 0, NULL, 0};
+static mock_stream legacy = {STREAM_LIVE, 0, NULL, 0, -1};
+
+int mock_stream_device(const mock_stream *s) {
+    return s == &legacy ? mock_current_device() : s->device;
+}
+
+MOCK_API rt_cu_result cuStreamGetCtx(rt_cu_stream s, rt_cu_context *c) {
+    int d = mock_stream_device(mock_stream_of(s, "cuStreamGetCtx"));
+    if (d < 0) return MOCK_INVALID_CONTEXT;
+    *c = mock_ctx_handle(d);
+    OK;
+}
 static mock_capture captures[MAX_CAPTURES]; /* never reused: events point at them */
 static int ncaptures;
 static pending_copy *copies;
@@ -246,8 +258,10 @@ void mock_module_unloading(const void *module) {
 
 void mock_gmem_release(mock_gmem *m) {
     if (!m || __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) > 0) return;
-    for (int i = 0; i < m->n; i++)
+    for (int i = 0; i < m->n; i++) {
+        mock_mem_remove(m->ptrs[i]);
         free(m->ptrs[i]);
+    }
     free(m->ptrs);
     free(m);
 }
@@ -322,7 +336,8 @@ rt_cu_result mock_capture_free(mock_stream *s, void *p, int *captured) {
 MOCK_API rt_cu_result cuStreamCreate(rt_cu_stream *s, unsigned f) {
     unsigned i = __atomic_fetch_add(&nstreams, 1, __ATOMIC_RELAXED);
     if (i >= MAX_STREAMS) return MOCK_OUT_OF_MEMORY;
-    streams[i] = (mock_stream){STREAM_LIVE, f, NULL, 0};
+    if (mock_current_device() < 0) return MOCK_INVALID_CONTEXT;
+    streams[i] = (mock_stream){STREAM_LIVE, f, NULL, 0, mock_current_device()};
     *s = (rt_cu_stream)(void *)&streams[i];
     COUNT(mock_st.streams, 1);
     OK;

@@ -651,8 +651,9 @@ def test_cuda(m):
     check(dx.outstanding == 0 and dy.outstanding == 0, "cuda: the capsules let go")
     check_raises("cuda: a host array", lambda: m.gelu(x, out=dy), ValueError,
                  "parameter 'x': the array is on cpu:0", "target (cuda) cannot reach")
-    check_raises("cuda: another device", lambda: m.gelu(Producer(x, device=(2, 1)), out=dy),
-                 ValueError, "on cuda:1")
+    check_raises("cuda: a device past the 64th", lambda: m.gelu(Producer(x, device=(2, 64)),
+                                                                 out=dy),
+                 ValueError, "on cuda:64", "CUDA devices 0 to 63")
     check_raises("cuda: no framework to make results in", lambda: m.gelu(dx), ValueError,
                  "pass out=")
     a = rng.uniform(size=(5, 7)).astype(np.float32)

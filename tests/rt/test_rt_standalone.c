@@ -102,7 +102,8 @@ static void elf(const char *path) {
 static void memory_dlpack_clock(void) {
     char err[256];
     void *p = NULL;
-    CHECK(rt_host_mem_alloc(1000, &p, err, sizeof err) == FUSEC_OK && p && (uintptr_t)p % 64 == 0);
+    CHECK(rt_host_mem_alloc(-1, 1000, &p, err, sizeof err) == FUSEC_OK && p &&
+          (uintptr_t)p % 64 == 0);
     float src[6] = {1, 2, 3, 4, 5, 6};
     CHECK(rt_host_mem_copy(p, src, sizeof src, 1, err, sizeof err) == FUSEC_OK &&
           ((float *)p)[5] == 6);

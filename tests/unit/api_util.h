@@ -53,7 +53,7 @@ static inline fusec_tensor api_tensor(void *data, fusec_dtype dt, int rank, cons
 static inline rt_cu_stream api_stream(int *pushed) {
     char err[256];
     rt_cu_stream s = NULL;
-    if (rt_cuda_enter(pushed, err, sizeof err) != 0) {
+    if (rt_cuda_enter(0, pushed, err, sizeof err) != 0) {
         CHECK_MSG(0, "%s", err);
         return NULL;
     }

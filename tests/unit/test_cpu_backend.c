@@ -338,7 +338,7 @@ static void test_elf_refusals(void) {
 static void test_copy_time(void) {
     double ms = -1;
     char err[256];
-    CHECK(rt_backend_cpu.copy_time(1 << 20, 3, &ms, err, sizeof err) == FUSEC_OK);
+    CHECK(rt_backend_cpu.copy_time(-1, 1 << 20, 3, &ms, err, sizeof err) == FUSEC_OK);
     CHECK(ms > 0);
 }
 

@@ -79,6 +79,8 @@ SAME_VALUE(RT_CU_MEM_LOCATION_TYPE_DEVICE, CU_MEM_LOCATION_TYPE_DEVICE);
 SAME_VALUE(RT_CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD);
 SAME_VALUE(RT_CU_STREAM_CAPTURE_STATUS_NONE, CU_STREAM_CAPTURE_STATUS_NONE);
 SAME_VALUE(RT_CU_STREAM_CAPTURE_MODE_RELAXED, CU_STREAM_CAPTURE_MODE_RELAXED);
+SAME_VALUE(RT_CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL);
+static_assert(sizeof(CUpointer_attribute) == sizeof(int), "CUpointer_attribute");
 /* the enums the capture calls take through an int pointer are ints */
 static_assert(sizeof(CUstreamCaptureStatus) == sizeof(int), "CUstreamCaptureStatus");
 static_assert(sizeof(CUstreamCaptureMode) == sizeof(int), "CUstreamCaptureMode");

@@ -308,8 +308,12 @@ static void test_refusals(fusec_module *m, const char *what) {
     refused(m, f, dls, 2, 1, FUSEC_ERR_INVALID_ARGUMENT, "result 0", "cannot reach", &o, what);
     o.dl.device.device_type = cuda ? kDLCUDA : kDLCPU;
     if (cuda) {
-        o.dl.device.device_id = 1;
-        refused(m, f, dls, 2, 1, FUSEC_ERR_INVALID_ARGUMENT, "id 1", "CUDA device 0", &o, what);
+        /* any device's memory (the call runs where it is), but no id past the 64th */
+        o.dl.device.device_id = 64;
+        refused(m, f, dls, 2, 1, FUSEC_ERR_INVALID_ARGUMENT, "id 64", "CUDA devices 0 to 63", &o,
+                what);
+        o.dl.device.device_id = -1;
+        refused(m, f, dls, 2, 1, FUSEC_ERR_INVALID_ARGUMENT, "id -1", "cannot reach", &o, what);
         o.dl.device.device_id = 0;
     }
     y.dl.ndim = 2; /* [C, 0]: not pw's f32[C] */
