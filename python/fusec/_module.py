@@ -96,9 +96,12 @@ def _check(status, module):
 
 # ---- compiling -------------------------------------------------------------------------------
 
-def _options(target, arch, cpu, fuse, fast_math, cache, cache_dir, verbose):
+def _options(target, arch, cpu, fuse, fast_math, cache, cache_dir, verbose, device=None):
     if target not in _capi.TARGETS:
         raise ArgumentError("target must be one of %s, not %r" % (", ".join(_capi.TARGETS), target))
+    if device is not None and (type(device) is not int or device < 0):
+        raise ArgumentError("device must be a CUDA device ordinal (0, 1, ...) or None, not %r"
+                            % (device,))
     opt = _capi.Options()
     _capi.options_init(ctypes.byref(opt))
     opt.target = _capi.TARGETS[target]
@@ -109,6 +112,7 @@ def _options(target, arch, cpu, fuse, fast_math, cache, cache_dir, verbose):
     opt.no_cache = 0 if cache else 1
     opt.cache_dir = os.fsencode(cache_dir) if cache_dir else None
     opt.verbose = 1 if verbose else 0
+    opt.device = -1 if device is None else device
     return opt  # the library copies the strings: they need not outlive the compile
 
 
@@ -141,22 +145,23 @@ def _finish_compile(status, handle):
 
 
 def compile(path, target="auto", *, arch=None, cpu=None, fuse=True, fast_math=False, cache=True,
-            cache_dir=None, verbose=False):
+            cache_dir=None, verbose=False, device=None):
     """Compiles a .fuse file for `target` ("auto": CUDA when a GPU is there, else the CPU;
     "cuda", "cpu", "ref"), builds its kernels (through the disk cache) and returns the Module.
     arch: a CUDA architecture ("sm_90"); cpu: the CPU the CPU target builds for ("x86-64-v3");
-    fuse=False: every operation its own kernel; cache=False: no disk cache."""
-    opt = _options(target, arch, cpu, fuse, fast_math, cache, cache_dir, verbose)
+    fuse=False: every operation its own kernel; cache=False: no disk cache. device: the CUDA
+    device the module runs on only (None: each call on its arrays' device, docs/devices.md)."""
+    opt = _options(target, arch, cpu, fuse, fast_math, cache, cache_dir, verbose, device)
     h = ctypes.c_void_p()
     st = _capi.module_compile_file(os.fsencode(path), ctypes.byref(opt), ctypes.byref(h))
     return _finish_compile(st, h)
 
 
 def compile_string(src, target="auto", *, name="<string>", arch=None, cpu=None, fuse=True,
-                   fast_math=False, cache=True, cache_dir=None, verbose=False):
+                   fast_math=False, cache=True, cache_dir=None, verbose=False, device=None):
     """As compile(), for source text; `name` is the file name diagnostics show."""
     data = src.encode() if isinstance(src, str) else bytes(src)
-    opt = _options(target, arch, cpu, fuse, fast_math, cache, cache_dir, verbose)
+    opt = _options(target, arch, cpu, fuse, fast_math, cache, cache_dir, verbose, device)
     h = ctypes.c_void_p()
     st = _capi.module_compile_string(name.encode(), data, len(data), ctypes.byref(opt),
                                      ctypes.byref(h))

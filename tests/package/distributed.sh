@@ -1,0 +1,21 @@
+#!/bin/bash
+# tests/package/distributed.sh: examples/distributed/train.py under torchrun, 2 processes on
+# the CPU (gloo, CUDA hidden): a data-parallel training step whose activation and optimizer
+# step are fusec operators, checked by the example against the same training with PyTorch alone
+# (every rank's weights within 2e-6 of PyTorch's). Skipped (77) without PyTorch's gloo backend.
+set -u
+PY=${PYTHON:-python3}
+if ! "$PY" -c "import torch.distributed as d; assert d.is_available() and d.is_gloo_available()" \
+    2>/dev/null; then
+    echo "PyTorch with torch.distributed (gloo) is not installed: skipping"
+    exit 77
+fi
+out=$(CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=1 "$PY" -m torch.distributed.run --standalone \
+    --nproc-per-node=2 examples/distributed/train.py --steps 5 2>&1)
+rc=$?
+printf '%s\n' "$out" | grep -v '^W[0-9]'
+if [ $rc -ne 0 ] || ! printf '%s\n' "$out" | grep -q 'ranks 2, device cpu: .*: same$'; then
+    echo "distributed.sh: FAILED (torchrun exit $rc)"
+    exit 1
+fi
+echo "distributed.sh: ok"
