@@ -59,6 +59,7 @@ typedef struct lg_fn {
     LLVMValueRef flat;      /* position within the row (the row cache's index) */
     LLVMValueRef lane;      /* blocked walks: the accumulator lane of the point (flat % LG_LANES) */
     LLVMValueRef lanes_end; /* blocked walks: the flat end of the walk, where its last block ends */
+    int one_block;          /* blocked walks of one block from flat 0 (a group's rows) */
     /* values */
     LLVMValueRef *val;
     int *lvl;
@@ -632,6 +633,68 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
     loop_end(g, &B, len, 0);
 }
 
+/* One lane loop of a round: lanes [l0, l0 + cnt) of the round whose lane 0 is at j = jl; whole
+ * (cnt = LG_LANES, l0 = 0): vectors of the target's width, several in flight; else one vector at
+ * a time, the last masked. */
+static void lane_loop(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef jl, LLVMValueRef l0,
+                      LLVMValueRef cnt, LLVMValueRef flat0, int whole) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    lg_loop L;
+    LLVMValueRef l = whole ? loop_begin(g, &L, ci64(m, 0), ci64(m, LG_LANES), "lane")
+                           : loop_begin(g, &L, l0, LLVMBuildNSWAdd(b, l0, cnt, ""), "lane");
+    g->base = base;
+    g->j = LLVMBuildNSWAdd(b, jl, l, "");
+    g->flat = LLVMBuildNSWAdd(b, flat0, g->j, "");
+    g->lane = l;
+    int calls = m->math_calls;
+    w->point(g, w);
+    g->lane = NULL;
+    LLVMMetadataRef extra = NULL; /* predication, or the unrolling after vectorizing */
+    if (!whole) {
+        LLVMMetadataRef pred[2] = {
+            LLVMMDStringInContext2(m->ctx, "llvm.loop.vectorize.predicate.enable", 36),
+            LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(m->ctx), 1, 0))};
+        extra = LLVMMDNodeInContext2(m->ctx, pred, 2);
+    } else if (m->math_calls == calls) {
+        /* the vectorized loop runs once: unrolled (LLVM unrolls nothing unasked here), the
+         * round's lanes are at fixed places, which LICM then keeps in registers. Not with a
+         * transcendental: four rows' lanes and their exps in flight outgrow the registers, and
+         * softmax took 4-10% longer (bench/RESULTS.md, "Lanes in registers") */
+        LLVMMetadataRef full = LLVMMDStringInContext2(m->ctx, "llvm.loop.unroll.full", 21);
+        LLVMMetadataRef fu[2] = {
+            LLVMMDStringInContext2(m->ctx, "llvm.loop.vectorize.followup_vectorized", 39),
+            LLVMMDNodeInContext2(m->ctx, &full, 1)};
+        extra = LLVMMDNodeInContext2(m->ctx, fu, 2);
+    }
+    unsigned width = m->vector_bytes >= 64 ? 16 : 8;
+    loop_end_id(g, &L, ci64(m, 1),
+                lg_loop_id(m->ctx, 1, width, whole ? LG_LANES / width : 1, extra));
+}
+
+/* walk_lanes for a walk of one block from flat 0 (a group's row, at most LG_BLOCK elements):
+ * the whole rounds in one loop, then the partial one after it, so that the loop of whole rounds
+ * touches the lanes at fixed places only and LLVM keeps them in registers across it (each round
+ * read them back from memory right after storing them); the block's end is the caller's. */
+static void walk_lanes_block(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0,
+                             LLVMValueRef j1, LLVMValueRef flat0) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    lg_loop R;
+    LLVMValueRef n = LLVMBuildSub(b, j1, j0, "");
+    LLVMValueRef wend =
+        LLVMBuildNSWAdd(b, j0, LLVMBuildAnd(b, n, ci64(m, ~(int64_t)(LG_LANES - 1)), ""), "");
+    LLVMValueRef *pf = g->pf_base;
+    LLVMValueRef j = loop_begin(g, &R, j0, wend, "round");
+    lane_loop(g, w, base, j, NULL, NULL, flat0, 1);
+    loop_end(g, &R, ci64(m, LG_LANES), 0);
+    g->pf_base = NULL; /* the partial round prefetches nothing (see walk_lanes) */
+    LLVMBasicBlockRef after = if_begin(g, LLVMBuildICmp(b, LLVMIntSLT, wend, j1, ""));
+    lane_loop(g, w, base, wend, ci64(m, 0), LLVMBuildSub(b, j1, wend, ""), flat0, 0);
+    if_end(g, after);
+    g->pf_base = pf;
+}
+
 /* A run of a blocked walk in the reductions' order (docs/plan.md, "The order of a
  * reduction"): the element of flat index f accumulates into lane f % LG_LANES of block
  * f / LG_BLOCK, so the run goes a round of lanes at a time, each round an inner loop over its
@@ -643,7 +706,11 @@ static void walk_lanes(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0
                        LLVMValueRef flat0) {
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
-    lg_loop R, L;
+    lg_loop R;
+    if (g->one_block) {
+        walk_lanes_block(g, w, base, j0, j1, flat0);
+        return;
+    }
     LLVMValueRef j = loop_begin(g, &R, j0, j1, "round");
     LLVMValueRef f = LLVMBuildNSWAdd(b, flat0, j, "");
     LLVMValueRef l0 = LLVMBuildAnd(b, f, ci64(m, LG_LANES - 1), "");
@@ -668,24 +735,7 @@ static void walk_lanes(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0
         /* a partial round prefetches nothing: less than a line of the next row a vector, the
          * row's last few lanes (the whole rounds fetched the rest) */
         g->pf_base = k == 0 ? pf : NULL;
-        LLVMValueRef l = k == 0 ? loop_begin(g, &L, ci64(m, 0), ci64(m, LG_LANES), "lane")
-                                : loop_begin(g, &L, l0, LLVMBuildNSWAdd(b, l0, cnt, ""), "lane");
-        g->base = base;
-        g->j = LLVMBuildNSWAdd(b, jl, l, "");
-        g->flat = LLVMBuildNSWAdd(b, flat0, g->j, "");
-        g->lane = l;
-        w->point(g, w);
-        g->lane = NULL;
-        LLVMMetadataRef masked = NULL; /* the partial round's last vector */
-        if (k == 1) {
-            LLVMMetadataRef pred[2] = {
-                LLVMMDStringInContext2(m->ctx, "llvm.loop.vectorize.predicate.enable", 36),
-                LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(m->ctx), 1, 0))};
-            masked = LLVMMDNodeInContext2(m->ctx, pred, 2);
-        }
-        unsigned width = m->vector_bytes >= 64 ? 16 : 8;
-        loop_end_id(g, &L, ci64(m, 1),
-                    lg_loop_id(m->ctx, 1, width, k == 0 ? LG_LANES / width : 1, masked));
+        lane_loop(g, w, base, jl, l0, cnt, flat0, k == 0);
         LLVMBuildBr(b, joined);
     }
     g->pf_base = pf;
@@ -1489,7 +1539,9 @@ static void group_sweep(lg_fn *g, lg_rows *rs, int s, const int *red, int nr, LL
     w.vectorize = LG_INTERLEAVE / rs->n > 1 ? LG_INTERLEAVE / rs->n : 1;
     g->sweep = s;
     g->lanes_end = rowlen;
+    g->one_block = 1;
     walk_range(g, &w, red, nr, rs->base[0], ci64(g->m, 0), rowlen);
+    g->one_block = 0;
     g->lanes_end = NULL;
     rs->prefetch = 0;
     if (w.blocked) group_trees(g, rs);
