@@ -14,7 +14,9 @@ out=$(CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=1 "$PY" -m torch.distributed.run --s
     --nproc-per-node=2 examples/distributed/train.py --steps 5 2>&1)
 rc=$?
 printf '%s\n' "$out" | grep -v '^W[0-9]'
-if [ $rc -ne 0 ] || ! printf '%s\n' "$out" | grep -q 'ranks 2, device cpu: .*: same$'; then
+# the example's exit status is the verdict (every rank's weights against PyTorch's, reduced
+# over the ranks); its line is not grepped: the two processes' output may interleave
+if [ $rc -ne 0 ]; then
     echo "distributed.sh: FAILED (torchrun exit $rc)"
     exit 1
 fi

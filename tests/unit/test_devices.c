@@ -223,7 +223,7 @@ static void test_pinned(fusec_module *any) {
     fusec_module_free(m);
 }
 
-/* Two threads, each on its device with its stream and its plan, at once. */
+/* Threads, each on its device with its stream and its plan, at once. */
 typedef struct worker {
     fusec_module *m;
     int device, ok;
@@ -248,14 +248,15 @@ static void *work(void *arg) {
     return NULL;
 }
 
+/* (two threads on device 1: both meet its first load at once) */
 static void test_threads(fusec_module *m) {
-    worker w[2] = {{m, 0, 0}, {m, 1, 0}};
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++)
+    worker w[3] = {{m, 0, 0}, {m, 1, 0}, {m, 1, 0}};
+    pthread_t t[3];
+    for (int i = 0; i < 3; i++)
         CHECK(pthread_create(&t[i], NULL, work, &w[i]) == 0);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         pthread_join(t[i], NULL);
-        CHECK_MSG(w[i].ok, "the thread of device %d: %s", i, fusec_module_message(m));
+        CHECK_MSG(w[i].ok, "thread %d, of device %d: %s", i, w[i].device, fusec_module_message(m));
     }
 }
 
@@ -270,9 +271,9 @@ int main(void) {
     /* built (and loaded) on device 0, the current one; device 1 loads it at its first call */
     fusec_module *m = api_compile(SRC, FUSEC_TARGET_CUDA, 0, NULL, 1);
     if (!m) return check_exit("test_devices");
+    test_threads(m); /* first: device 1 loads (and builds for sm_80) while device 0 runs */
     test_follows_tensors(m);
     test_refusals(m);
-    test_threads(m);
     test_pinned(m);
     fusec_module_free(m);
     return check_exit("test_devices");
