@@ -32,6 +32,8 @@ struct fusec_function {
     ir_func *checked; /* the function as checked: its signature */
     ir_func *fused;   /* after the pass pipeline: the kernel partition every target runs */
     int index;        /* in the module's fused (the backends' numbering); -1: not built */
+    ir_shape *shapes; /* the distinct shapes of fused's nodes, whose sizes a launch checks */
+    int32_t nshapes;
 };
 
 /* Every backend, in the order of fusec_module.resolved. */
@@ -316,6 +318,7 @@ static fusec_status compile_source_c(fusec_module *m, const char *path, char *sr
             st = set_message(m, po.usage_error ? FUSEC_ERR_INVALID_ARGUMENT : FUSEC_ERR_INTERNAL,
                              "%s", err);
         m->fused[fn->index] = fn->fused;
+        if (fn->fused) fn->shapes = ir_unique_shapes(fn->fused, &m->arena, &fn->nshapes);
     }
     /* a module that failed has nothing to build: its launches fail as not compiled */
     if (st != FUSEC_OK) m->backend = NULL;
@@ -794,11 +797,10 @@ static fusec_status check_sizes(fusec_function *f, const ir_tensor *args, const 
     int np = f->checked->nparams;
     fusec_status st = rt_check_counts(args, np, np + f->checked->noutputs, names, err, sizeof err);
     if (st != FUSEC_OK) return set_message(f->module, st, "%s", err);
-    const ir_func *fn = f->fused ? f->fused : f->checked;
-    for (int32_t r = 0; r < fn->nnodes; r++) {
+    for (int32_t i = 0; i < f->nshapes; i++) {
         int64_t dims[IR_MAX_RANK];
-        ir_shape_concrete(&fn->nodes[r].shape, syms, dims);
-        if (ir_dims_count(dims, fn->nodes[r].shape.rank) < 0)
+        ir_shape_concrete(&f->shapes[i], syms, dims);
+        if (ir_dims_count(dims, f->shapes[i].rank) < 0)
             return set_message(f->module, FUSEC_ERR_SHAPE,
                                "'%s' would compute a value too large for memory at these shapes",
                                f->checked->name);

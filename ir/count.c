@@ -17,10 +17,8 @@ int64_t ir_dims_count(const int64_t *dims, int32_t rank) {
     const int64_t limit =
         (SIZE_MAX / 16 < (UINT64_C(1) << 56)) ? (int64_t)(SIZE_MAX / 16) : (INT64_C(1) << 56);
     int64_t n = 1;
-    for (int32_t i = 0; i < rank; i++) {
-        if (dims[i] < 0 || dims[i] > limit / n) return -1;
-        n *= dims[i];
-    }
+    for (int32_t i = 0; i < rank; i++) /* (n * dims[i] > limit: no division, launches count) */
+        if (dims[i] < 0 || __builtin_mul_overflow(n, dims[i], &n) || n > limit) return -1;
     return n;
 }
 

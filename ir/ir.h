@@ -244,6 +244,10 @@ typedef struct ir_func {
     int32_t *grad_wrt;
 } ir_func;
 
+/* The distinct shapes of f's nodes (in the arena), *n of them: what a launch checks the sizes
+ * of, once each (most nodes of a function share a few shapes). */
+ir_shape *ir_unique_shapes(const ir_func *f, ir_arena *a, int32_t *n);
+
 typedef struct ir_module {
     ir_arena *arena;
     ir_func **funcs; /* in source order */

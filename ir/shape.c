@@ -18,6 +18,18 @@ int ir_shape_equal(const ir_shape *a, const ir_shape *b) {
     return 1;
 }
 
+ir_shape *ir_unique_shapes(const ir_func *f, ir_arena *a, int32_t *n) {
+    ir_shape *out = ir_arena_calloc(a, (size_t)(f->nnodes ? f->nnodes : 1), sizeof(ir_shape));
+    *n = 0;
+    for (int32_t r = 0; r < f->nnodes; r++) {
+        int seen = 0;
+        for (int32_t k = 0; k < *n && !seen; k++)
+            seen = ir_shape_equal(&out[k], &f->nodes[r].shape);
+        if (!seen) out[(*n)++] = f->nodes[r].shape;
+    }
+    return out;
+}
+
 int ir_shape_broadcast(const ir_shape *a, const ir_shape *b, ir_shape *out) {
     int32_t rank = a->rank > b->rank ? a->rank : b->rank;
     ir_shape r = {0};

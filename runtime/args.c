@@ -72,8 +72,11 @@ static int arg_span(const ir_tensor *t, uintptr_t *lo, uintptr_t *hi) {
 fusec_status rt_check_buffers(const ir_tensor *args, int np, int nargs, const char *const *names,
                               char *err, size_t errlen) {
     char a[128], b[128];
-    uintptr_t lo, hi, lo2, hi2;
+    /* each argument's span once (lo == hi: empty), for the checks and every pair below */
+    uintptr_t lo[RT_MAX_ARGS], hi[RT_MAX_ARGS];
+    if (nargs > RT_MAX_ARGS) return fail(err, errlen, "more than %d arguments", RT_MAX_ARGS);
     for (int i = 0; i < nargs; i++) {
+        lo[i] = hi[i] = 0;
         if (arg_bytes(&args[i]) == 0) continue;
         if (!args[i].data) return fail(err, errlen, "%s: no data", NAME(i, a));
         /* kernels load and store whole elements, vectors of them with the alignment an
@@ -82,21 +85,18 @@ fusec_status rt_check_buffers(const ir_tensor *args, int np, int nargs, const ch
         if ((uintptr_t)args[i].data % (uintptr_t)es)
             return fail(err, errlen, "%s: data at %p is not aligned to its %d-byte elements",
                         NAME(i, a), args[i].data, es);
-        if (!arg_span(&args[i], &lo, &hi))
+        if (!arg_span(&args[i], &lo[i], &hi[i]))
             return fail(err, errlen,
                         "%s: its strides reach past any memory (from data at %p, an "
                         "element's address would wrap around the address space)",
                         NAME(i, a), args[i].data);
     }
     for (int i = np; i < nargs; i++) {
-        /* every span is one here (the loop above refused the others); an empty one is none */
-        if (!arg_span(&args[i], &lo, &hi)) continue;
-        for (int j = 0; j < nargs && hi > lo; j++) {
-            if (j == i || !arg_span(&args[j], &lo2, &hi2) || hi2 == lo2 || hi <= lo2 || hi2 <= lo)
-                continue;
+        for (int j = 0; j < nargs && hi[i] > lo[i]; j++) {
+            if (j == i || hi[j] == lo[j] || hi[i] <= lo[j] || hi[j] <= lo[i]) continue;
             /* in place: the very buffer, dense, of the same dtype and shape */
             int in_place =
-                j < np && lo == lo2 && !args[j].strides && args[i].dtype == args[j].dtype &&
+                j < np && lo[i] == lo[j] && !args[j].strides && args[i].dtype == args[j].dtype &&
                 args[i].rank == args[j].rank &&
                 !memcmp(args[i].dims, args[j].dims, sizeof(int64_t) * (size_t)args[i].rank);
             if (!in_place)

@@ -154,13 +154,7 @@ rt_image_sig *rt_aot_signatures(ir_func *const *funcs, int nfuncs, ir_arena *a) 
             s->args[f->nparams + o] = x;
         }
         s->sym_names = f->syms;
-        s->shapes = ir_arena_calloc(a, (size_t)(f->nnodes ? f->nnodes : 1), sizeof(ir_shape));
-        for (int32_t r = 0; r < f->nnodes; r++) {
-            int seen = 0;
-            for (int32_t k = 0; k < s->nshapes && !seen; k++)
-                seen = ir_shape_equal(&s->shapes[k], &f->nodes[r].shape);
-            if (!seen) s->shapes[s->nshapes++] = f->nodes[r].shape;
-        }
+        s->shapes = ir_unique_shapes(f, a, &s->nshapes);
     }
     return sigs;
 }

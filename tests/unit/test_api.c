@@ -20,7 +20,8 @@ static const char *SRC = "fn axpy(a: f32[], x: f32[N], y: f32[N]) -> f32[N] { re
                          "fn rows(x: f32[R, C], b: f32[C]) -> (f32[R, C], f32[R]) {\n"
                          "    let z = x + b;\n"
                          "    return z, sum(z, axis=1);\n"
-                         "}\n";
+                         "}\n"
+                         "fn outer(a: f32[A, 1], b: f32[B]) -> f32[] { return sum(a * b); }\n";
 
 #define N 1001
 #define R 37
@@ -118,6 +119,24 @@ static void test_bad_buffers(fusec_module *m, fusec_function *f, const fusec_ten
         wrong += fabsf(got[i] - (a + 1) * xs[i]) > 1e-6f * (1 + fabsf(got[i]));
     CHECK_MSG(wrong == 0, "in place: %d wrong values", wrong);
     CHECK(fusec_memory_free(m, t) == FUSEC_OK);
+}
+
+/* Arguments that memory could hold whose product could not: a * b of [2^30, 1] and [2^30] is
+ * 2^60 elements, which no kernel may walk (the sizes of every value, not only the arguments',
+ * are checked before anything runs). */
+static void test_big_value(fusec_module *m) {
+    fusec_function *f = fn(m, "outer");
+    static float a[4], b[4], s[1];
+    void *da = to_target(m, a, sizeof a), *db = to_target(m, b, sizeof b),
+         *ds = to_target(m, s, sizeof s);
+    int64_t big = INT64_C(1) << 30;
+    fusec_tensor in[2] = {tensor(da, FUSEC_F32, 2, big, 1), tensor(db, FUSEC_F32, 1, big, 0)};
+    fusec_tensor out = tensor(ds, FUSEC_F32, 0, 0, 0);
+    REFUSED(fusec_launch(f, in, 2, &out, 1, NULL), FUSEC_ERR_SHAPE,
+            "would compute a value too large for memory");
+    void *ps[] = {da, db, ds};
+    for (int i = 0; i < 3; i++)
+        CHECK(fusec_memory_free(m, ps[i]) == FUSEC_OK);
 }
 
 /* A row reduction at shapes past any memory, and results overlapping each other. */
@@ -392,6 +411,7 @@ int main(void) {
         CHECK_MSG(st == FUSEC_OK, "%s: %s", api_target_names[i], fusec_module_message(m));
         test_descriptors(m);
         test_bad_rows(m);
+        test_big_value(m);
         test_plans(m);
         fusec_module_free(m);
         test_one_function(i);
