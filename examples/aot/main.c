@@ -42,7 +42,8 @@ static struct {
     int (*free)(unsigned long long);
 } cu;
 
-/* The driver, device 0's primary context made current (the one the library runs in). */
+/* The driver, device 0's primary context made current: the memory below is device 0's, where
+ * the library then runs (a call runs on the device of its memory: docs/devices.md). */
 static int device_setup(void) {
     const char *path = getenv("FUSEC_CUDA_DRIVER");
     void *h = dlopen(path && *path ? path : "libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
