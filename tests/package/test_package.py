@@ -143,8 +143,15 @@ def test_compile_errors():
                  fusec.Error, "cannot open '/nonexistent/x.fuse'")
     check_raises("an unknown target", lambda: fusec.compile_string("", target="tpu"),
                  ValueError, "target must be one of")
+    for bad in (-1, "0", 1.0):
+        check_raises("device=%r" % (bad,), lambda: fusec.compile_string("", device=bad),
+                     ValueError, "device must be a CUDA device ordinal")
     m = fusec.compile(os.path.join(SRC, "examples", "gelu.fuse"), target=TARGET)
     check(m.functions == ("gelu",), "compile() a file")
+    if TARGET != "cuda":  # the host targets take a device and run where they always do
+        m0 = fusec.compile(os.path.join(SRC, "examples", "gelu.fuse"), target=TARGET, device=0)
+        x = np.linspace(-2, 2, 7, dtype=np.float32)
+        check(np.array_equal(m0.gelu(x), m.gelu(x)), "compile(device=0) on %s" % TARGET)
 
 
 # ---- results against numpy ----------------------------------------------------------------------
@@ -886,9 +893,9 @@ def main():
         test_cuda(m)
         test_cache_warning()
         finish()
-    for test in (test_module, test_dtypes, test_numbers, test_out, test_plans, test_errors,
-                 test_dlpack, test_strides, test_leak, test_threads, test_torch,
-                 test_cache_warning, test_torch_attribute, test_readme):
+    for test in (test_module, test_compile_errors, test_dtypes, test_numbers, test_out,
+                 test_plans, test_errors, test_dlpack, test_strides, test_leak, test_threads,
+                 test_torch, test_cache_warning, test_torch_attribute, test_readme):
         print(test.__name__)
         if test.__code__.co_argcount:
             test(m)
