@@ -59,7 +59,6 @@ typedef struct lg_fn {
     LLVMValueRef flat;      /* position within the row (the row cache's index) */
     LLVMValueRef lane;      /* blocked walks: the accumulator lane of the point (flat % LG_LANES) */
     LLVMValueRef lanes_end; /* blocked walks: the flat end of the walk, where its last block ends */
-    int one_block;          /* blocked walks of one block from flat 0 (a group's rows) */
     /* values */
     LLVMValueRef *val;
     int *lvl;
@@ -434,6 +433,7 @@ struct lg_walk {
     int staged;           /* the points store per-element results: in blocks, streamed when asked */
     const ir_ref *stores; /* staged walks: the nodes the points store */
     int32_t nstores;
+    int one_block; /* blocked walks of one block from flat 0 (a group's rows): walk_lanes_block */
 };
 
 /* ---- streaming stores ------------------------------------------------------------------------ */
@@ -675,7 +675,8 @@ static void lane_loop(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef jl,
 /* walk_lanes for a walk of one block from flat 0 (a group's row, at most LG_BLOCK elements):
  * the whole rounds in one loop, then the partial one after it, so that the loop of whole rounds
  * touches the lanes at fixed places only and LLVM keeps them in registers across it (each round
- * read them back from memory right after storing them); the block's end is the caller's. */
+ * read them back from memory right after storing them); the block's end is the caller's. A
+ * group prefetches nothing (group_sweep), so neither round does here. */
 static void walk_lanes_block(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0,
                              LLVMValueRef j1, LLVMValueRef flat0) {
     lg_mod *m = g->m;
@@ -684,15 +685,12 @@ static void walk_lanes_block(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValue
     LLVMValueRef n = LLVMBuildSub(b, j1, j0, "");
     LLVMValueRef wend =
         LLVMBuildNSWAdd(b, j0, LLVMBuildAnd(b, n, ci64(m, ~(int64_t)(LG_LANES - 1)), ""), "");
-    LLVMValueRef *pf = g->pf_base;
     LLVMValueRef j = loop_begin(g, &R, j0, wend, "round");
     lane_loop(g, w, base, j, NULL, NULL, flat0, 1);
     loop_end(g, &R, ci64(m, LG_LANES), 0);
-    g->pf_base = NULL; /* the partial round prefetches nothing (see walk_lanes) */
     LLVMBasicBlockRef after = if_begin(g, LLVMBuildICmp(b, LLVMIntSLT, wend, j1, ""));
     lane_loop(g, w, base, wend, ci64(m, 0), LLVMBuildSub(b, j1, wend, ""), flat0, 0);
     if_end(g, after);
-    g->pf_base = pf;
 }
 
 /* A run of a blocked walk in the reductions' order (docs/plan.md, "The order of a
@@ -707,7 +705,7 @@ static void walk_lanes(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
     lg_loop R;
-    if (g->one_block) {
+    if (w->one_block) {
         walk_lanes_block(g, w, base, j0, j1, flat0);
         return;
     }
@@ -1131,8 +1129,8 @@ static int sweep_accs(lg_fn *g, lg_sweep *sw) {
 /* Sweep s over flat [lo, hi) of axes[0 .. n) from base0, with scalar accumulators. */
 static void scalar_sweep(lg_fn *g, lg_sweep *sw, const int *axes, int n, LLVMValueRef *base0,
                          LLVMValueRef lo, LLVMValueRef hi) {
-    lg_walk w = {scalar_point, scalar_block_begin, scalar_block_end, 0, 0, sw, 0,
-                 sw->roots,    sw->nroots};
+    lg_walk w = {
+        scalar_point, scalar_block_begin, scalar_block_end, 0, 0, sw, 0, sw->roots, sw->nroots, 0};
     w.blocked = sweep_accs(g, sw);
     /* several vectors of accumulators in flight: the additions' latency is hidden (blocked
      * sweeps: a round of lanes, walk_lanes) */
@@ -1353,7 +1351,7 @@ static void gen_pointwise(lg_fn *g) {
     int32_t n = 0;
     for (int32_t i = g->p->pk->from; i < g->p->pk->to; i++)
         if (g->f->nodes[g->k->body[i]].flags & IR_NODE_STORED) roots[n++] = g->k->body[i];
-    lg_walk w = {pointwise_point, NULL, NULL, 0, LG_INTERLEAVE, roots, 1, roots, n};
+    lg_walk w = {pointwise_point, NULL, NULL, 0, LG_INTERLEAVE, roots, 1, roots, n, 0};
     int axes[IR_MAX_RANK];
     walk_range(g, &w, axes, all_axes(g->p, axes), g->base, g->begin, g->end);
 }
@@ -1528,9 +1526,9 @@ static void group_sweep(lg_fn *g, lg_rows *rs, int s, const int *red, int nr, LL
         rs->prefetch = 0;
         return;
     }
-    /* a grouped row is one block: its lanes are begun by sweep_accs and finished together
-     * after the walk (group_trees) */
-    lg_walk w = {group_point, group_nothing, group_nothing, 0, 0, rs, 0, NULL, 0};
+    /* a grouped row is one block (one_block: walk_lanes_block): its lanes are begun by
+     * sweep_accs and finished together after the walk (group_trees) */
+    lg_walk w = {group_point, group_nothing, group_nothing, 0, 0, rs, 0, NULL, 0, 1};
     for (int k = 0; k < rs->n; k++) {
         rows_enter(g, rs, k);
         w.blocked = sweep_accs(g, &rs->sw[k]);
@@ -1539,9 +1537,7 @@ static void group_sweep(lg_fn *g, lg_rows *rs, int s, const int *red, int nr, LL
     w.vectorize = LG_INTERLEAVE / rs->n > 1 ? LG_INTERLEAVE / rs->n : 1;
     g->sweep = s;
     g->lanes_end = rowlen;
-    g->one_block = 1;
     walk_range(g, &w, red, nr, rs->base[0], ci64(g->m, 0), rowlen);
-    g->one_block = 0;
     g->lanes_end = NULL;
     rs->prefetch = 0;
     if (w.blocked) group_trees(g, rs);

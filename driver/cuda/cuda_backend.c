@@ -548,15 +548,24 @@ static fusec_status no_launch(char *err, size_t errlen) {
     return FUSEC_ERR_INTERNAL;
 }
 
-/* The device a call of function func runs on (runtime/cuda/cuda_device.h's rule). */
-static fusec_status launch_device(const rt_cuda_program *p, int func, const ir_tensor *args,
-                                  void *stream, int *dev, char *err, size_t errlen) {
+/* The device a call of function func runs on (runtime/cuda/cuda_device.h's rule), bound to
+ * `pinned` by `pinned_by` (-1: unbound), messages naming func's parameters. */
+static fusec_status call_device(const rt_cuda_program *p, int func, const ir_tensor *args,
+                                void *stream, int pinned, const char *pinned_by, int *dev,
+                                char *err, size_t errlen) {
     const ir_func *f = p->funcs[func];
     const char *names[IR_MAX_ARGS];
     for (int i = 0; i < f->nparams && i < IR_MAX_ARGS; i++)
         names[i] = f->params[i].name;
-    return rt_cuda_call_device(args, f->nparams, f->nparams + f->noutputs, names, stream, p->device,
-                               "the module (fusec_options.device)", dev, err, errlen);
+    return rt_cuda_call_device(args, f->nparams, f->nparams + f->noutputs, names, stream, pinned,
+                               pinned_by, dev, err, errlen);
+}
+
+/* The device a call of the module's function runs on. */
+static fusec_status launch_device(const rt_cuda_program *p, int func, const ir_tensor *args,
+                                  void *stream, int *dev, char *err, size_t errlen) {
+    return call_device(p, func, args, stream, p->device, "the module (fusec_options.device)", dev,
+                       err, errlen);
 }
 
 static fusec_status rt_cuda_launch(void *program, int func, const ir_tensor *args,
@@ -615,10 +624,12 @@ static fusec_status rt_cuda_plan_create_(void *program, int func, const ir_tenso
     return FUSEC_OK;
 }
 
+/* A replay on a stream of the plan's device only. */
 static fusec_status rt_cuda_plan_launch_(void *plan, void *stream, char *err, size_t errlen) {
     cuda_plan *cp = plan;
-    fusec_status st =
-        rt_cuda_check_stream(stream, rt_cuda_plan_device(cp->plan), "the plan", err, errlen);
+    int dev = 0;
+    fusec_status st = rt_cuda_call_device(NULL, 0, 0, NULL, stream, rt_cuda_plan_device(cp->plan),
+                                          "the plan", &dev, err, errlen);
     return st == FUSEC_OK ? rt_cuda_plan_launch(cp->plan, stream, err, errlen) : st;
 }
 
@@ -626,14 +637,9 @@ static fusec_status rt_cuda_plan_launch_(void *plan, void *stream, char *err, si
 static fusec_status rt_cuda_plan_rebind_(void *plan, const ir_tensor *args, char *err,
                                          size_t errlen) {
     cuda_plan *cp = plan;
-    const ir_func *f = cp->program->funcs[cp->func];
-    const char *names[IR_MAX_ARGS];
-    for (int i = 0; i < f->nparams && i < IR_MAX_ARGS; i++)
-        names[i] = f->params[i].name;
     int dev = 0;
-    fusec_status st =
-        rt_cuda_call_device(args, f->nparams, f->nparams + f->noutputs, names, NULL,
-                            rt_cuda_plan_device(cp->plan), "the plan", &dev, err, errlen);
+    fusec_status st = call_device(cp->program, cp->func, args, NULL, rt_cuda_plan_device(cp->plan),
+                                  "the plan", &dev, err, errlen);
     return st == FUSEC_OK ? rt_cuda_plan_rebind(cp->plan, args, err, errlen) : st;
 }
 

@@ -64,15 +64,3 @@ fusec_status rt_cuda_call_device(const ir_tensor *args, int nparams, int nargs,
     *dev = want >= 0 ? want : pinned >= 0 ? pinned : rt_cuda_current_device();
     return FUSEC_OK;
 }
-
-fusec_status rt_cuda_check_stream(void *stream, int dev, const char *what, char *err,
-                                  size_t errlen) {
-    rt_cuda_device d0;
-    if (!rt_cuda_probe(&d0, err, errlen)) return FUSEC_ERR_NO_DEVICE;
-    if (d0.count == 1 || !named_stream(stream)) return FUSEC_OK;
-    int s = rt_cuda_stream_device(stream, err, errlen);
-    if (s < 0) return FUSEC_ERR_INVALID_ARGUMENT;
-    if (s == dev) return FUSEC_OK;
-    snprintf(err, errlen, "the stream belongs to CUDA device %d, %s to device %d", s, what, dev);
-    return FUSEC_ERR_INVALID_ARGUMENT;
-}

@@ -23,10 +23,4 @@ fusec_status rt_cuda_call_device(const ir_tensor *args, int nparams, int nargs,
                                  const char *const *param_names, void *stream, int pinned,
                                  const char *pinned_by, int *dev, char *err, size_t errlen);
 
-/* Whether `stream` (NULL and the legacy and per-thread handles: any device's, as the current
- * one) may run work of device dev: FUSEC_OK, or FUSEC_ERR_INVALID_ARGUMENT naming `what` (a
- * plan) and both devices. */
-fusec_status rt_cuda_check_stream(void *stream, int dev, const char *what, char *err,
-                                  size_t errlen);
-
 #endif

@@ -163,8 +163,8 @@ static void test_refusals(fusec_module *m) {
     CHECK(p == NULL);
     /* a plan of device 0 runs on its streams only */
     CHECK(fusec_plan_create(f, &tx, 1, &ty0, 1, NULL, &p) == FUSEC_OK);
-    refused(m, fusec_plan_launch(p, s1), "a plan of device 0 on a stream of 1", "device 1",
-            "the plan to device 0");
+    refused(m, fusec_plan_launch(p, s1), "a plan of device 0 on a stream of 1",
+            "the plan runs on CUDA device 0", "the stream belongs to device 1");
     /* and is re-bound to its device's tensors only */
     refused(m, fusec_plan_rebind(p, &tx, 1, &ty1, 1), "a plan of device 0 re-bound to device 1",
             "parameter 'x' is memory of CUDA device 0", "result 0 of device 1");
