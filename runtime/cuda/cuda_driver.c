@@ -41,6 +41,32 @@ static const char *driver_path(void) {
     return path && *path ? path : "libcuda.so.1";
 }
 
+/* Describes device dev of `count` into *d through a's entry points (the probe's, device 0;
+ * later, under state_mu, any). 0, or -1 with the reason. */
+static int describe(const rt_cu_api *a, int dev, int count, int driver_version, rt_cuda_device *d,
+                    char *err, size_t errlen) {
+    rt_cu_device h = 0;
+    memset(d, 0, sizeof *d);
+    d->count = count;
+    d->ordinal = dev;
+    d->driver_version = driver_version;
+    if (a->DeviceGet(&h, dev) != RT_CU_SUCCESS ||
+        a->DeviceGetAttribute(&d->major, RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, h) !=
+            RT_CU_SUCCESS ||
+        a->DeviceGetAttribute(&d->minor, RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, h) !=
+            RT_CU_SUCCESS ||
+        a->DeviceGetAttribute(&d->sm_count, RT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, h) !=
+            RT_CU_SUCCESS ||
+        a->DeviceGetAttribute(&d->max_threads, RT_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, h) !=
+            RT_CU_SUCCESS ||
+        a->DeviceGetName(d->name, (int)sizeof d->name, h) != RT_CU_SUCCESS) {
+        snprintf(err, errlen, "the CUDA driver cannot describe device %d", dev);
+        return -1;
+    }
+    d->handle = h;
+    return 0;
+}
+
 static void probe(void) {
     const char *path = driver_path();
     const char *env = getenv("FUSEC_CUDA_DRIVER");
@@ -92,25 +118,14 @@ static void probe(void) {
         return;
     }
     t0 = rt_now_ms();
-    int n = 0;
+    int n = 0, version = 0;
     rt_cu_device d0 = 0;
     if (a.DeviceGetCount(&n) != RT_CU_SUCCESS || n < 1 || a.DeviceGet(&d0, 0) != RT_CU_SUCCESS) {
         snprintf(reason, sizeof reason, "the CUDA driver reports no device");
         return;
     }
-    device.count = n;
-    device.ordinal = 0;
-    device.handle = d0;
-    if (a.DeviceGetAttribute(&device.major, RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d0) !=
-            RT_CU_SUCCESS ||
-        a.DeviceGetAttribute(&device.minor, RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d0) !=
-            RT_CU_SUCCESS ||
-        a.DeviceGetAttribute(&device.sm_count, RT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d0) !=
-            RT_CU_SUCCESS ||
-        a.DeviceGetAttribute(&device.max_threads, RT_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-                             d0) != RT_CU_SUCCESS ||
-        a.DeviceGetName(device.name, (int)sizeof device.name, d0) != RT_CU_SUCCESS ||
-        a.DriverGetVersion(&device.driver_version) != RT_CU_SUCCESS) {
+    if (a.DriverGetVersion(&version) != RT_CU_SUCCESS ||
+        describe(&a, 0, n, version, &device, reason, sizeof reason) != 0) {
         snprintf(reason, sizeof reason, "the CUDA driver cannot describe device 0");
         return;
     }
@@ -195,31 +210,6 @@ static int dev_valid(int dev, char *err, size_t errlen) {
     return 0;
 }
 
-/* Describes device dev into *d (under state_mu). 0, or -1 with the reason. */
-static int describe(int dev, rt_cuda_device *d, char *err, size_t errlen) {
-    const rt_cu_api *a = &api;
-    rt_cu_device h = 0;
-    memset(d, 0, sizeof *d);
-    d->count = device.count;
-    d->ordinal = dev;
-    if (a->DeviceGet(&h, dev) != RT_CU_SUCCESS ||
-        a->DeviceGetAttribute(&d->major, RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, h) !=
-            RT_CU_SUCCESS ||
-        a->DeviceGetAttribute(&d->minor, RT_CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, h) !=
-            RT_CU_SUCCESS ||
-        a->DeviceGetAttribute(&d->sm_count, RT_CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, h) !=
-            RT_CU_SUCCESS ||
-        a->DeviceGetAttribute(&d->max_threads, RT_CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, h) !=
-            RT_CU_SUCCESS ||
-        a->DeviceGetName(d->name, (int)sizeof d->name, h) != RT_CU_SUCCESS) {
-        snprintf(err, errlen, "the CUDA driver cannot describe device %d", dev);
-        return -1;
-    }
-    d->handle = h;
-    d->driver_version = device.driver_version;
-    return 0;
-}
-
 int rt_cuda_device_info(int dev, rt_cuda_device *d, char *err, size_t errlen) {
     if (!rt_cuda_api()) {
         rt_cuda_probe(NULL, err, errlen);
@@ -229,7 +219,10 @@ int rt_cuda_device_info(int dev, rt_cuda_device *d, char *err, size_t errlen) {
     pthread_mutex_lock(&state_mu);
     dev_state *ds = &devs[dev];
     if (!ds->described)
-        ds->described = describe(dev, &ds->desc, err, errlen) == 0 ? 1 : -1;
+        ds->described =
+            describe(&api, dev, device.count, device.driver_version, &ds->desc, err, errlen) == 0
+                ? 1
+                : -1;
     else if (ds->described < 0)
         snprintf(err, errlen, "the CUDA driver cannot describe device %d", dev);
     int ok = ds->described > 0;
