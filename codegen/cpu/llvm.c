@@ -1504,8 +1504,79 @@ static void group_trees(lg_fn *g, lg_rows *rs) {
     }
 }
 
+/* A group's last sweep, which only writes, over rows of at most GROUP_WRITE_MAX elements whose
+ * results do not stream, in a kernel that caches no values of its rows: the rows together a
+ * round of lanes at a time, stores straight to memory, in one walk for the group. Each row's
+ * own walk (walk_staged: its set-up, a block loop, one vector at a time, the elements after the
+ * last whole vector one by one) is more instructions than the rest of such a row's work:
+ * layernorm over rows of 32 and 64 took 15-19% less time so (AVX2 8-22%). Longer rows go a row
+ * at a time: over rows of 96 and 100 from memory layernorm took 15-30% longer together (in
+ * cache, one thread, 12% less: the stores issued faster held up the loads). So do rows whose
+ * last sweep reads cached values: softmax (its exp cached) took 2-6% longer together, its last
+ * sweep a small part of a row behind the exp's. bench/RESULTS.md, "The last sweep of a group". */
+#define GROUP_WRITE_MAX (2 * LG_LANES)
+static void group_write(lg_fn *g, lg_rows *rs, int s, LLVMValueRef rowlen) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    lg_walk w[LLVM_ROW_GROUP];
+    for (int k = 0; k < rs->n; k++) {
+        rows_enter(g, rs, k);
+        sweep_init(g, &rs->sw[k], s);
+        w[k] =
+            (lg_walk){scalar_point, group_nothing, group_nothing, 1, 0, &rs->sw[k], 0, NULL, 0, 1};
+    }
+    g->sweep = s;
+    g->lanes_end = rowlen;
+    /* a lane loop a row within each round (walk_lanes_block's rounds): one loop over every
+     * row's stores and loads would be vectorized behind run-time checks that the rows of a
+     * result do not overlap, and run as scalars when they fail */
+    LLVMValueRef wend = LLVMBuildAnd(b, rowlen, ci64(m, ~(int64_t)(LG_LANES - 1)), "");
+    lg_loop R;
+    LLVMValueRef j = loop_begin(g, &R, ci64(m, 0), wend, "round");
+    for (int k = 0; k < rs->n; k++) {
+        rows_enter(g, rs, k);
+        lane_loop(g, &w[k], rs->base[k], j, NULL, NULL, ci64(m, 0), 1);
+    }
+    loop_end(g, &R, ci64(m, LG_LANES), 0);
+    LLVMBasicBlockRef after = if_begin(g, LLVMBuildICmp(b, LLVMIntSLT, wend, rowlen, ""));
+    for (int k = 0; k < rs->n; k++) {
+        rows_enter(g, rs, k);
+        lane_loop(g, &w[k], rs->base[k], wend, ci64(m, 0), LLVMBuildSub(b, rowlen, wend, ""),
+                  ci64(m, 0), 0);
+    }
+    if_end(g, after);
+    g->lanes_end = NULL;
+}
+
+/* The current sweep a row of the group after the other. */
+static void group_apart(lg_fn *g, lg_rows *rs, const int *red, int nr, LLVMValueRef rowlen) {
+    for (int k = 0; k < rs->n; k++) {
+        rows_enter(g, rs, k);
+        scalar_sweep(g, &rs->sw[k], red, nr, rs->base[k], ci64(g->m, 0), rowlen);
+    }
+}
+
+/* A group's last sweep, which only writes, in a kernel that caches nothing: rows of at most
+ * GROUP_WRITE_MAX elements that do not stream together (group_write), others a row at a time
+ * (through their staging blocks when they stream). */
+static void group_last(lg_fn *g, lg_rows *rs, int s, const int *red, int nr, LLVMValueRef rowlen) {
+    LLVMBuilderRef b = g->m->b;
+    LLVMBasicBlockRef together = new_block(g, "together"), apart = new_block(g, "apart"),
+                      after = new_block(g, "written");
+    LLVMValueRef short_row = LLVMBuildICmp(b, LLVMIntSLE, rowlen, ci64(g->m, GROUP_WRITE_MAX), "");
+    LLVMBuildCondBr(b, LLVMBuildAnd(b, short_row, LLVMBuildNot(b, g->stream, ""), ""), together,
+                    apart);
+    LLVMPositionBuilderAtEnd(b, apart);
+    group_apart(g, rs, red, nr, rowlen);
+    LLVMBuildBr(b, after);
+    LLVMPositionBuilderAtEnd(b, together);
+    group_write(g, rs, s, rowlen);
+    LLVMBuildBr(b, after);
+    LLVMPositionBuilderAtEnd(b, after);
+}
+
 /* Sweep s of every row of the group over [0, rowlen) of its one reduced axis: a reducing
- * sweep together, a sweep that only writes row by row. */
+ * sweep together, the last (group_last) together or row by row. */
 static void group_sweep(lg_fn *g, lg_rows *rs, int s, const int *red, int nr, LLVMValueRef rowlen) {
     for (int k = 0; k < rs->n; k++) {
         rows_enter(g, rs, k);
@@ -1518,11 +1589,12 @@ static void group_sweep(lg_fn *g, lg_rows *rs, int s, const int *red, int nr, LL
      * into vectors and moves out one by one: without them softmax over rows of 64 took 14%
      * less time and layernorm 35% less, bench/RESULTS.md, "Rows in groups of four") */
     rs->prefetch = s == 1 && nr == 1 && rs->n == 1 && sweep_blocked(g, &rs->sw[0]);
+    if (rs->n > 1 && rs->sw[0].nred == 0 && !g->use_cache) {
+        group_last(g, rs, s, red, nr, rowlen);
+        return;
+    }
     if (rs->n == 1 || rs->sw[0].nred == 0) {
-        for (int k = 0; k < rs->n; k++) {
-            rows_enter(g, rs, k);
-            scalar_sweep(g, &rs->sw[k], red, nr, rs->base[k], ci64(g->m, 0), rowlen);
-        }
+        group_apart(g, rs, red, nr, rowlen);
         rs->prefetch = 0;
         return;
     }
