@@ -11,6 +11,7 @@ over the rounds and fusec's speed-up over each peer. `--cpu LEVEL` passes --cpu 
 (default: every core).
 
     python3 bench/cpu_peers.py --fusec build/fusec [--rounds 3] [--only softmax] [--json F]
+        [--workload layernorm:f32:419430x10]...   (f32: the programs of bench/programs/)
 """
 import argparse
 import json
@@ -42,7 +43,7 @@ def fusec_time(a, kind, dtype, shape):
         args.append(f"--cpu={a.cpu}")
     env = dict(os.environ)
     if a.threads:
-        env["FUSEC_CPU_THREADS"] = str(a.threads)
+        env["FUSEC_NUM_THREADS"] = str(a.threads)
     p = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)
     if p.returncode != 0:
         sys.exit(f"fusec bench {kind} {shape}: {p.stderr.strip()}")
@@ -66,6 +67,21 @@ def torch_times(a, wls):
     return out
 
 
+def parse_workload(text):
+    """KIND:DTYPE:DIMS (DIMS as 419430x10) as a WORKLOADS entry."""
+    try:
+        kind, dtype, dims = text.split(":")
+        shape = [int(d) for d in dims.split("x")]
+    except ValueError:
+        sys.exit(f"--workload {text!r}: want KIND:DTYPE:DIMS, e.g. layernorm:f32:419430x10")
+    if dtype != "f32":
+        sys.exit(f"--workload {text!r}: bench/programs/ are f32 programs")
+    if kind not in PROG or len(shape) != len(PROG[kind][2]) or min(shape) < 1:
+        sys.exit(f"--workload {text!r}: the kinds are {', '.join(PROG)}, with "
+                 + ", ".join(f"{k}: {len(v[2])} dims" for k, v in PROG.items()))
+    return (kind, dtype, shape)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fusec", default="build/fusec")
@@ -74,9 +90,13 @@ def main():
     ap.add_argument("--cpu", help="fusec's --cpu level (default: this host's)")
     ap.add_argument("--threads", type=int, help="threads on both sides (default: all cores)")
     ap.add_argument("--only", help="workloads of this kind only")
+    ap.add_argument("--workload", action="append", metavar="KIND:DTYPE:DIMS",
+                    help="this workload instead of the list, e.g. layernorm:f32:419430x10 "
+                    "(repeatable)")
     ap.add_argument("--json", help="write every round's times here")
     a = ap.parse_args()
-    wls = [w for w in WORKLOADS if not a.only or w[0] == a.only]
+    wls = [parse_workload(w) for w in a.workload] if a.workload else WORKLOADS
+    wls = [w for w in wls if not a.only or w[0] == a.only]
     times = {}  # (kind, dtype, shape, system): [ms per round]
     for rnd in range(a.rounds):
         for kind, dtype, shape in wls:

@@ -59,6 +59,8 @@ typedef struct lg_fn {
     LLVMValueRef flat;      /* position within the row (the row cache's index) */
     LLVMValueRef lane;      /* blocked walks: the accumulator lane of the point (flat % LG_LANES) */
     LLVMValueRef lanes_end; /* blocked walks: the flat end of the walk, where its last block ends */
+    LLVMValueRef
+        guard; /* a partial round read whole (lane_loop): whether the point is in the row */
     /* values */
     LLVMValueRef *val;
     int *lvl;
@@ -226,6 +228,11 @@ static LLVMValueRef access_ptr(lg_fn *g, int32_t i) {
         return LLVMBuildInBoundsGEP2(g->m->b, lg_storage_type(g->m, bf->dtype), g->stage_ptr[i],
                                      &g->stage_k, 1, "");
     LLVMValueRef off = offset(g, i);
+    /* a partial round read whole reads past the row (within its page): a plain GEP, which may
+     * point outside the buffer */
+    if (g->guard)
+        return LLVMBuildGEP2(g->m->b, lg_storage_type(g->m, bf->dtype),
+                             g->bufp[g->p->pk->acc[i].buf], &off, 1, "");
     return LLVMBuildInBoundsGEP2(g->m->b, lg_storage_type(g->m, bf->dtype),
                                  g->bufp[g->p->pk->acc[i].buf], &off, 1, "");
 }
@@ -434,6 +441,7 @@ struct lg_walk {
     const ir_ref *stores; /* staged walks: the nodes the points store */
     int32_t nstores;
     int one_block; /* blocked walks of one block from flat 0 (a group's rows): walk_lanes_block */
+    LLVMValueRef overread; /* one_block walks: when the partial round may be read whole */
 };
 
 /* ---- streaming stores ------------------------------------------------------------------------ */
@@ -634,15 +642,20 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
 }
 
 /* One lane loop of a round: lanes [l0, l0 + cnt) of the round whose lane 0 is at j = jl; whole
- * (cnt = LG_LANES, l0 = 0): vectors of the target's width, several in flight; else one vector at
- * a time, the last masked. */
+ * (cnt = LG_LANES, l0 = 0): vectors of the target's width, several in flight; a part: one vector
+ * at a time, the last masked; a part read whole (l0 = 0): every lane as in a whole round, the
+ * points past the row's end read (within its page: walk_lanes_block) and accumulating the
+ * identity instead (sweep_point). */
+enum { LG_ROUND_PART, LG_ROUND_WHOLE, LG_ROUND_READ };
 static void lane_loop(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef jl, LLVMValueRef l0,
-                      LLVMValueRef cnt, LLVMValueRef flat0, int whole) {
+                      LLVMValueRef cnt, LLVMValueRef flat0, int kind) {
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
     lg_loop L;
+    int whole = kind != LG_ROUND_PART;
     LLVMValueRef l = whole ? loop_begin(g, &L, ci64(m, 0), ci64(m, LG_LANES), "lane")
                            : loop_begin(g, &L, l0, LLVMBuildNSWAdd(b, l0, cnt, ""), "lane");
+    if (kind == LG_ROUND_READ) g->guard = LLVMBuildICmp(b, LLVMIntSLT, l, cnt, "");
     g->base = base;
     g->j = LLVMBuildNSWAdd(b, jl, l, "");
     g->flat = LLVMBuildNSWAdd(b, flat0, g->j, "");
@@ -650,6 +663,7 @@ static void lane_loop(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef jl,
     int calls = m->math_calls;
     w->point(g, w);
     g->lane = NULL;
+    g->guard = NULL;
     LLVMMetadataRef extra = NULL; /* predication, or the unrolling after vectorizing */
     if (!whole) {
         LLVMMetadataRef pred[2] = {
@@ -686,10 +700,26 @@ static void walk_lanes_block(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValue
     LLVMValueRef wend =
         LLVMBuildNSWAdd(b, j0, LLVMBuildAnd(b, n, ci64(m, ~(int64_t)(LG_LANES - 1)), ""), "");
     LLVMValueRef j = loop_begin(g, &R, j0, wend, "round");
-    lane_loop(g, w, base, j, NULL, NULL, flat0, 1);
+    lane_loop(g, w, base, j, NULL, NULL, flat0, LG_ROUND_WHOLE);
     loop_end(g, &R, ci64(m, LG_LANES), 0);
     LLVMBasicBlockRef after = if_begin(g, LLVMBuildICmp(b, LLVMIntSLT, wend, j1, ""));
-    lane_loop(g, w, base, wend, ci64(m, 0), LLVMBuildSub(b, j1, wend, ""), flat0, 0);
+    LLVMValueRef cnt = LLVMBuildSub(b, j1, wend, "");
+    if (!w->overread) {
+        lane_loop(g, w, base, wend, ci64(m, 0), cnt, flat0, LG_ROUND_PART);
+        if_end(g, after);
+        return;
+    }
+    /* the partial round read whole where that stays within the pages of the rows' ends: a
+     * masked round's lanes, stored with masks and read back whole by the lane tree right
+     * after, stall the core until the stores reach the cache (layernorm over rows of 31 took
+     * 5x the time of rows of 32: bench/RESULTS.md, "Partial rounds read whole") */
+    LLVMBasicBlockRef read = new_block(g, "read_whole"), masked = new_block(g, "masked");
+    LLVMBuildCondBr(b, w->overread, read, masked);
+    LLVMPositionBuilderAtEnd(b, read);
+    lane_loop(g, w, base, wend, NULL, cnt, flat0, LG_ROUND_READ);
+    LLVMBuildBr(b, after);
+    LLVMPositionBuilderAtEnd(b, masked);
+    lane_loop(g, w, base, wend, ci64(m, 0), cnt, flat0, LG_ROUND_PART);
     if_end(g, after);
 }
 
@@ -733,7 +763,7 @@ static void walk_lanes(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0
         /* a partial round prefetches nothing: less than a line of the next row a vector, the
          * row's last few lanes (the whole rounds fetched the rest) */
         g->pf_base = k == 0 ? pf : NULL;
-        lane_loop(g, w, base, jl, l0, cnt, flat0, k == 0);
+        lane_loop(g, w, base, jl, l0, cnt, flat0, k == 0 ? LG_ROUND_WHOLE : LG_ROUND_PART);
         LLVMBuildBr(b, joined);
     }
     g->pf_base = pf;
@@ -896,14 +926,21 @@ static void sweep_point(lg_fn *g, lg_sweep *sw, LLVMValueRef *acc_ptrs) {
         LLVMValueRef v = value_of(g, n->args[0]);
         if (rd->nparts == 1) {
             LLVMValueRef acc = load(g, rd->t, acc_ptrs[i * LG_RED_PARTS]);
-            store(g, lg_red_combine(m, g->f, n, acc, lg_red_pre(m, g->f, n, v)),
-                  acc_ptrs[i * LG_RED_PARTS]);
+            LLVMValueRef x = lg_red_pre(m, g->f, n, v);
+            /* past the row's end (a partial round read whole) the identity: a lane never
+             * holds -0 (it starts at +0, and only -0 + -0 gives -0), so x + 0 and x * 1 are
+             * x, bit for bit */
+            if (g->guard) x = LLVMBuildSelect(m->b, g->guard, x, lg_red_identity(m, g->f, n), "");
+            store(g, lg_red_combine(m, g->f, n, acc, x), acc_ptrs[i * LG_RED_PARTS]);
             continue;
         }
         LLVMValueRef x = lg_red_part_pre(m, g->f, n, v);
         for (int k = 0; k < rd->nparts; k++) {
             LLVMValueRef acc = load(g, rd->t, acc_ptrs[i * LG_RED_PARTS + k]);
-            store(g, lg_red_part_combine(m, g->f, n, k, acc, x), acc_ptrs[i * LG_RED_PARTS + k]);
+            LLVMValueRef xk = x;
+            if (g->guard)
+                xk = LLVMBuildSelect(m->b, g->guard, x, lg_red_part_identity(m, g->f, n, k), "");
+            store(g, lg_red_part_combine(m, g->f, n, k, acc, xk), acc_ptrs[i * LG_RED_PARTS + k]);
         }
     }
     for (int32_t i = 0; i < sw->nroots; i++) {
@@ -1130,7 +1167,8 @@ static int sweep_accs(lg_fn *g, lg_sweep *sw) {
 static void scalar_sweep(lg_fn *g, lg_sweep *sw, const int *axes, int n, LLVMValueRef *base0,
                          LLVMValueRef lo, LLVMValueRef hi) {
     lg_walk w = {
-        scalar_point, scalar_block_begin, scalar_block_end, 0, 0, sw, 0, sw->roots, sw->nroots, 0};
+        scalar_point, scalar_block_begin, scalar_block_end, 0, 0, sw, 0, sw->roots, sw->nroots, 0,
+        NULL};
     w.blocked = sweep_accs(g, sw);
     /* several vectors of accumulators in flight: the additions' latency is hidden (blocked
      * sweeps: a round of lanes, walk_lanes) */
@@ -1351,7 +1389,7 @@ static void gen_pointwise(lg_fn *g) {
     int32_t n = 0;
     for (int32_t i = g->p->pk->from; i < g->p->pk->to; i++)
         if (g->f->nodes[g->k->body[i]].flags & IR_NODE_STORED) roots[n++] = g->k->body[i];
-    lg_walk w = {pointwise_point, NULL, NULL, 0, LG_INTERLEAVE, roots, 1, roots, n, 0};
+    lg_walk w = {pointwise_point, NULL, NULL, 0, LG_INTERLEAVE, roots, 1, roots, n, 0, NULL};
     int axes[IR_MAX_RANK];
     walk_range(g, &w, axes, all_axes(g->p, axes), g->base, g->begin, g->end);
 }
@@ -1522,8 +1560,8 @@ static void group_write(lg_fn *g, lg_rows *rs, int s, LLVMValueRef rowlen) {
     for (int k = 0; k < rs->n; k++) {
         rows_enter(g, rs, k);
         sweep_init(g, &rs->sw[k], s);
-        w[k] =
-            (lg_walk){scalar_point, group_nothing, group_nothing, 1, 0, &rs->sw[k], 0, NULL, 0, 1};
+        w[k] = (lg_walk){
+            scalar_point, group_nothing, group_nothing, 1, 0, &rs->sw[k], 0, NULL, 0, 1, NULL};
     }
     g->sweep = s;
     g->lanes_end = rowlen;
@@ -1535,14 +1573,14 @@ static void group_write(lg_fn *g, lg_rows *rs, int s, LLVMValueRef rowlen) {
     LLVMValueRef j = loop_begin(g, &R, ci64(m, 0), wend, "round");
     for (int k = 0; k < rs->n; k++) {
         rows_enter(g, rs, k);
-        lane_loop(g, &w[k], rs->base[k], j, NULL, NULL, ci64(m, 0), 1);
+        lane_loop(g, &w[k], rs->base[k], j, NULL, NULL, ci64(m, 0), LG_ROUND_WHOLE);
     }
     loop_end(g, &R, ci64(m, LG_LANES), 0);
     LLVMBasicBlockRef after = if_begin(g, LLVMBuildICmp(b, LLVMIntSLT, wend, rowlen, ""));
     for (int k = 0; k < rs->n; k++) {
         rows_enter(g, rs, k);
         lane_loop(g, &w[k], rs->base[k], wend, ci64(m, 0), LLVMBuildSub(b, rowlen, wend, ""),
-                  ci64(m, 0), 0);
+                  ci64(m, 0), LG_ROUND_PART);
     }
     if_end(g, after);
     g->lanes_end = NULL;
@@ -1575,6 +1613,60 @@ static void group_last(lg_fn *g, lg_rows *rs, int s, const int *red, int nr, LLV
     LLVMPositionBuilderAtEnd(b, after);
 }
 
+/* Whether sweep sw only reads and reduces into lanes: it stores no result and caches no value
+ * per element, and each of its reductions is laned. Its partial round may then be read whole,
+ * past the row's end, the points there adding the identity (sweep_point). */
+static int sweep_reads_only(const lg_fn *g, const lg_sweep *sw) {
+    const llvm_kplan *p = g->p;
+    for (int32_t i = 0; i < sw->nred; i++)
+        if (!sw->red[i].laned) return 0;
+    for (int32_t i = 0; i < sw->nroots; i++) {
+        ir_ref r = sw->roots[i];
+        if (in_body(g, r) && (g->f->nodes[r].flags & IR_NODE_STORED) && !p->pk->per_result[r] &&
+            p->pk->stage[r] == sw->s)
+            return 0;
+    }
+    if (g->use_cache)
+        for (int32_t c = 0; c < p->ncached; c++)
+            if (first_sweep(g, p->cached[c]) == sw->s) return 0;
+    return 1;
+}
+
+/* Whether the group's partial round is read whole: rows of at most one whole round, and for
+ * every row and every buffer read along the row, the last lane of the round (at rowlen rounded
+ * up to LG_LANES) lies in the page of the row's last element, so that the reads past the row
+ * fault nowhere (pages are 4 KB at least). */
+static LLVMValueRef rows_overread(lg_fn *g, const lg_rows *rs, LLVMValueRef rowlen) {
+    const llvm_kplan *p = g->p;
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    LLVMValueRef last = LLVMBuildSub(b, rowlen, ci64(m, 1), "");
+    LLVMValueRef end = LLVMBuildOr(b, last, ci64(m, LG_LANES - 1), ""); /* the round's last */
+    /* rows of at most one whole round: over rows of 100 and 200 reading the partial round
+     * whole took 2-5% longer than masking it (in cache, 9-19% from memory), over rows of 10 to
+     * 48 16-60% less time */
+    LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntSLT, rowlen, ci64(m, 2 * LG_LANES), "");
+    for (int k = 0; k < rs->n; k++)
+        for (int32_t i = 0; i < p->pk->nacc; i++) {
+            const plan_access *a = &p->pk->acc[i];
+            if (a->store || a->buf == PLAN_NO_BUF || !((a->present >> (p->pk->naxes - 1)) & 1))
+                continue;
+            LLVMTypeRef t = lg_storage_type(m, p->fm->plan->bufs[a->buf].dtype);
+            LLVMValueRef at[2];
+            LLVMValueRef js[2] = {last, end};
+            for (int e = 0; e < 2; e++) {
+                LLVMValueRef off = LLVMBuildAdd(b, rs->base[k][i], js[e], "");
+                at[e] = LLVMBuildLShr(
+                    b,
+                    LLVMBuildPtrToInt(b, LLVMBuildGEP2(b, t, g->bufp[a->buf], &off, 1, ""),
+                                      m->t_i64, ""),
+                    ci64(m, 12), "");
+            }
+            ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntEQ, at[0], at[1], ""), "");
+        }
+    return ok;
+}
+
 /* Sweep s of every row of the group over [0, rowlen) of its one reduced axis: a reducing
  * sweep together, the last (group_last) together or row by row. */
 static void group_sweep(lg_fn *g, lg_rows *rs, int s, const int *red, int nr, LLVMValueRef rowlen) {
@@ -1600,13 +1692,14 @@ static void group_sweep(lg_fn *g, lg_rows *rs, int s, const int *red, int nr, LL
     }
     /* a grouped row is one block (one_block: walk_lanes_block): its lanes are begun by
      * sweep_accs and finished together after the walk (group_trees) */
-    lg_walk w = {group_point, group_nothing, group_nothing, 0, 0, rs, 0, NULL, 0, 1};
+    lg_walk w = {group_point, group_nothing, group_nothing, 0, 0, rs, 0, NULL, 0, 1, NULL};
     for (int k = 0; k < rs->n; k++) {
         rows_enter(g, rs, k);
         w.blocked = sweep_accs(g, &rs->sw[k]);
     }
     /* as many vectors of accumulators in flight as one row's sweep has */
     w.vectorize = LG_INTERLEAVE / rs->n > 1 ? LG_INTERLEAVE / rs->n : 1;
+    if (w.blocked && sweep_reads_only(g, &rs->sw[0])) w.overread = rows_overread(g, rs, rowlen);
     g->sweep = s;
     g->lanes_end = rowlen;
     walk_range(g, &w, red, nr, rs->base[0], ci64(g->m, 0), rowlen);

@@ -27,6 +27,19 @@ static inline fusec_module *api_compile(const char *src, fusec_target t, int no_
     return m;
 }
 
+/* The module of `src` built for the CPU level `cpu` (NULL: this host's). */
+static inline fusec_module *api_compile_cpu(const char *src, const char *cpu) {
+    fusec_options o;
+    fusec_options_init(&o);
+    o.target = FUSEC_TARGET_CPU;
+    o.cpu = cpu;
+    fusec_module *m = NULL;
+    fusec_status st = fusec_module_compile_string("cpu.fuse", src, strlen(src), &o, &m);
+    if (st == FUSEC_OK) st = fusec_module_build(m);
+    CHECK_MSG(st == FUSEC_OK, "%s", fusec_module_message(m));
+    return m;
+}
+
 static inline fusec_function *api_fn(fusec_module *m, const char *name) {
     fusec_function *f = NULL;
     CHECK_MSG(fusec_module_function(m, name, &f) == FUSEC_OK, "%s", name);

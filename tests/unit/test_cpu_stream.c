@@ -120,14 +120,7 @@ int main(void) {
     /* the staged copy's vector width is the CPU's: the host's, and 16 and 32 bytes */
     const char *cpus[] = {NULL, "x86-64-v2", "x86-64-v3"};
     for (int k = 0; k < 3 && !failures; k++) {
-        fusec_options o;
-        fusec_options_init(&o);
-        o.target = FUSEC_TARGET_CPU;
-        o.cpu = cpus[k];
-        fusec_module *mc = NULL;
-        fusec_status st = fusec_module_compile_string("s.fuse", SRC, strlen(SRC), &o, &mc);
-        if (st == FUSEC_OK) st = fusec_module_build(mc);
-        CHECK_MSG(st == FUSEC_OK, "%s", fusec_module_message(mc));
+        fusec_module *mc = api_compile_cpu(SRC, cpus[k]);
         fusec_tensor x = {NULL, FUSEC_F32, 2, {0, 4}, NULL}, y = {NULL, FUSEC_F32, 2, {0, 4}, NULL};
         if (fusec_launch(api_fn(mc, "softmax"), &x, 1, &y, 1, NULL) == FUSEC_ERR_UNSUPPORTED) {
             printf("this host cannot run code for %s: skipped\n", cpus[k]);

@@ -1,0 +1,169 @@
+/* tests/unit/test_cpu_overread.c: row kernels whose rows end in a partial round of lanes read
+ * that round whole, past the row's end, when the reads stay in the page of the row's last
+ * element (codegen/cpu/llvm.c, rows_overread), and mask it otherwise. Each case runs twice:
+ * every input placed so that its last byte ends a page followed by an inaccessible one (a read
+ * past it faults: the code must mask), and every input in the middle of its memory (the code
+ * reads whole); the two results must be equal bit for bit, and equal to the reference's within
+ * the SPEC's bounds. Row lengths below one and two rounds, row counts that fill groups of rows
+ * and leave some over, f32 and bf16, two inputs read along the row, a weight read along it;
+ * code for the host and for x86-64-v3 and x86-64-v2. Skipped (77) without a CPU backend. */
+#define _DEFAULT_SOURCE
+#include "fusec.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "api_util.h"
+#include "check.h"
+#include "driver/backend.h"
+
+static const char *SRC =
+    "fn ln(x: f32[R, C], w: f32[C], b: f32[C]) -> f32[R, C] {\n"
+    "    let mu = mean(x, axis=1);\n"
+    "    let d = x - mu;\n"
+    "    return d * rsqrt(mean(d * d, axis=1) + 1e-5) * w + b;\n"
+    "}\n"
+    "fn dot(x: f32[R, C], y: f32[R, C]) -> f32[R, C] { return x / sum(x * y, axis=1); }\n"
+    "fn lnb(x: bf16[R, C], w: bf16[C], b: bf16[C]) -> bf16[R, C] {\n"
+    "    let mu = mean(x, axis=1);\n"
+    "    let d = x - mu;\n"
+    "    return d * rsqrt(mean(d * d, axis=1) + 1e-5) * w + b;\n"
+    "}\n";
+
+static uint32_t rng = 4242;
+static size_t page;
+
+/* A region whose last `bytes` end a page followed by an inaccessible page (at_end), or the
+ * first `bytes` of a region with a page to spare after them. */
+typedef struct region {
+    unsigned char *base;
+    size_t len;
+    void *data;
+} region;
+
+static region place(size_t bytes, int at_end) {
+    region r;
+    size_t used = (bytes + page - 1) / page * page;
+    r.len = used + page;
+    r.base = mmap(NULL, r.len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    CHECK(r.base != MAP_FAILED);
+    if (r.base == MAP_FAILED) {
+        r.base = NULL;
+        r.data = NULL;
+        return r;
+    }
+    if (at_end) CHECK(mprotect(r.base + used, page, PROT_NONE) == 0);
+    r.data = at_end ? r.base + used - bytes : r.base;
+    return r;
+}
+
+static void unplace(region *r) {
+    if (r->base) munmap(r->base, r->len);
+}
+
+/* fn over [rows, cols] (its inputs: x, then y along the row, or the [cols] weights w and b) on
+ * the CPU, inputs at the ends of pages and in the middle of their memory, and the reference. */
+static void run_case(fusec_module *mc, fusec_module *mr, const char *fn, int64_t rows,
+                     int64_t cols) {
+    fusec_dtype dt = strcmp(fn, "lnb") == 0 ? FUSEC_BF16 : FUSEC_F32;
+    size_t es = fusec_dtype_size(dt), n = (size_t)(rows * cols);
+    int two = strcmp(fn, "dot") == 0, nin = two ? 2 : 3;
+    size_t len[3] = {n * es, two ? n * es : (size_t)cols * es, (size_t)cols * es};
+    float *vals[3];
+    for (int i = 0; i < nin; i++) {
+        size_t cnt = len[i] / es;
+        vals[i] = malloc(cnt * sizeof(float));
+        for (size_t k = 0; k < cnt; k++)
+            /* x of either sign for ln; dot's and the weights' positive (no cancellation in
+             * the sum that divides) */
+            vals[i][k] = i == 0 && !two ? api_frand(&rng, 3.0f) : 0.75f + api_frand(&rng, 0.25f);
+    }
+    unsigned char *out[2];
+    fusec_tensor res;
+    for (int at_end = 0; at_end < 2; at_end++) {
+        region reg[3];
+        fusec_tensor in[3];
+        for (int i = 0; i < nin; i++) {
+            reg[i] = place(len[i], at_end);
+            if (reg[i].data)
+                CHECK(fusec_convert(FUSEC_F32, vals[i], dt, reg[i].data, len[i] / es) == FUSEC_OK);
+            int64_t shape[2] = {rows, cols};
+            int vec = i > 0 && !two;
+            in[i] = api_tensor(reg[i].data, dt, vec ? 1 : 2, vec ? shape + 1 : shape, NULL);
+        }
+        fusec_function *f = api_fn(mc, fn);
+        CHECK(fusec_function_result_shapes(f, in, nin, &res, 1) == FUSEC_OK);
+        out[at_end] = malloc(n * es);
+        memset(out[at_end], 0xa5, n * es);
+        res.data = out[at_end];
+        fusec_status st = fusec_launch(f, in, nin, &res, 1, NULL);
+        CHECK_MSG(st == FUSEC_OK, "%s [%lld, %lld]: %s", fn, (long long)rows, (long long)cols,
+                  fusec_status_string(st));
+        if (at_end) {
+            fusec_tensor want = res;
+            want.data = malloc(n * es);
+            st = fusec_launch(api_fn(mr, fn), in, nin, &want, 1, NULL);
+            CHECK_MSG(st == FUSEC_OK, "%s on the reference", fn);
+            int bad = 0;
+            for (size_t k = 0; k < n && bad < 3; k++) {
+                float g, w;
+                CHECK(fusec_convert(dt, out[1] + k * es, FUSEC_F32, &g, 1) == FUSEC_OK);
+                CHECK(fusec_convert(dt, (char *)want.data + k * es, FUSEC_F32, &w, 1) == FUSEC_OK);
+                double tol = dt == FUSEC_BF16 ? 1.0 / 64 : 2e-5;
+                if (!(fabs((double)g - w) <= tol * fabs(w) + tol / 16)) {
+                    bad++;
+                    CHECK_MSG(0, "%s [%lld, %lld] [%zu]: cpu %.9g, reference %.9g", fn,
+                              (long long)rows, (long long)cols, k, g, w);
+                }
+            }
+            free(want.data);
+        }
+        for (int i = 0; i < nin; i++)
+            unplace(&reg[i]);
+    }
+    CHECK_MSG(memcmp(out[0], out[1], n * es) == 0,
+              "%s [%lld, %lld]: inputs at a page's end give other bits than in mid-page", fn,
+              (long long)rows, (long long)cols);
+    for (int i = 0; i < 2; i++)
+        free(out[i]);
+    for (int i = 0; i < nin; i++)
+        free(vals[i]);
+}
+
+int main(void) {
+    char why[512];
+    if (!rt_backend_cpu.available(why, sizeof why)) {
+        printf("the cpu backend is not available: %s; skipping\n", why);
+        return 77;
+    }
+    page = (size_t)sysconf(_SC_PAGESIZE);
+    fusec_module *mr = api_compile(SRC, FUSEC_TARGET_REF, 0, NULL, 1);
+    const char *cpus[] = {NULL, "x86-64-v3", "x86-64-v2"};
+    const int64_t cols[] = {1, 2, 3, 7, 10, 15, 16, 17, 31, 33, 47, 63};
+    const int64_t rows[] = {1, 4, 9, 37};
+    const char *fns[] = {"ln", "dot", "lnb"};
+    for (int c = 0; c < 3 && !failures; c++) {
+        fusec_module *mc = api_compile_cpu(SRC, cpus[c]);
+        fusec_tensor x = {NULL, FUSEC_F32, 2, {0, 4}, NULL}, y = x,
+                     v = {NULL, FUSEC_F32, 1, {4}, NULL};
+        fusec_tensor ins[3] = {x, v, v};
+        if (fusec_launch(api_fn(mc, "ln"), ins, 3, &y, 1, NULL) == FUSEC_ERR_UNSUPPORTED) {
+            printf("this host cannot run code for %s: skipped\n", cpus[c]);
+            fusec_module_free(mc);
+            continue;
+        }
+        printf("code for %s\n", cpus[c] ? cpus[c] : "the host");
+        for (size_t f = 0; f < 3; f++)
+            for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
+                for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
+                    run_case(mc, mr, fns[f], rows[r], cols[i]);
+        fusec_module_free(mc);
+    }
+    fusec_module_free(mr);
+    return check_exit("test_cpu_overread");
+}
