@@ -5,7 +5,7 @@
  * past it faults: the code must mask), and every input in the middle of its memory (the code
  * reads whole); the two results must be equal bit for bit, and equal to the reference's within
  * the SPEC's bounds. Row lengths below one and two rounds, row counts that fill groups of rows
- * and leave some over, f32 and bf16, two inputs read along the row, a weight read along it;
+ * and leave some over, f32, f64 and bf16, two inputs read along the row, a weight read along it;
  * code for the host and for x86-64-v3 and x86-64-v2. Skipped (77) without a CPU backend. */
 #define _DEFAULT_SOURCE
 #include "fusec.h"
@@ -29,6 +29,10 @@ static const char *SRC =
     "    return d * rsqrt(mean(d * d, axis=1) + 1e-5) * w + b;\n"
     "}\n"
     "fn dot(x: f32[R, C], y: f32[R, C]) -> f32[R, C] { return x / sum(x * y, axis=1); }\n"
+    "fn lnd(x: f64[R, C], w: f64[C], b: f64[C]) -> f64[R, C] {\n"
+    "    let d = x - mean(x, axis=1);\n"
+    "    return d / sqrt(mean(d * d, axis=1) + 1e-9) * w + b;\n"
+    "}\n"
     "fn lnb(x: bf16[R, C], w: bf16[C], b: bf16[C]) -> bf16[R, C] {\n"
     "    let mu = mean(x, axis=1);\n"
     "    let d = x - mu;\n"
@@ -70,7 +74,9 @@ static void unplace(region *r) {
  * the CPU, inputs at the ends of pages and in the middle of their memory, and the reference. */
 static void run_case(fusec_module *mc, fusec_module *mr, const char *fn, int64_t rows,
                      int64_t cols) {
-    fusec_dtype dt = strcmp(fn, "lnb") == 0 ? FUSEC_BF16 : FUSEC_F32;
+    fusec_dtype dt = strcmp(fn, "lnb") == 0   ? FUSEC_BF16
+                     : strcmp(fn, "lnd") == 0 ? FUSEC_F64
+                                              : FUSEC_F32;
     size_t es = fusec_dtype_size(dt), n = (size_t)(rows * cols);
     int two = strcmp(fn, "dot") == 0, nin = two ? 2 : 3;
     size_t len[3] = {n * es, two ? n * es : (size_t)cols * es, (size_t)cols * es};
@@ -111,11 +117,13 @@ static void run_case(fusec_module *mc, fusec_module *mr, const char *fn, int64_t
             CHECK_MSG(st == FUSEC_OK, "%s on the reference", fn);
             int bad = 0;
             for (size_t k = 0; k < n && bad < 3; k++) {
-                float g, w;
-                CHECK(fusec_convert(dt, out[1] + k * es, FUSEC_F32, &g, 1) == FUSEC_OK);
-                CHECK(fusec_convert(dt, (char *)want.data + k * es, FUSEC_F32, &w, 1) == FUSEC_OK);
-                double tol = dt == FUSEC_BF16 ? 1.0 / 64 : 2e-5;
-                if (!(fabs((double)g - w) <= tol * fabs(w) + tol / 16)) {
+                double g, w;
+                CHECK(fusec_convert(dt, out[1] + k * es, FUSEC_F64, &g, 1) == FUSEC_OK);
+                CHECK(fusec_convert(dt, (char *)want.data + k * es, FUSEC_F64, &w, 1) == FUSEC_OK);
+                /* outputs near 1 that cancel (d * rstd * w + b): a bound on the absolute
+                 * error scaled by 1 + |w|; the placements' equal bits are the strict check */
+                double tol = dt == FUSEC_BF16 ? 1.0 / 64 : dt == FUSEC_F64 ? 1e-12 : 1e-4;
+                if (!(fabs(g - w) <= tol * (1 + fabs(w)))) {
                     bad++;
                     CHECK_MSG(0, "%s [%lld, %lld] [%zu]: cpu %.9g, reference %.9g", fn,
                               (long long)rows, (long long)cols, k, g, w);
@@ -146,7 +154,7 @@ int main(void) {
     const char *cpus[] = {NULL, "x86-64-v3", "x86-64-v2"};
     const int64_t cols[] = {1, 2, 3, 7, 10, 15, 16, 17, 31, 33, 47, 63};
     const int64_t rows[] = {1, 4, 9, 37};
-    const char *fns[] = {"ln", "dot", "lnb"};
+    const char *fns[] = {"ln", "dot", "lnd", "lnb"};
     for (int c = 0; c < 3 && !failures; c++) {
         fusec_module *mc = api_compile_cpu(SRC, cpus[c]);
         fusec_tensor x = {NULL, FUSEC_F32, 2, {0, 4}, NULL}, y = x,
@@ -158,7 +166,7 @@ int main(void) {
             continue;
         }
         printf("code for %s\n", cpus[c] ? cpus[c] : "the host");
-        for (size_t f = 0; f < 3; f++)
+        for (size_t f = 0; f < sizeof fns / sizeof fns[0]; f++)
             for (size_t i = 0; i < sizeof cols / sizeof cols[0]; i++)
                 for (size_t r = 0; r < sizeof rows / sizeof rows[0]; r++)
                     run_case(mc, mr, fns[f], rows[r], cols[i]);
