@@ -59,8 +59,7 @@ typedef struct lg_fn {
     LLVMValueRef flat;      /* position within the row (the row cache's index) */
     LLVMValueRef lane;      /* blocked walks: the accumulator lane of the point (flat % LG_LANES) */
     LLVMValueRef lanes_end; /* blocked walks: the flat end of the walk, where its last block ends */
-    LLVMValueRef
-        guard; /* a partial round read whole (lane_loop): whether the point is in the row */
+    LLVMValueRef guard;     /* a partial round read whole: whether the point is in the row */
     /* values */
     LLVMValueRef *val;
     int *lvl;
@@ -1547,7 +1546,7 @@ static void group_trees(lg_fn *g, lg_rows *rs) {
  * round of lanes at a time, stores straight to memory, in one walk for the group. Each row's
  * own walk (walk_staged: its set-up, a block loop, one vector at a time, the elements after the
  * last whole vector one by one) is more instructions than the rest of such a row's work:
- * layernorm over rows of 32 and 64 took 15-19% less time so (AVX2 8-22%). Longer rows go a row
+ * layernorm over rows of 32 and 64 took 15-19% less time so (AVX2 6-15%). Longer rows go a row
  * at a time: over rows of 96 and 100 from memory layernorm took 15-30% longer together (in
  * cache, one thread, 12% less: the stores issued faster held up the loads). So do rows whose
  * last sweep reads cached values: softmax (its exp cached) took 2-6% longer together, its last
@@ -1636,6 +1635,7 @@ static int sweep_reads_only(const lg_fn *g, const lg_sweep *sw) {
  * every row and every buffer read along the row, the last lane of the round (at rowlen rounded
  * up to LG_LANES) lies in the page of the row's last element, so that the reads past the row
  * fault nowhere (pages are 4 KB at least). */
+#define LG_PAGE_SHIFT 12 /* 4 KB pages, the least x86-64 has */
 static LLVMValueRef rows_overread(lg_fn *g, const lg_rows *rs, LLVMValueRef rowlen) {
     const llvm_kplan *p = g->p;
     lg_mod *m = g->m;
@@ -1644,7 +1644,7 @@ static LLVMValueRef rows_overread(lg_fn *g, const lg_rows *rs, LLVMValueRef rowl
     LLVMValueRef end = LLVMBuildOr(b, last, ci64(m, LG_LANES - 1), ""); /* the round's last */
     /* rows of at most one whole round: over rows of 100 and 200 reading the partial round
      * whole took 2-5% longer than masking it (in cache, 9-19% from memory), over rows of 10 to
-     * 48 16-60% less time */
+     * 48 15-55% less time */
     LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntSLT, rowlen, ci64(m, 2 * LG_LANES), "");
     for (int k = 0; k < rs->n; k++)
         for (int32_t i = 0; i < p->pk->nacc; i++) {
@@ -1660,7 +1660,7 @@ static LLVMValueRef rows_overread(lg_fn *g, const lg_rows *rs, LLVMValueRef rowl
                     b,
                     LLVMBuildPtrToInt(b, LLVMBuildGEP2(b, t, g->bufp[a->buf], &off, 1, ""),
                                       m->t_i64, ""),
-                    ci64(m, 12), "");
+                    ci64(m, LG_PAGE_SHIFT), "");
             }
             ok = LLVMBuildAnd(b, ok, LLVMBuildICmp(b, LLVMIntEQ, at[0], at[1], ""), "");
         }
