@@ -5,7 +5,8 @@
  * past it faults: the code must mask), and every input in the middle of its memory (the code
  * reads whole); the two results must be equal bit for bit, and equal to the reference's within
  * the SPEC's bounds. Row lengths below one and two rounds, row counts that fill groups of rows
- * and leave some over, f32, f64 and bf16, two inputs read along the row, a weight read along it;
+ * and leave some over, f32, f64 and bf16, two inputs read along the row, a weight read along it,
+ * a sum and a product in one sweep (the identities +0 and 1);
  * code for the host and for x86-64-v3 and x86-64-v2. Skipped (77) without a CPU backend. */
 #define _DEFAULT_SOURCE
 #include "fusec.h"
@@ -29,6 +30,9 @@ static const char *SRC =
     "    return d * rsqrt(mean(d * d, axis=1) + 1e-5) * w + b;\n"
     "}\n"
     "fn dot(x: f32[R, C], y: f32[R, C]) -> f32[R, C] { return x / sum(x * y, axis=1); }\n"
+    "fn sp(x: f32[R, C], y: f32[R, C]) -> f32[R, C] {\n"
+    "    return x / sum(y, axis=1) + prod(x * y, axis=1);\n"
+    "}\n"
     "fn lnd(x: f64[R, C], w: f64[C], b: f64[C]) -> f64[R, C] {\n"
     "    let d = x - mean(x, axis=1);\n"
     "    return d / sqrt(mean(d * d, axis=1) + 1e-9) * w + b;\n"
@@ -78,7 +82,7 @@ static void run_case(fusec_module *mc, fusec_module *mr, const char *fn, int64_t
                      : strcmp(fn, "lnd") == 0 ? FUSEC_F64
                                               : FUSEC_F32;
     size_t es = fusec_dtype_size(dt), n = (size_t)(rows * cols);
-    int two = strcmp(fn, "dot") == 0, nin = two ? 2 : 3;
+    int two = strcmp(fn, "dot") == 0 || strcmp(fn, "sp") == 0, nin = two ? 2 : 3;
     size_t len[3] = {n * es, two ? n * es : (size_t)cols * es, (size_t)cols * es};
     float *vals[3];
     for (int i = 0; i < nin; i++) {
@@ -154,7 +158,7 @@ int main(void) {
     const char *cpus[] = {NULL, "x86-64-v3", "x86-64-v2"};
     const int64_t cols[] = {1, 2, 3, 7, 10, 15, 16, 17, 31, 33, 47, 63};
     const int64_t rows[] = {1, 4, 9, 37};
-    const char *fns[] = {"ln", "dot", "lnd", "lnb"};
+    const char *fns[] = {"ln", "dot", "sp", "lnd", "lnb"};
     for (int c = 0; c < 3 && !failures; c++) {
         fusec_module *mc = api_compile_cpu(SRC, cpus[c]);
         fusec_tensor x = {NULL, FUSEC_F32, 2, {0, 4}, NULL}, y = x,
