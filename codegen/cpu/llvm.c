@@ -642,9 +642,9 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
 
 /* One lane loop of a round: lanes [l0, l0 + cnt) of the round whose lane 0 is at j = jl; whole
  * (cnt = LG_LANES, l0 = 0): vectors of the target's width, several in flight; a part: one vector
- * at a time, the last masked; a part read whole (l0 = 0): every lane as in a whole round, the
- * points past the row's end read (within its page: walk_lanes_block) and accumulating the
- * identity instead (sweep_point). */
+ * at a time, the last masked; a part read whole (l0 = 0): the round's vectors that hold some of
+ * the row, one at a time and unmasked, the points past the row's end read (within its page:
+ * walk_lanes_block) and accumulating the identity instead (sweep_point). */
 enum { LG_ROUND_PART, LG_ROUND_WHOLE, LG_ROUND_READ };
 static void lane_loop(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef jl, LLVMValueRef l0,
                       LLVMValueRef cnt, LLVMValueRef flat0, int kind) {
@@ -652,7 +652,17 @@ static void lane_loop(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef jl,
     LLVMBuilderRef b = m->b;
     lg_loop L;
     int whole = kind != LG_ROUND_PART;
-    LLVMValueRef l = whole ? loop_begin(g, &L, ci64(m, 0), ci64(m, LG_LANES), "lane")
+    unsigned width = m->vector_bytes >= 64 ? 16 : 8;
+    /* a part read whole: the vectors that hold some of the row, one at a time (the lanes of
+     * the others stay the identity): on AVX2 all four vectors of a round over rows of 10 took
+     * 8% longer than the masked round, the row's two 30% less (bench/RESULTS.md, "Partial
+     * rounds read whole") */
+    int vecs = kind == LG_ROUND_READ;
+    LLVMValueRef hi = ci64(m, LG_LANES);
+    if (vecs)
+        hi = LLVMBuildAnd(b, LLVMBuildNSWAdd(b, cnt, ci64(m, width - 1), ""),
+                          ci64(m, -(int64_t)width), "");
+    LLVMValueRef l = whole ? loop_begin(g, &L, ci64(m, 0), hi, "lane")
                            : loop_begin(g, &L, l0, LLVMBuildNSWAdd(b, l0, cnt, ""), "lane");
     if (kind == LG_ROUND_READ) g->guard = LLVMBuildICmp(b, LLVMIntSLT, l, cnt, "");
     g->base = base;
@@ -680,9 +690,9 @@ static void lane_loop(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef jl,
             LLVMMDNodeInContext2(m->ctx, &full, 1)};
         extra = LLVMMDNodeInContext2(m->ctx, fu, 2);
     }
-    unsigned width = m->vector_bytes >= 64 ? 16 : 8;
-    loop_end_id(g, &L, ci64(m, 1),
-                lg_loop_id(m->ctx, 1, width, whole ? LG_LANES / width : 1, extra));
+    loop_end_id(
+        g, &L, ci64(m, 1),
+        lg_loop_id(m->ctx, 1, width, whole && !vecs ? LG_LANES / width : 1, vecs ? NULL : extra));
 }
 
 /* walk_lanes for a walk of one block from flat 0 (a group's row, at most LG_BLOCK elements):
