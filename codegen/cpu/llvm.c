@@ -286,6 +286,13 @@ static LLVMValueRef value_of(lg_fn *g, ir_ref q) {
     return v;
 }
 
+/* Whether node r is a result that sweep s stores at each of its points. */
+static int stored_at(const lg_fn *g, ir_ref r, int s) {
+    const llvm_kplan *p = g->p;
+    return in_body(g, r) && (g->f->nodes[r].flags & IR_NODE_STORED) && !p->pk->per_result[r] &&
+           p->pk->stage[r] == s;
+}
+
 static int first_sweep(const lg_fn *g, ir_ref r) {
     uint32_t m = g->p->need[r];
     int s = 0;
@@ -651,19 +658,20 @@ static void lane_loop(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef jl,
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
     lg_loop L;
-    int whole = kind != LG_ROUND_PART;
     unsigned width = m->vector_bytes >= 64 ? 16 : 8;
     /* a part read whole: the vectors that hold some of the row, one at a time (the lanes of
      * the others stay the identity): on AVX2 all four vectors of a round over rows of 10 took
      * 8% longer than the masked round, the row's two 30% less (bench/RESULTS.md, "Partial
      * rounds read whole") */
-    int vecs = kind == LG_ROUND_READ;
-    LLVMValueRef hi = ci64(m, LG_LANES);
-    if (vecs)
+    LLVMValueRef lo = ci64(m, 0), hi = ci64(m, LG_LANES);
+    if (kind == LG_ROUND_READ)
         hi = LLVMBuildAnd(b, LLVMBuildNSWAdd(b, cnt, ci64(m, width - 1), ""),
                           ci64(m, -(int64_t)width), "");
-    LLVMValueRef l = whole ? loop_begin(g, &L, ci64(m, 0), hi, "lane")
-                           : loop_begin(g, &L, l0, LLVMBuildNSWAdd(b, l0, cnt, ""), "lane");
+    if (kind == LG_ROUND_PART) {
+        lo = l0;
+        hi = LLVMBuildNSWAdd(b, l0, cnt, "");
+    }
+    LLVMValueRef l = loop_begin(g, &L, lo, hi, "lane");
     if (kind == LG_ROUND_READ) g->guard = LLVMBuildICmp(b, LLVMIntSLT, l, cnt, "");
     g->base = base;
     g->j = LLVMBuildNSWAdd(b, jl, l, "");
@@ -674,12 +682,12 @@ static void lane_loop(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef jl,
     g->lane = NULL;
     g->guard = NULL;
     LLVMMetadataRef extra = NULL; /* predication, or the unrolling after vectorizing */
-    if (!whole) {
+    if (kind == LG_ROUND_PART) {
         LLVMMetadataRef pred[2] = {
             LLVMMDStringInContext2(m->ctx, "llvm.loop.vectorize.predicate.enable", 36),
             LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(m->ctx), 1, 0))};
         extra = LLVMMDNodeInContext2(m->ctx, pred, 2);
-    } else if (m->math_calls == calls) {
+    } else if (kind == LG_ROUND_WHOLE && m->math_calls == calls) {
         /* the vectorized loop runs once: unrolled (LLVM unrolls nothing unasked here), the
          * round's lanes are at fixed places, which LICM then keeps in registers. Not with a
          * transcendental: four rows' lanes and their exps in flight outgrow the registers, and
@@ -690,18 +698,22 @@ static void lane_loop(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef jl,
             LLVMMDNodeInContext2(m->ctx, &full, 1)};
         extra = LLVMMDNodeInContext2(m->ctx, fu, 2);
     }
-    loop_end_id(
-        g, &L, ci64(m, 1),
-        lg_loop_id(m->ctx, 1, width, whole && !vecs ? LG_LANES / width : 1, vecs ? NULL : extra));
+    loop_end_id(g, &L, ci64(m, 1),
+                lg_loop_id(m->ctx, 1, width, kind == LG_ROUND_WHOLE ? LG_LANES / width : 1, extra));
 }
 
-/* walk_lanes for a walk of one block from flat 0 (a group's row, at most LG_BLOCK elements):
- * the whole rounds in one loop, then the partial one after it, so that the loop of whole rounds
- * touches the lanes at fixed places only and LLVM keeps them in registers across it (each round
- * read them back from memory right after storing them); the block's end is the caller's. A
- * group prefetches nothing (group_sweep), so neither round does here. */
-static void walk_lanes_block(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0,
-                             LLVMValueRef j1, LLVMValueRef flat0) {
+/* The rounds of a walk of one block from flat 0 over [j0, j1) (a group's row, at most LG_BLOCK
+ * elements): the whole rounds in one loop, then the partial one after it, so that the loop of
+ * whole rounds touches the lanes at fixed places only and LLVM keeps them in registers across it
+ * (each round read them back from memory right after storing them); the block's end is the
+ * caller's. `round` emits the lane loops of a round whose lane 0 is at jl, cnt of its lanes in
+ * the row, of a kind (LG_ROUND_*). The partial round is read whole where `overread` holds (NULL:
+ * never), else masked: a masked round's lanes, stored with masks and read back whole by the
+ * lane tree right after, stall the core until the stores reach the cache (layernorm over rows of
+ * 31 took 5x the time of rows of 32: bench/RESULTS.md, "Partial rounds read whole"). */
+typedef void (*lg_round_fn)(lg_fn *g, void *ctx, LLVMValueRef jl, LLVMValueRef cnt, int kind);
+static void block_rounds(lg_fn *g, LLVMValueRef j0, LLVMValueRef j1, LLVMValueRef overread,
+                         lg_round_fn round, void *ctx) {
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
     lg_loop R;
@@ -709,27 +721,42 @@ static void walk_lanes_block(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValue
     LLVMValueRef wend =
         LLVMBuildNSWAdd(b, j0, LLVMBuildAnd(b, n, ci64(m, ~(int64_t)(LG_LANES - 1)), ""), "");
     LLVMValueRef j = loop_begin(g, &R, j0, wend, "round");
-    lane_loop(g, w, base, j, NULL, NULL, flat0, LG_ROUND_WHOLE);
+    round(g, ctx, j, NULL, LG_ROUND_WHOLE);
     loop_end(g, &R, ci64(m, LG_LANES), 0);
     LLVMBasicBlockRef after = if_begin(g, LLVMBuildICmp(b, LLVMIntSLT, wend, j1, ""));
     LLVMValueRef cnt = LLVMBuildSub(b, j1, wend, "");
-    if (!w->overread) {
-        lane_loop(g, w, base, wend, ci64(m, 0), cnt, flat0, LG_ROUND_PART);
+    if (!overread) {
+        round(g, ctx, wend, cnt, LG_ROUND_PART);
         if_end(g, after);
         return;
     }
-    /* the partial round read whole where that stays within the pages of the rows' ends: a
-     * masked round's lanes, stored with masks and read back whole by the lane tree right
-     * after, stall the core until the stores reach the cache (layernorm over rows of 31 took
-     * 5x the time of rows of 32: bench/RESULTS.md, "Partial rounds read whole") */
     LLVMBasicBlockRef read = new_block(g, "read_whole"), masked = new_block(g, "masked");
-    LLVMBuildCondBr(b, w->overread, read, masked);
+    LLVMBuildCondBr(b, overread, read, masked);
     LLVMPositionBuilderAtEnd(b, read);
-    lane_loop(g, w, base, wend, NULL, cnt, flat0, LG_ROUND_READ);
+    round(g, ctx, wend, cnt, LG_ROUND_READ);
     LLVMBuildBr(b, after);
     LLVMPositionBuilderAtEnd(b, masked);
-    lane_loop(g, w, base, wend, ci64(m, 0), cnt, flat0, LG_ROUND_PART);
+    round(g, ctx, wend, cnt, LG_ROUND_PART);
     if_end(g, after);
+}
+
+/* A round of a walk of one block: one lane loop over its points. */
+typedef struct lg_walk_round {
+    lg_walk *w;
+    LLVMValueRef *base, flat0;
+} lg_walk_round;
+
+static void walk_round(lg_fn *g, void *ctx, LLVMValueRef jl, LLVMValueRef cnt, int kind) {
+    lg_walk_round *r = ctx;
+    lane_loop(g, r->w, r->base, jl, ci64(g->m, 0), cnt, r->flat0, kind);
+}
+
+/* walk_lanes for a walk of one block from flat 0 (a group's row): its rounds (block_rounds). A
+ * group prefetches nothing (group_sweep), so neither round does here. */
+static void walk_lanes_block(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0,
+                             LLVMValueRef j1, LLVMValueRef flat0) {
+    lg_walk_round r = {w, base, flat0};
+    block_rounds(g, j0, j1, w->overread, walk_round, &r);
 }
 
 /* A run of a blocked walk in the reductions' order (docs/plan.md, "The order of a
@@ -953,10 +980,7 @@ static void sweep_point(lg_fn *g, lg_sweep *sw, LLVMValueRef *acc_ptrs) {
         }
     }
     for (int32_t i = 0; i < sw->nroots; i++) {
-        ir_ref r = sw->roots[i];
-        if (in_body(g, r) && (g->f->nodes[r].flags & IR_NODE_STORED) && !p->pk->per_result[r] &&
-            p->pk->stage[r] == sw->s)
-            store_node(g, r);
+        if (stored_at(g, sw->roots[i], sw->s)) store_node(g, sw->roots[i]);
     }
     if (g->use_cache)
         for (int32_t c = 0; c < p->ncached; c++) {
@@ -1562,9 +1586,23 @@ static void group_trees(lg_fn *g, lg_rows *rs) {
  * last sweep reads cached values: softmax (its exp cached) took 2-6% longer together, its last
  * sweep a small part of a row behind the exp's. bench/RESULTS.md, "The last sweep of a group". */
 #define GROUP_WRITE_MAX (2 * LG_LANES)
+/* A round of a group's last sweep: a lane loop a row (one loop over every row's stores and loads
+ * would be vectorized behind run-time checks that the rows of a result do not overlap, and run
+ * as scalars when they fail). */
+typedef struct lg_rows_round {
+    lg_rows *rs;
+    lg_walk *w; /* a walk a row */
+} lg_rows_round;
+
+static void rows_round(lg_fn *g, void *ctx, LLVMValueRef jl, LLVMValueRef cnt, int kind) {
+    lg_rows_round *r = ctx;
+    for (int k = 0; k < r->rs->n; k++) {
+        rows_enter(g, r->rs, k);
+        lane_loop(g, &r->w[k], r->rs->base[k], jl, ci64(g->m, 0), cnt, ci64(g->m, 0), kind);
+    }
+}
+
 static void group_write(lg_fn *g, lg_rows *rs, int s, LLVMValueRef rowlen) {
-    lg_mod *m = g->m;
-    LLVMBuilderRef b = m->b;
     lg_walk w[LLVM_ROW_GROUP];
     for (int k = 0; k < rs->n; k++) {
         rows_enter(g, rs, k);
@@ -1574,24 +1612,8 @@ static void group_write(lg_fn *g, lg_rows *rs, int s, LLVMValueRef rowlen) {
     }
     g->sweep = s;
     g->lanes_end = rowlen;
-    /* a lane loop a row within each round (walk_lanes_block's rounds): one loop over every
-     * row's stores and loads would be vectorized behind run-time checks that the rows of a
-     * result do not overlap, and run as scalars when they fail */
-    LLVMValueRef wend = LLVMBuildAnd(b, rowlen, ci64(m, ~(int64_t)(LG_LANES - 1)), "");
-    lg_loop R;
-    LLVMValueRef j = loop_begin(g, &R, ci64(m, 0), wend, "round");
-    for (int k = 0; k < rs->n; k++) {
-        rows_enter(g, rs, k);
-        lane_loop(g, &w[k], rs->base[k], j, NULL, NULL, ci64(m, 0), LG_ROUND_WHOLE);
-    }
-    loop_end(g, &R, ci64(m, LG_LANES), 0);
-    LLVMBasicBlockRef after = if_begin(g, LLVMBuildICmp(b, LLVMIntSLT, wend, rowlen, ""));
-    for (int k = 0; k < rs->n; k++) {
-        rows_enter(g, rs, k);
-        lane_loop(g, &w[k], rs->base[k], wend, ci64(m, 0), LLVMBuildSub(b, rowlen, wend, ""),
-                  ci64(m, 0), LG_ROUND_PART);
-    }
-    if_end(g, after);
+    lg_rows_round r = {rs, w};
+    block_rounds(g, ci64(g->m, 0), rowlen, NULL, rows_round, &r);
     g->lanes_end = NULL;
 }
 
@@ -1629,12 +1651,8 @@ static int sweep_reads_only(const lg_fn *g, const lg_sweep *sw) {
     const llvm_kplan *p = g->p;
     for (int32_t i = 0; i < sw->nred; i++)
         if (!sw->red[i].laned) return 0;
-    for (int32_t i = 0; i < sw->nroots; i++) {
-        ir_ref r = sw->roots[i];
-        if (in_body(g, r) && (g->f->nodes[r].flags & IR_NODE_STORED) && !p->pk->per_result[r] &&
-            p->pk->stage[r] == sw->s)
-            return 0;
-    }
+    for (int32_t i = 0; i < sw->nroots; i++)
+        if (stored_at(g, sw->roots[i], sw->s)) return 0;
     if (g->use_cache)
         for (int32_t c = 0; c < p->ncached; c++)
             if (first_sweep(g, p->cached[c]) == sw->s) return 0;
