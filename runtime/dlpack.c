@@ -78,11 +78,12 @@ fusec_status rt_dlpack_read(const rt_dl_tensor *dl, int on_host, fusec_tensor *o
         return FUSEC_ERR_DTYPE;
     }
     if (!device_ok(dl->device.device_type, dl->device.device_id, on_host)) {
+        char reach[48];
+        snprintf(reach, sizeof reach, "CUDA devices 0 to %d", RT_DL_MAX_DEVICES - 1);
         snprintf(why, whylen,
                  "the tensor is on DLPack device type %d, id %d, which the target "
                  "cannot reach: it runs on %s",
-                 dl->device.device_type, dl->device.device_id,
-                 on_host ? "host memory" : "CUDA devices 0 to 63");
+                 dl->device.device_type, dl->device.device_id, on_host ? "host memory" : reach);
         return FUSEC_ERR_INVALID_ARGUMENT;
     }
     if (dl->ndim < 0 || dl->ndim > FUSEC_MAX_RANK || (dl->ndim > 0 && !dl->shape)) {

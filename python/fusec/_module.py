@@ -59,8 +59,9 @@ _plan_launch = _capi.plan_launch_untyped
 # the devices each target's memory is on (DLPack device keys); fusec's CUDA backend runs on
 # any device (up to 64), each call on its tensors' (in that device's primary context)
 _HOST = frozenset(_dlpack.device_key(t) for t in (_dlpack.DL_CPU, _dlpack.DL_CUDA_HOST))
+_MAX_GPUS = 64  # the device ids the library takes (runtime/dlpack.h, RT_DL_MAX_DEVICES)
 _GPUS = frozenset(_dlpack.device_key(t, i) for t in (_dlpack.DL_CUDA, _dlpack.DL_CUDA_MANAGED)
-                  for i in range(64))
+                  for i in range(_MAX_GPUS))
 
 
 def _dims_of(src, shapes):
@@ -662,7 +663,7 @@ class Function:
             return ArgumentError("%s: rank %d is not one fusec takes (0 to %d)"
                                  % (what, nd, _MAX_RANK))
         if device not in self._devices:
-            reach = "CUDA devices 0 to 63" if self._cuda else "host memory"
+            reach = "CUDA devices 0 to %d" % (_MAX_GPUS - 1) if self._cuda else "host memory"
             return ArgumentError("%s: the array is on %s, which the module's target (%s) cannot "
                                  "reach: it runs on %s" % (what, _dlpack.device_name(device),
                                                            self._m.target, reach))

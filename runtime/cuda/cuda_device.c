@@ -6,6 +6,10 @@
 
 #include "runtime/args.h"
 #include "runtime/cuda/cuda_driver.h"
+#include "runtime/dlpack.h"
+
+_Static_assert(RT_DL_MAX_DEVICES == RT_CUDA_MAX_DEVICES,
+               "DLPack takes the device ids the CUDA runtime keeps state for");
 
 /* CU_STREAM_LEGACY and CU_STREAM_PER_THREAD, and NULL: streams of whichever context is current */
 static int named_stream(void *stream) {
