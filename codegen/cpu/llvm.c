@@ -60,6 +60,7 @@ typedef struct lg_fn {
     LLVMValueRef lane;      /* blocked walks: the accumulator lane of the point (flat % LG_LANES) */
     LLVMValueRef lanes_end; /* blocked walks: the flat end of the walk, where its last block ends */
     LLVMValueRef guard;     /* a partial round read whole: whether the point is in the row */
+    LLVMValueRef guard_at;  /* and where its mask is in the table of lane masks (guard_mask) */
     /* values */
     LLVMValueRef *val;
     int *lvl;
@@ -647,32 +648,29 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
     loop_end(g, &B, len, 0);
 }
 
-/* One lane loop of a round: lanes [l0, l0 + cnt) of the round whose lane 0 is at j = jl; whole
- * (cnt = LG_LANES, l0 = 0): vectors of the target's width, several in flight; a part: one vector
- * at a time, the last masked; a part read whole (l0 = 0): the round's vectors that hold some of
- * the row, one at a time and unmasked, the points past the row's end read (within its page:
- * walk_lanes_block) and accumulating the identity instead (sweep_point). */
-enum { LG_ROUND_PART, LG_ROUND_WHOLE, LG_ROUND_READ };
-static void lane_loop(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef jl, LLVMValueRef l0,
-                      LLVMValueRef cnt, LLVMValueRef flat0, int kind) {
+/* The lanes a vectorized lane loop takes at once (its vectorize.width): 16 on AVX-512, else 8. */
+static unsigned lane_width(const lg_mod *m) {
+    return m->vector_bytes >= 64 ? 16 : 8;
+}
+
+/* Kinds of lane loop: a part of a round (masked), a whole round, a part read whole, a part as
+ * its whole vectors and then the rest masked, and a part's whole vectors alone. */
+enum { LG_ROUND_PART, LG_ROUND_WHOLE, LG_ROUND_READ, LG_ROUND_SPLIT, LG_ROUND_VECS };
+
+/* A lane loop over lanes [lo, hi) of the round whose lane 0 is at j = jl, of a kind: its
+ * points, then its vectorization (width, vectors in flight, predication, unrolling). cnt: the
+ * row's lanes in a part read whole. */
+static void lane_run(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef jl, LLVMValueRef lo,
+                     LLVMValueRef hi, LLVMValueRef cnt, LLVMValueRef flat0, int kind) {
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
     lg_loop L;
-    unsigned width = m->vector_bytes >= 64 ? 16 : 8;
-    /* a part read whole: the vectors that hold some of the row, one at a time (the lanes of
-     * the others stay the identity): on AVX2 all four vectors of a round over rows of 10 took
-     * 8% longer than the masked round, the row's two 30% less (bench/RESULTS.md, "Partial
-     * rounds read whole") */
-    LLVMValueRef lo = ci64(m, 0), hi = ci64(m, LG_LANES);
-    if (kind == LG_ROUND_READ)
-        hi = LLVMBuildAnd(b, LLVMBuildNSWAdd(b, cnt, ci64(m, width - 1), ""),
-                          ci64(m, -(int64_t)width), "");
-    if (kind == LG_ROUND_PART) {
-        lo = l0;
-        hi = LLVMBuildNSWAdd(b, l0, cnt, "");
-    }
+    unsigned width = lane_width(m);
     LLVMValueRef l = loop_begin(g, &L, lo, hi, "lane");
-    if (kind == LG_ROUND_READ) g->guard = LLVMBuildICmp(b, LLVMIntSLT, l, cnt, "");
+    if (kind == LG_ROUND_READ) {
+        g->guard = LLVMBuildICmp(b, LLVMIntSLT, l, cnt, "");
+        g->guard_at = LLVMBuildNSWAdd(b, l, LLVMBuildSub(b, ci64(m, LG_LANES), cnt, ""), "");
+    }
     g->base = base;
     g->j = LLVMBuildNSWAdd(b, jl, l, "");
     g->flat = LLVMBuildNSWAdd(b, flat0, g->j, "");
@@ -680,7 +678,7 @@ static void lane_loop(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef jl,
     int calls = m->math_calls;
     w->point(g, w);
     g->lane = NULL;
-    g->guard = NULL;
+    g->guard = g->guard_at = NULL;
     LLVMMetadataRef extra = NULL; /* predication, or the unrolling after vectorizing */
     if (kind == LG_ROUND_PART) {
         LLVMMetadataRef pred[2] = {
@@ -700,6 +698,77 @@ static void lane_loop(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef jl,
     }
     loop_end_id(g, &L, ci64(m, 1),
                 lg_loop_id(m->ctx, 1, width, kind == LG_ROUND_WHOLE ? LG_LANES / width : 1, extra));
+}
+
+/* The lines that the masked stores of [j0, j1) (less than a vector along the row, offsets
+ * `base`) will write, fetched for writing first: a masked store of a line not in L1 holds up
+ * the stores behind it as a masked load does (lane_loop below), while prefetches go ahead
+ * out of order, so that a group's rows fetch their lines at once: layernorm over rows of 10
+ * from memory took 1.4x as long without (bench/RESULTS.md, "Masked loads and stores"). The
+ * lines of the first and the last element. */
+static void masked_prefetch(lg_fn *g, LLVMValueRef *base, LLVMValueRef j0, LLVMValueRef j1) {
+    const llvm_kplan *p = g->p;
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    LLVMValueRef at[2] = {j0, LLVMBuildSub(b, j1, ci64(m, 1), "")};
+    for (int32_t i = 0; i < p->pk->nacc; i++) {
+        const plan_access *a = &p->pk->acc[i];
+        if (!a->store || a->buf == PLAN_NO_BUF || !((a->present >> (p->pk->naxes - 1)) & 1))
+            continue;
+        LLVMTypeRef t = lg_storage_type(m, p->fm->plan->bufs[a->buf].dtype);
+        for (int e = 0; e < 2; e++) {
+            LLVMValueRef off = LLVMBuildAdd(b, base[i], at[e], "");
+            lg_prefetch_write(m, LLVMBuildInBoundsGEP2(b, t, g->bufp[a->buf], &off, 1, ""));
+        }
+    }
+}
+
+/* The lane loops of a round: lanes [l0, l0 + cnt) of the round whose lane 0 is at j = jl.
+ * Whole (cnt = LG_LANES, l0 = 0): vectors of the target's width, several in flight. A part:
+ * one vector at a time, the last masked (predicated). A part read whole (l0 = 0): the round's
+ * vectors that hold some of the row, one at a time and unmasked, the points past the row's end
+ * read (within its page: walk_lanes_block) and accumulating the identity instead
+ * (sweep_point). A part split (a group's last sweep, group_write): its whole vectors one at a
+ * time, unmasked, then the lanes after them (fewer than a vector) masked.
+ *
+ * Short rows avoid masks (read whole, split) because, on Zen 5 at least, a masked load or
+ * store of a line that is not in L1 is far slower than a plain one: the hardware's prefetchers
+ * seem not to run ahead of them, and such a load waits out the whole miss (a C loop summing
+ * rows of 16 floats from L3 took 2.4-4x as long with masked loads, all-ones masks, as with
+ * plain ones; layernorm over rows of 16 and 31 spent most of its time on them:
+ * bench/RESULTS.md, "Masked loads and stores"). Longer rows keep the masked part, whose lines
+ * the whole rounds before it have brought in: split, layernorm over rows of 100 and 120 took
+ * 5% longer (the second loop's set-up). */
+static void lane_loop(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef jl, LLVMValueRef l0,
+                      LLVMValueRef cnt, LLVMValueRef flat0, int kind) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    LLVMValueRef width = ci64(m, lane_width(m));
+    if (kind == LG_ROUND_WHOLE) {
+        lane_run(g, w, base, jl, ci64(m, 0), ci64(m, LG_LANES), NULL, flat0, kind);
+    } else if (kind == LG_ROUND_READ) {
+        /* the vectors that hold some of the row, one at a time (the lanes of the others stay
+         * the identity): on AVX2 all four vectors of a round over rows of 10 took 8% longer
+         * than the masked round, the row's two 30% less (bench/RESULTS.md, "Partial rounds
+         * read whole") */
+        LLVMValueRef hi =
+            LLVMBuildAnd(b, LLVMBuildNSWAdd(b, cnt, LLVMBuildSub(b, width, ci64(m, 1), ""), ""),
+                         LLVMBuildNeg(b, width, ""), "");
+        lane_run(g, w, base, jl, ci64(m, 0), hi, cnt, flat0, kind);
+    } else if (kind == LG_ROUND_PART) {
+        lane_run(g, w, base, jl, l0, LLVMBuildNSWAdd(b, l0, cnt, ""), NULL, flat0, kind);
+    } else {
+        /* a multiple of the width: LLVM's vectorizer sees it (the trip count's trailing
+         * zeros) and builds no remainder for it */
+        LLVMValueRef whole = LLVMBuildAnd(b, cnt, LLVMBuildNeg(b, width, ""), "");
+        LLVMValueRef mid = LLVMBuildNSWAdd(b, l0, whole, "");
+        lane_run(g, w, base, jl, l0, mid, NULL, flat0, LG_ROUND_VECS);
+        LLVMValueRef end = LLVMBuildNSWAdd(b, l0, cnt, "");
+        LLVMBasicBlockRef after = if_begin(g, LLVMBuildICmp(b, LLVMIntSLT, mid, end, ""));
+        masked_prefetch(g, base, LLVMBuildNSWAdd(b, jl, mid, ""), LLVMBuildNSWAdd(b, jl, end, ""));
+        lane_run(g, w, base, jl, mid, end, NULL, flat0, LG_ROUND_PART);
+        if_end(g, after);
+    }
 }
 
 /* The rounds of a walk of one block from flat 0 over [j0, j1) (a group's row, at most LG_BLOCK
@@ -948,6 +1017,48 @@ static int sweep_blocked(const lg_fn *g, const lg_sweep *sw) {
     return 0;
 }
 
+/* The table of lane masks a part read whole selects with (guard_mask): 2 * LG_LANES integers of
+ * the float's width, all ones in the first half, zero in the second; the mask of lane l of a
+ * round with cnt lanes in the row is entry l + LG_LANES - cnt. Made once a module. */
+static LLVMValueRef guard_table(lg_fn *g, LLVMTypeRef it) {
+    lg_mod *m = g->m;
+    const char *name = it == m->t_i64 ? "fusec_lane_masks64" : "fusec_lane_masks32";
+    LLVMTypeRef at = LLVMArrayType(it, 2 * LG_LANES);
+    LLVMValueRef gv = LLVMGetNamedGlobal(m->mod, name);
+    if (gv) return gv;
+    LLVMValueRef e[2 * LG_LANES];
+    for (int i = 0; i < 2 * LG_LANES; i++)
+        e[i] = i < LG_LANES ? LLVMConstAllOnes(it) : LLVMConstNull(it);
+    gv = LLVMAddGlobal(m->mod, at, name);
+    LLVMSetInitializer(gv, LLVMConstArray(it, e, 2 * LG_LANES));
+    LLVMSetGlobalConstant(gv, 1);
+    LLVMSetLinkage(gv, LLVMPrivateLinkage);
+    LLVMSetAlignment(gv, 64);
+    return gv;
+}
+
+/* x where the point is in the row (g->guard), else id: a part read whole's value past the
+ * row's end, as bits, x & mask | id & ~mask, the mask loaded from guard_table. Not a select:
+ * x86's code generator folds a select of a loaded value and zero into a masked load, which
+ * costs what masked loads cost (lane_loop); the table's masks are values it cannot see
+ * through. */
+static LLVMValueRef guard_mask(lg_fn *g, LLVMValueRef x, LLVMValueRef id) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    LLVMTypeRef t = LLVMTypeOf(x);
+    LLVMTypeRef it = LLVMGetTypeKind(t) == LLVMDoubleTypeKind ? m->t_i64 : m->t_i32;
+    if (LLVMGetTypeKind(t) != LLVMDoubleTypeKind && LLVMGetTypeKind(t) != LLVMFloatTypeKind)
+        return LLVMBuildSelect(b, g->guard, x, id, ""); /* laned reductions are of floats */
+    LLVMValueRef idx[2] = {ci64(m, 0), g->guard_at};
+    LLVMValueRef mask = load(
+        g, it,
+        LLVMBuildInBoundsGEP2(b, LLVMArrayType(it, 2 * LG_LANES), guard_table(g, it), idx, 2, ""));
+    LLVMValueRef in = LLVMBuildAnd(b, LLVMBuildBitCast(b, x, it, ""), mask, "");
+    LLVMValueRef out =
+        LLVMBuildAnd(b, LLVMBuildBitCast(b, id, it, ""), LLVMBuildNot(b, mask, ""), "");
+    return LLVMBuildBitCast(b, LLVMBuildOr(b, in, out, ""), t, "");
+}
+
 /* The per-element work of a sweep at the current point: evaluate, accumulate into `acc`
  * (the current accumulators, part k of reduction i at i * LG_RED_PARTS + k: scalars, or
  * array elements for columns), store, cache. */
@@ -966,7 +1077,7 @@ static void sweep_point(lg_fn *g, lg_sweep *sw, LLVMValueRef *acc_ptrs) {
             /* past the row's end (a partial round read whole) the identity: a lane never
              * holds -0 (it starts at +0, and only -0 + -0 gives -0), so x + 0 and x * 1 are
              * x, bit for bit */
-            if (g->guard) x = LLVMBuildSelect(m->b, g->guard, x, lg_red_identity(m, g->f, n), "");
+            if (g->guard) x = guard_mask(g, x, lg_red_identity(m, g->f, n));
             store(g, lg_red_combine(m, g->f, n, acc, x), acc_ptrs[i * LG_RED_PARTS]);
             continue;
         }
@@ -974,8 +1085,7 @@ static void sweep_point(lg_fn *g, lg_sweep *sw, LLVMValueRef *acc_ptrs) {
         for (int k = 0; k < rd->nparts; k++) {
             LLVMValueRef acc = load(g, rd->t, acc_ptrs[i * LG_RED_PARTS + k]);
             LLVMValueRef xk = x;
-            if (g->guard)
-                xk = LLVMBuildSelect(m->b, g->guard, x, lg_red_part_identity(m, g->f, n, k), "");
+            if (g->guard) xk = guard_mask(g, x, lg_red_part_identity(m, g->f, n, k));
             store(g, lg_red_part_combine(m, g->f, n, k, acc, xk), acc_ptrs[i * LG_RED_PARTS + k]);
         }
     }
@@ -1459,7 +1569,8 @@ static void per_result_stage(lg_fn *g, int s, LLVMValueRef *rowbase) {
  * (rows_enter swaps them in), cached values and accumulators, and keeps its own order. */
 typedef struct lg_rows {
     int n;
-    int prefetch; /* the current sweep prefetches the rows after the group's */
+    int short_rows; /* rows shorter than two rounds that end in a partial one (short_groups) */
+    int prefetch;   /* the current sweep prefetches the rows after the group's */
     LLVMValueRef *base[LLVM_ROW_GROUP], *next[LLVM_ROW_GROUP], *cache[LLVM_ROW_GROUP];
     LLVMValueRef *val[LLVM_ROW_GROUP];
     int *lvl[LLVM_ROW_GROUP];
@@ -1596,6 +1707,7 @@ typedef struct lg_rows_round {
 
 static void rows_round(lg_fn *g, void *ctx, LLVMValueRef jl, LLVMValueRef cnt, int kind) {
     lg_rows_round *r = ctx;
+    if (kind == LG_ROUND_PART && r->rs->short_rows) kind = LG_ROUND_SPLIT;
     for (int k = 0; k < r->rs->n; k++) {
         rows_enter(g, r->rs, k);
         lane_loop(g, &r->w[k], r->rs->base[k], jl, ci64(g->m, 0), cnt, ci64(g->m, 0), kind);
@@ -1659,21 +1771,20 @@ static int sweep_reads_only(const lg_fn *g, const lg_sweep *sw) {
     return 1;
 }
 
-/* Whether the group's partial round is read whole: rows of at most one whole round, and for
- * every row and every buffer read along the row, the last lane of the round (at rowlen rounded
- * up to LG_LANES) lies in the page of the row's last element, so that the reads past the row
- * fault nowhere (pages are 4 KB at least). */
+/* Whether the group's partial round is read whole (short rows, short_groups): for every row
+ * and every buffer read along the row, the last lane read (the last of the row's
+ * vectors: rowlen rounded up to lane_width) lies in the page of the row's last element, so that
+ * the reads past the row fault nowhere (pages are 4 KB at least). Checked up to the round's
+ * end instead, layernorm over rows of 16 failed it at every row when a page ended 64 to 128
+ * bytes past the start of its weights (a row of 16 floats), and every row ran masked. */
 #define LG_PAGE_SHIFT 12 /* 4 KB pages, the least x86-64 has */
 static LLVMValueRef rows_overread(lg_fn *g, const lg_rows *rs, LLVMValueRef rowlen) {
     const llvm_kplan *p = g->p;
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
     LLVMValueRef last = LLVMBuildSub(b, rowlen, ci64(m, 1), "");
-    LLVMValueRef end = LLVMBuildOr(b, last, ci64(m, LG_LANES - 1), ""); /* the round's last */
-    /* rows of at most one whole round: over rows of 100 and 200 reading the partial round
-     * whole took 2-5% longer than masking it (in cache, 9-19% from memory), over rows of 10 to
-     * 48 15-55% less time */
-    LLVMValueRef ok = LLVMBuildICmp(b, LLVMIntSLT, rowlen, ci64(m, 2 * LG_LANES), "");
+    LLVMValueRef end = LLVMBuildOr(b, last, ci64(m, lane_width(m) - 1), ""); /* last read */
+    LLVMValueRef ok = LLVMConstInt(m->t_i1, 1, 0);
     for (int k = 0; k < rs->n; k++)
         for (int32_t i = 0; i < p->pk->nacc; i++) {
             const plan_access *a = &p->pk->acc[i];
@@ -1727,7 +1838,8 @@ static void group_sweep(lg_fn *g, lg_rows *rs, int s, const int *red, int nr, LL
     }
     /* as many vectors of accumulators in flight as one row's sweep has */
     w.vectorize = LG_INTERLEAVE / rs->n > 1 ? LG_INTERLEAVE / rs->n : 1;
-    if (w.blocked && sweep_reads_only(g, &rs->sw[0])) w.overread = rows_overread(g, rs, rowlen);
+    if (rs->short_rows && w.blocked && sweep_reads_only(g, &rs->sw[0]))
+        w.overread = rows_overread(g, rs, rowlen);
     g->sweep = s;
     g->lanes_end = rowlen;
     walk_range(g, &w, red, nr, rs->base[0], ci64(g->m, 0), rowlen);
@@ -1849,12 +1961,13 @@ static int row_groups(const lg_fn *g, int nr) {
 }
 
 /* Rows [begin, end), one group after another. */
-static void row_loop(lg_fn *g, int n, LLVMValueRef begin, LLVMValueRef end, const int *kept, int nk,
-                     const int *red, int nr, LLVMValueRef rowlen) {
+static void row_loop(lg_fn *g, int n, int short_rows, LLVMValueRef begin, LLVMValueRef end,
+                     const int *kept, int nk, const int *red, int nr, LLVMValueRef rowlen) {
     lg_mod *m = g->m;
     lg_rows rs;
     memset(&rs, 0, sizeof rs);
     rs.n = n;
+    rs.short_rows = short_rows;
     for (int k = 0; k < n; k++) {
         rs.val[k] = g->val;
         rs.lvl[k] = g->lvl;
@@ -1871,6 +1984,29 @@ static void row_loop(lg_fn *g, int n, LLVMValueRef begin, LLVMValueRef end, cons
     LLVMValueRef row = loop_begin(g, &L, begin, end, n > 1 ? "rows" : "row");
     row_group(g, &rs, row, kept, nk, red, nr, rowlen);
     loop_end(g, &L, ci64(m, n), 0);
+}
+
+/* Whether short rows (shorter than two rounds, ending in a partial round) get a group loop of
+ * their own: where a sweep only reads and reduces into lanes (its partial round read whole,
+ * rows_overread) or the last sweep writes the rows together (group_write, its partial round
+ * split); the other group loop has neither. Each part of it costs the rows that do not use it:
+ * in one loop, the read-whole round, the split and its prefetches made layernorm over rows of
+ * 32 and 64 2-7% slower, none of it run there (the registers' allocation around it); in a
+ * loop of their own, 2-3% faster than before any of it. The price is compile time, the group's
+ * code twice: examples/layernorm.fuse (bf16) 0.15 -> 0.25 s, bench/programs/rows.fuse 0.28 ->
+ * 0.33 s (bench/RESULTS.md, "Masked loads and stores"). Kernels of neither kind (softmax: it
+ * caches its exp) have one loop. */
+static int short_groups(lg_fn *g) {
+    const llvm_kplan *p = g->p;
+    if (p->pk->final_sweep && !g->use_cache) return 1;
+    for (int s = 0; s < p->pk->nsweeps; s++) {
+        lg_sweep sw;
+        sweep_init(g, &sw, s);
+        for (int32_t i = 0; i < sw.nred; i++)
+            sw.red[i].laned = sum_like(g, sw.red[i].node);
+        if (sw.nred > 0 && sweep_reads_only(g, &sw)) return 1;
+    }
+    return 0;
 }
 
 static void gen_row(lg_fn *g) {
@@ -1890,10 +2026,27 @@ static void gen_row(lg_fn *g) {
         LLVMValueRef grouped = LLVMBuildSelect(
             b, LLVMBuildICmp(b, LLVMIntSLE, rowlen, ci64(m, LLVM_ROW_GROUP_MAX), ""),
             LLVMBuildNSWAdd(b, g->begin, whole, ""), g->begin, "");
-        row_loop(g, LLVM_ROW_GROUP, g->begin, grouped, kept, nk, red, nr, rowlen);
+        if (short_groups(g)) {
+            /* rows of at most one whole round and a part (a partial round read whole: over rows
+             * of 100 and 200 it took 2-5% longer than masking it in cache, 9-19% from memory;
+             * over rows of 10 to 48 15-55% less time), in their loop, the others in theirs */
+            LLVMValueRef is_short = LLVMBuildAnd(
+                b, LLVMBuildICmp(b, LLVMIntSLT, rowlen, ci64(m, 2 * LG_LANES), ""),
+                LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, rowlen, ci64(m, LG_LANES - 1), ""),
+                              ci64(m, 0), ""),
+                "");
+            row_loop(g, LLVM_ROW_GROUP, 1, g->begin,
+                     LLVMBuildSelect(b, is_short, grouped, g->begin, ""), kept, nk, red, nr,
+                     rowlen);
+            row_loop(g, LLVM_ROW_GROUP, 0, g->begin,
+                     LLVMBuildSelect(b, is_short, g->begin, grouped, ""), kept, nk, red, nr,
+                     rowlen);
+        } else {
+            row_loop(g, LLVM_ROW_GROUP, 0, g->begin, grouped, kept, nk, red, nr, rowlen);
+        }
         begin = grouped;
     }
-    row_loop(g, 1, begin, g->end, kept, nk, red, nr, rowlen);
+    row_loop(g, 1, 0, begin, g->end, kept, nk, red, nr, rowlen);
 }
 
 /* ---- full reductions --------------------------------------------------------------------------
