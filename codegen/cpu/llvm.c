@@ -61,6 +61,7 @@ typedef struct lg_fn {
     LLVMValueRef lanes_end; /* blocked walks: the flat end of the walk, where its last block ends */
     LLVMValueRef guard;     /* a partial round read whole: whether the point is in the row */
     LLVMValueRef guard_at;  /* and where its mask is in the table of lane masks (guard_mask) */
+    int no_tails;           /* runs of fewer than LG_TAIL_MIN elements: no run_tail */
     /* values */
     LLVMValueRef *val;
     int *lvl;
@@ -568,6 +569,146 @@ static void stage_flush(lg_fn *g, const lg_stage_set *set, LLVMValueRef len) {
     }
 }
 
+/* The lanes a vectorized lane loop takes at once (its vectorize.width): 16 on AVX-512, else 8. */
+static unsigned lane_width(const lg_mod *m) {
+    return m->vector_bytes >= 64 ? 16 : 8;
+}
+
+/* The lines that the masked stores of [j0, j1) (less than a vector along the row, offsets
+ * `base`) will write, fetched for writing first: a masked store of a line not in L1 holds up
+ * the stores behind it as a masked load does (lane_loop below), while prefetches go ahead
+ * out of order, so that a group's rows fetch their lines at once: layernorm over rows of 10
+ * from memory took 1.4x as long without (bench/RESULTS.md, "Masked loads and stores"). The
+ * lines of the first and the last element. */
+static void masked_prefetch(lg_fn *g, LLVMValueRef *base, LLVMValueRef j0, LLVMValueRef j1,
+                            int loads) {
+    const llvm_kplan *p = g->p;
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    LLVMValueRef at[2] = {j0, LLVMBuildSub(b, j1, ci64(m, 1), "")};
+    for (int32_t i = 0; i < p->pk->nacc; i++) {
+        const plan_access *a = &p->pk->acc[i];
+        if (a->buf == PLAN_NO_BUF || !((a->present >> (p->pk->naxes - 1)) & 1) ||
+            (!a->store && !loads))
+            continue;
+        LLVMTypeRef t = lg_storage_type(m, p->fm->plan->bufs[a->buf].dtype);
+        for (int e = 0; e < 2; e++) {
+            LLVMValueRef off = LLVMBuildAdd(b, base[i], at[e], "");
+            LLVMValueRef ptr = LLVMBuildInBoundsGEP2(b, t, g->bufp[a->buf], &off, 1, "");
+            if (a->store)
+                lg_prefetch_write(m, ptr);
+            else
+                lg_prefetch_read(m, ptr);
+        }
+    }
+}
+
+/* ---- the ends of runs ----------------------------------------------------------------------
+ * An element-wise kernel's vectorized loop takes several vectors a step; what is left after
+ * its last step ran as scalars, an element at a time, which is all of a run shorter than a
+ * step: bias + ReLU over rows of 16 floats took 2.6x a copy, over rows of 31 2.2x.
+ * So, where runs may be short (more than one axis) and the body is cheap (no transcendental,
+ * whose copies would cost compile time), a run is its whole steps (run_steps), then its whole
+ * vectors one at a time, unmasked, then the rest masked, its lines fetched first where the run
+ * is shorter than a step (masked_prefetch: masked accesses of lines that are not in L1 are
+ * slow, lane_loop). Row kernels keep their loops: their tails after whole steps went slower
+ * so (layernorm over rows of 120 10-40% from memory), and their short rows have their own
+ * walks (group_write). */
+#define LG_TAIL_MIN 8 /* shorter runs keep the loop's scalar remainder (gen_pointwise_split) */
+
+static int run_tails(const lg_fn *g) {
+    const llvm_kplan *p = g->p;
+    if (g->no_tails || p->loop != LLVM_LOOP_POINTWISE || p->pk->naxes < 2) return 0;
+    for (int32_t i = p->pk->from; i < p->pk->to; i++) {
+        ir_ref r = g->k->body[i];
+        if ((ir_ops[g->f->nodes[r].op].flags & IR_OPF_EXPENSIVE) && !p->pk->per_result[r]) return 0;
+    }
+    return 1;
+}
+
+/* The end of a run's steps from lo to hi: lo plus a multiple of the step of a loop of ic
+ * vectors in flight (run_tail takes the rest). The step is guessed as LLVM's vectorizer picks
+ * it, vectors of the narrowest element the kernel loads or stores along the run: too short a
+ * guess leaves the loop's own scalar remainder some elements, too long one hands the tail
+ * whole steps (bias + ReLU over rows of 64 floats took 5% longer with a step of 128, its
+ * loop's four vectors then one at a time). */
+static LLVMValueRef run_steps(lg_fn *g, LLVMValueRef lo, LLVMValueRef hi, unsigned ic) {
+    const llvm_kplan *p = g->p;
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    int64_t narrow = 8;
+    for (int32_t i = 0; i < p->pk->nacc; i++) {
+        const plan_access *a = &p->pk->acc[i];
+        if (a->buf == PLAN_NO_BUF || !((a->present >> (p->pk->naxes - 1)) & 1)) continue;
+        int64_t e = (int64_t)ir_dtypes[p->fm->plan->bufs[a->buf].dtype].bytes;
+        if (e < narrow) narrow = e;
+    }
+    int64_t step = (int64_t)m->vector_bytes / narrow * (ic > 0 ? ic : 1);
+    if (step < 1) step = 1;
+    LLVMValueRef n = LLVMBuildAnd(b, LLVMBuildSub(b, hi, lo, ""), ci64(m, -step), "");
+    return LLVMBuildNSWAdd(b, lo, n, "");
+}
+
+/* Where the index of a run's loop puts the point: j = j0 + k (staged walks: k indexes the
+ * block's staging too). */
+typedef struct lg_run_at {
+    LLVMValueRef *base, flat0, j0;
+    int staged;
+} lg_run_at;
+
+/* A loop over [lo, hi) of a run's points, vectors of `width` lanes one at a time (1: scalars),
+ * predicated or not. */
+static void run_loop(lg_fn *g, lg_walk *w, const lg_run_at *at, LLVMValueRef lo, LLVMValueRef hi,
+                     unsigned width, int predicated) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    lg_loop L;
+    LLVMValueRef k = loop_begin(g, &L, lo, hi, "j");
+    g->base = at->base;
+    g->j = at->j0 ? LLVMBuildNSWAdd(b, at->j0, k, "") : k;
+    g->flat = LLVMBuildNSWAdd(b, at->flat0, g->j, "");
+    if (at->staged) g->stage_k = k;
+    w->point(g, w);
+    LLVMMetadataRef extra = NULL;
+    if (predicated) {
+        LLVMMetadataRef pred[2] = {
+            LLVMMDStringInContext2(m->ctx, "llvm.loop.vectorize.predicate.enable", 36),
+            LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(m->ctx), 1, 0))};
+        extra = LLVMMDNodeInContext2(m->ctx, pred, 2);
+    }
+    loop_end_id(g, &L, ci64(m, 1), lg_loop_id(m->ctx, width != 1, width, 1, extra));
+}
+
+/* The tail of a run, [lo, hi) (less than a step of its loop), which began at `start`: its
+ * whole vectors, then the rest masked where the run is shorter than a step (none of its lines
+ * in L1 yet), else as scalars: after whole steps, whose lines the rest shares, the masked rest
+ * was the slower (layernorm's rows of 120, when row kernels had these tails: 20-40% longer
+ * from memory). */
+static void run_tail(lg_fn *g, lg_walk *w, const lg_run_at *at, LLVMValueRef start, LLVMValueRef lo,
+                     LLVMValueRef hi) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    LLVMValueRef width = ci64(m, lane_width(m));
+    LLVMValueRef mid = LLVMBuildNSWAdd(
+        b, lo, LLVMBuildAnd(b, LLVMBuildSub(b, hi, lo, ""), LLVMBuildNeg(b, width, ""), ""), "");
+    run_loop(g, w, at, lo, mid, lane_width(m), 0);
+    LLVMBasicBlockRef after = if_begin(g, LLVMBuildICmp(b, LLVMIntSLT, mid, hi, ""));
+    LLVMBasicBlockRef masked = new_block(g, "masked"), scalar = new_block(g, "scalar"),
+                      done = new_block(g, "tailed");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, lo, start, ""), masked, scalar);
+    LLVMPositionBuilderAtEnd(b, masked);
+    LLVMValueRef j0 = at->j0 ? at->j0 : ci64(m, 0);
+    masked_prefetch(g, at->base, LLVMBuildNSWAdd(b, j0, mid, ""), LLVMBuildNSWAdd(b, j0, hi, ""),
+                    1);
+    run_loop(g, w, at, mid, hi, lane_width(m), 1);
+    LLVMBuildBr(b, done);
+    LLVMPositionBuilderAtEnd(b, scalar);
+    run_loop(g, w, at, mid, hi, 1, 0);
+    LLVMBuildBr(b, done);
+    LLVMPositionBuilderAtEnd(b, done);
+    if_end(g, after);
+}
+
 /* A run whose points store per-element results, in blocks of LG_STAGE: without streaming the
  * stores go straight to memory; with it, to a staging block in the stack (L1), which is then
  * streamed out. The choice is a select of the block's store pointers, so the computing loop
@@ -615,7 +756,9 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
         store(g, dst, stage_entry(m, b, set[dt].dst, ci64(m, slot[i])));
         sel[i] = LLVMBuildSelect(b, g->stream, tmp[i], dst, "");
     }
-    LLVMValueRef k = loop_begin(g, &L, ci64(m, 0), len, "j");
+    int tails = run_tails(g);
+    LLVMValueRef steps = tails ? run_steps(g, ci64(m, 0), len, LG_INTERLEAVE) : len;
+    LLVMValueRef k = loop_begin(g, &L, ci64(m, 0), steps, "j");
     g->base = base;
     g->j = LLVMBuildNSWAdd(b, b0, k, "");
     g->flat = LLVMBuildNSWAdd(b, flat0, g->j, "");
@@ -623,7 +766,6 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
     g->stage_k = k;
     int calls = m->math_calls;
     w->point(g, w);
-    g->stage_ptr = NULL;
     /* the block's trip count is small, which makes the vectorizer keep one vector in flight;
      * long bodies (inlined math) need several for their latency, and a body with a
      * transcendental twice as many (faster for a fifth more compile time, which cheap bodies
@@ -642,15 +784,17 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
                                               : LG_INTERLEAVE;
     loop_end_id(g, &L, ci64(m, 1),
                 lg_loop_id(m->ctx, 1, 0, ic, LLVMMDNodeInContext2(m->ctx, &name, 1)));
+    if (tails) {
+        lg_run_at at = {base, flat0, b0, 1};
+        LLVMBasicBlockRef rest = if_begin(g, LLVMBuildICmp(b, LLVMIntSLT, steps, len, ""));
+        run_tail(g, w, &at, ci64(m, 0), steps, len);
+        if_end(g, rest);
+    }
+    g->stage_ptr = NULL;
     LLVMBasicBlockRef after = if_begin(g, g->stream);
     stage_flush(g, set, len);
     if_end(g, after);
     loop_end(g, &B, len, 0);
-}
-
-/* The lanes a vectorized lane loop takes at once (its vectorize.width): 16 on AVX-512, else 8. */
-static unsigned lane_width(const lg_mod *m) {
-    return m->vector_bytes >= 64 ? 16 : 8;
 }
 
 /* Kinds of lane loop: a part of a round (masked), a whole round, a part read whole, a part as
@@ -700,29 +844,6 @@ static void lane_run(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef jl, 
                 lg_loop_id(m->ctx, 1, width, kind == LG_ROUND_WHOLE ? LG_LANES / width : 1, extra));
 }
 
-/* The lines that the masked stores of [j0, j1) (less than a vector along the row, offsets
- * `base`) will write, fetched for writing first: a masked store of a line not in L1 holds up
- * the stores behind it as a masked load does (lane_loop below), while prefetches go ahead
- * out of order, so that a group's rows fetch their lines at once: layernorm over rows of 10
- * from memory took 1.4x as long without (bench/RESULTS.md, "Masked loads and stores"). The
- * lines of the first and the last element. */
-static void masked_prefetch(lg_fn *g, LLVMValueRef *base, LLVMValueRef j0, LLVMValueRef j1) {
-    const llvm_kplan *p = g->p;
-    lg_mod *m = g->m;
-    LLVMBuilderRef b = m->b;
-    LLVMValueRef at[2] = {j0, LLVMBuildSub(b, j1, ci64(m, 1), "")};
-    for (int32_t i = 0; i < p->pk->nacc; i++) {
-        const plan_access *a = &p->pk->acc[i];
-        if (!a->store || a->buf == PLAN_NO_BUF || !((a->present >> (p->pk->naxes - 1)) & 1))
-            continue;
-        LLVMTypeRef t = lg_storage_type(m, p->fm->plan->bufs[a->buf].dtype);
-        for (int e = 0; e < 2; e++) {
-            LLVMValueRef off = LLVMBuildAdd(b, base[i], at[e], "");
-            lg_prefetch_write(m, LLVMBuildInBoundsGEP2(b, t, g->bufp[a->buf], &off, 1, ""));
-        }
-    }
-}
-
 /* The lane loops of a round: lanes [l0, l0 + cnt) of the round whose lane 0 is at j = jl.
  * Whole (cnt = LG_LANES, l0 = 0): vectors of the target's width, several in flight. A part:
  * one vector at a time, the last masked (predicated). A part read whole (l0 = 0): the round's
@@ -765,7 +886,8 @@ static void lane_loop(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef jl,
         lane_run(g, w, base, jl, l0, mid, NULL, flat0, LG_ROUND_VECS);
         LLVMValueRef end = LLVMBuildNSWAdd(b, l0, cnt, "");
         LLVMBasicBlockRef after = if_begin(g, LLVMBuildICmp(b, LLVMIntSLT, mid, end, ""));
-        masked_prefetch(g, base, LLVMBuildNSWAdd(b, jl, mid, ""), LLVMBuildNSWAdd(b, jl, end, ""));
+        masked_prefetch(g, base, LLVMBuildNSWAdd(b, jl, mid, ""), LLVMBuildNSWAdd(b, jl, end, ""),
+                        0);
         lane_run(g, w, base, jl, mid, end, NULL, flat0, LG_ROUND_PART);
         if_end(g, after);
     }
@@ -896,12 +1018,20 @@ static void walk_run(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0, 
         return;
     }
     if (!w->blocked) {
-        LLVMValueRef j = loop_begin(g, &L, j0, j1, "j");
+        int tails = run_tails(g) && w->vectorize > 0;
+        LLVMValueRef steps = tails ? run_steps(g, j0, j1, (unsigned)w->vectorize) : j1;
+        LLVMValueRef j = loop_begin(g, &L, j0, steps, "j");
         g->base = base;
         g->j = j;
         g->flat = LLVMBuildNSWAdd(m->b, flat0, j, "");
         w->point(g, w);
         loop_end(g, &L, ci64(m, 1), w->vectorize);
+        if (tails) {
+            lg_run_at at = {base, flat0, NULL, 0};
+            LLVMBasicBlockRef rest = if_begin(g, LLVMBuildICmp(m->b, LLVMIntSLT, steps, j1, ""));
+            run_tail(g, w, &at, j0, steps, j1);
+            if_end(g, rest);
+        }
         return;
     }
     walk_lanes(g, w, base, j0, j1, flat0);
@@ -911,6 +1041,8 @@ static void walk_run(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0, 
  * them must be the last collapsed axis), relative to base0. Runs along the last axis are the
  * inner loops; the offsets of the other axes are computed once per run. With no axis, one
  * point (when lo < hi). */
+static void walk_runs(lg_fn *g, lg_walk *w, const int *axes, int n, LLVMValueRef *base0,
+                      LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef len);
 static void walk_range(lg_fn *g, lg_walk *w, const int *axes, int n, LLVMValueRef *base0,
                        LLVMValueRef lo, LLVMValueRef hi) {
     lg_mod *m = g->m;
@@ -937,6 +1069,14 @@ static void walk_range(lg_fn *g, lg_walk *w, const int *axes, int n, LLVMValueRe
         return;
     }
     LLVMValueRef len = g->dim[axes[n - 1]];
+    walk_runs(g, w, axes, n, base0, lo, hi, len);
+}
+
+/* walk_range's runs of length len along the last of n axes, from flat lo to hi. */
+static void walk_runs(lg_fn *g, lg_walk *w, const int *axes, int n, LLVMValueRef *base0,
+                      LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef len) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
     /* the first run starts at lo's column, every later one at column 0 of the next outer
      * index: divided once, not once a run (short runs paid for a division each) */
     LLVMValueRef outer_at = alloca_at_entry(g, g->m->t_i64, "outer");
@@ -1475,12 +1615,12 @@ static void fn_dims(lg_fn *g) {
 
 /* Starts task `name`: the exported wrapper, and the internal body it calls, whose entry the
  * builder is left in with dims and strides computed. */
-static void fn_begin(lg_fn *g, const char *name) {
+static void fn_begin(lg_fn *g, const char *name, int wrapped) {
     lg_mod *m = g->m;
     LLVMTypeRef *ps = ir_arena_calloc(m->arena, (size_t)g->p->pk->nbufs + 5, sizeof(*ps));
     LLVMTypeRef bty;
     LLVMValueRef body = fn_declare_body(g, name, ps, &bty);
-    fn_wrapper(g, name, ps, bty, body);
+    if (wrapped) fn_wrapper(g, name, ps, bty, body);
     fn_body_begin(g, body);
     fn_dims(g);
     size_t nn = (size_t)g->f->nnodes + 1;
@@ -2673,6 +2813,38 @@ static void gen_column_join(lg_fn *g) {
 /* Task `name` of plan p: the kernel's task (LG_TASK), a full reduction's finalize, or a split
  * column kernel's pieces or join. */
 enum { LG_TASK, LG_FINALIZE, LG_PIECES, LG_JOIN };
+/* An element-wise kernel whose runs may be short (run_tails): one body function for runs of
+ * at least LG_TAIL_MIN elements, their tails vectorized, called by the task's body for such
+ * runs; the task's body keeps the loop's scalar remainder for shorter ones, which a masked
+ * vector's set-up would cost more than it saves (bias + ReLU over rows of 2 to 7 took 1.1-1.8x
+ * as long so). Two functions, not two loops of one: in one, the registers' allocation around
+ * the other loop made bias + ReLU over rows of 5 take 1.3x as long. */
+static void gen_pointwise_split(lg_fn *g, const char *name) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    lg_fn t = *g;
+    fn_begin(&t, ir_arena_printf(m->arena, "%s.tails", name), 0);
+    gen_pointwise(&t);
+    fn_end(&t);
+    g->no_tails = 1;
+    fn_begin(g, name, 1);
+    int axes[IR_MAX_RANK];
+    int n = all_axes(g->p, axes);
+    LLVMBasicBlockRef tails = new_block(g, "tails"), few = new_block(g, "few");
+    LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGE, g->dim[axes[n - 1]], ci64(m, LG_TAIL_MIN), ""),
+                    tails, few);
+    LLVMPositionBuilderAtEnd(b, tails);
+    unsigned np = LLVMCountParams(t.fn);
+    LLVMValueRef *args = ir_arena_calloc(m->arena, np + 1, sizeof(*args));
+    for (unsigned i = 0; i < np; i++)
+        args[i] = LLVMGetParam(g->fn, i);
+    LLVMBuildCall2(b, LLVMGetElementType(LLVMTypeOf(t.fn)), t.fn, args, np, "");
+    LLVMBuildRetVoid(b);
+    LLVMPositionBuilderAtEnd(b, few);
+    gen_pointwise(g);
+    fn_end(g);
+}
+
 static int gen_task(lg_mod *m, const llvm_kplan *p, const char *name, int which) {
     lg_fn g;
     memset(&g, 0, sizeof g);
@@ -2681,7 +2853,11 @@ static int gen_task(lg_mod *m, const llvm_kplan *p, const char *name, int which)
     g.f = p->pk->f;
     g.k = &p->pk->f->partition->kernels[p->pk->kernel];
     g.use_cache = which == LG_TASK && p->ncached > 0;
-    fn_begin(&g, name);
+    if (p->loop == LLVM_LOOP_POINTWISE && run_tails(&g)) {
+        gen_pointwise_split(&g, name);
+        return m->fail.failed ? -1 : 0;
+    }
+    fn_begin(&g, name, 1);
     switch (p->loop) {
     case LLVM_LOOP_POINTWISE: gen_pointwise(&g); break;
     case LLVM_LOOP_ROW: gen_row(&g); break;

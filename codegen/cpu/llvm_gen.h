@@ -95,8 +95,10 @@ LLVMValueRef lg_intrinsic_in(LLVMModuleRef mod, LLVMBuilderRef b, unsigned id, L
  * loop's elements (llvm_prefetch.c). */
 void lg_prefetch_hint(lg_mod *m, LLVMValueRef ptr, int elem_bytes);
 /* A prefetch for writing, into L1, of the cache line at ptr (a plain prefetch where the CPU
- * has no PREFETCHW), where the builder is: for code the vectorizer does not touch. */
+ * has no PREFETCHW), or for reading, where the builder is: for code the vectorizer does not
+ * touch. */
 void lg_prefetch_write(lg_mod *m, LLVMValueRef ptr);
+void lg_prefetch_read(lg_mod *m, LLVMValueRef ptr);
 
 /* Keeps functions fns[0 .. n) of mod through the passes that delete unused ones (as members of
  * llvm.compiler.used): vector variants that only the loop vectorizer will call (until

@@ -98,11 +98,20 @@ static void build_prefetch(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef p) 
     lg_intrinsic_in(mod, b, LLVMLookupIntrinsicID(name, strlen(name)), &i8p, 1, args, 4);
 }
 
-void lg_prefetch_write(lg_mod *m, LLVMValueRef ptr) {
+static void prefetch_l1(lg_mod *m, LLVMValueRef ptr, int write) {
     static const char name[] = "llvm.prefetch";
-    LLVMValueRef args[4] = {LLVMBuildBitCast(m->b, ptr, m->t_i8p, ""), LLVMConstInt(m->t_i32, 1, 0),
+    LLVMValueRef args[4] = {LLVMBuildBitCast(m->b, ptr, m->t_i8p, ""),
+                            LLVMConstInt(m->t_i32, (unsigned)write, 0),
                             LLVMConstInt(m->t_i32, 3, 0), LLVMConstInt(m->t_i32, 1, 0)};
     lg_intrinsic_in(m->mod, m->b, LLVMLookupIntrinsicID(name, strlen(name)), &m->t_i8p, 1, args, 4);
+}
+
+void lg_prefetch_write(lg_mod *m, LLVMValueRef ptr) {
+    prefetch_l1(m, ptr, 1);
+}
+
+void lg_prefetch_read(lg_mod *m, LLVMValueRef ptr) {
+    prefetch_l1(m, ptr, 0);
 }
 
 /* Which hint site a vector call belongs to: the buffer its addresses are in (the vectorizer's
