@@ -89,12 +89,12 @@ static void stream_init(void) {
  * 2.58 against 2.65 on Zen 3; x * rsqrt(sum(x * x)) 12.3 against 12.9 ms on Zen 5), at 512
  * the two were even, and longer rows gained (softmax [16384, 256] 2.37 against 2.68 ms). */
 #define CPU_STREAM_MIN_ROW_BYTES 512
-/* Element-wise runs whose length is no multiple of a cache line start and end inside lines,
- * which streaming stores write in part, a line's read and write at the memory for each: bias +
- * ReLU over rows of 100 f32 (400 bytes) took twice as long streamed (6.7 against 3.5 ms from
- * memory, one thread), rows of 200 and 300 as long either way, rows of 700 and more less
- * streamed (bench/RESULTS.md, "The ends of element-wise runs"). Such runs stream from this
- * length on. */
+/* Element-wise runs whose length is no multiple of half a cache line start and end inside
+ * lines at offsets that streaming stores write badly: bias + ReLU over rows of 100 and 150 f32
+ * (400 and 600 bytes) took twice as long streamed (6.3-6.7 against 3.2-3.5 ms from memory, one
+ * thread), while rows of 120 and 200 (480 and 800 bytes, halves of lines) took 10-20% less
+ * streamed, and rows of 300 to 700 (1200 to 2800 bytes) as long or less (bench/RESULTS.md,
+ * "The ends of element-wise runs"). Such runs stream from this length on. */
 #define CPU_STREAM_MIN_SPLIT_RUN_BYTES 1024
 
 /* Whether a launch of km over `elems` elements streams its results. */
@@ -110,7 +110,7 @@ static int streams(const llvm_kernel_meta *km, int vector_bytes, int64_t elems,
     double min_run =
         km->kind == IR_KERNEL_ROW_REDUCTION ? CPU_STREAM_MIN_ROW_BYTES : CPU_STREAM_MIN_RUN_BYTES;
     int64_t run_bytes = plan_shape_count(&km->run_shape, syms) * km->elem_out_bytes;
-    if (elementwise && run_bytes % 64 != 0 && run_bytes < CPU_STREAM_MIN_SPLIT_RUN_BYTES) return 0;
+    if (elementwise && run_bytes % 32 != 0 && run_bytes < CPU_STREAM_MIN_SPLIT_RUN_BYTES) return 0;
     return bytes >= (double)LLVM_STREAM_MIN_BYTES && run >= min_run;
 }
 
