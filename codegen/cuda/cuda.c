@@ -33,7 +33,11 @@ static void math_macros(ir_buf *src) {
         if (strncmp(l, "#include", 8) != 0) ir_buf_putn(src, l, n);
         l += n;
     }
-    ir_buf_puts(src, "\n/* the op table's names */\n#ifdef __USE_FAST_MATH__\n");
+    /* NVRTC 13 defines __USE_FAST_MATH__ whether or not it is asked for fast math, as 0 or 1
+     * (its first GPU run: every f32 transcendental was CUDA's own, up to an ulp from the
+     * CPU's); `+ 0` also reads an empty definition as off */
+    ir_buf_puts(src, "\n/* the op table's names */\n"
+                     "#if defined(__USE_FAST_MATH__) && (__USE_FAST_MATH__ + 0)\n");
 #define FAST(E, F32, F64, FASTF)                                                                   \
     ir_buf_puts(src, IR_OP_##E == IR_OP_SIGMOID ? "#define fx_" #F32 " llvm_math_" #F32 "\n"       \
                                                 : "#define fx_" #F32 " " #F32 "\n");

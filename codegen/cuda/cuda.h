@@ -26,7 +26,7 @@
 #include "ir/ir.h"
 
 /* Bump when the generated code changes for the same IR: it is part of every cache key. */
-#define CUDA_CODEGEN_VERSION 5
+#define CUDA_CODEGEN_VERSION 6
 
 /* What the CUDA generator asks of the kernel plan (plan/plan.h); the units of a split
  * (plan_split_pieces) are read at launch too (runtime/cuda/cuda_resolve.c). */
