@@ -21,6 +21,18 @@ if ! "$FUSEC" "${cu[@]}" --emit=ptx --no-cache "$ex/gelu.fuse" -o "$tmp/probe.pt
     fi
 fi
 
+# ---- the math: the CPU's functions, CUDA's only with --fast-math ------------------------------
+# NVRTC 13 defines __USE_FAST_MATH__ (as 0) without fast math too: a module that asked whether it
+# was defined ran CUDA's own expf (ex2.approx) where the CPU's bits are the contract (issue 30)
+cat >"$tmp/math.fuse" <<'EOF2'
+fn m(x: f32[N]) -> f32[N] { return exp(x) + log(x) + sin(x) + tanh(x); }
+EOF2
+"$FUSEC" "${cu[@]}" --emit=ptx "$tmp/math.fuse" -o "$tmp/math.ptx"
+check "precise math: no approximate instruction in the PTX" \
+    bash -c "! grep -qE '(ex2|lg2|sin|cos|tanh|rcp)\.approx' '$tmp/math.ptx'"
+"$FUSEC" "${cu[@]}" --emit=ptx --fast-math "$tmp/math.fuse" -o "$tmp/math-fast.ptx"
+check "--fast-math: CUDA's approximate instructions" grep -qE 'ex2\.approx' "$tmp/math-fast.ptx"
+
 # ---- emitting ------------------------------------------------------------------------------
 "$FUSEC" --target=cuda --emit=cuda "$ex/softmax.fuse" -o "$tmp/a.cu"
 check "emit cuda exits 0" test $? -eq 0
