@@ -153,7 +153,8 @@ part_bench() {
         echo "fusec bench $file -f $fn $*"
         if out=$(timeout 90 "${DEV[@]}" "$FUSEC" bench "$S/bench/programs/$file" -f "$fn" \
             --target=cuda --format json "$@") && [[ $out == '{'* ]]; then
-            echo "{\"args\": \"$*\", ${out#\{}" | tee -a "$OUT/bench.jsonl"
+            echo "{\"args\": \"${FUSEC_CUDA_ROW_LANES:+lanes=$FUSEC_CUDA_ROW_LANES }$*\", ${out#\{}" |
+                tee -a "$OUT/bench.jsonl"
         else
             echo "FAILED: $file $fn $* (exit $?)"
             fails=$((fails + 1))
@@ -168,6 +169,12 @@ part_bench() {
         b rows.fuse $f --dim R=$((4 * R)) --dim C=$((C / 4)) --reps $reps
         b rows.fuse $f --dim R=$R --dim C=$C --reps $reps
         b rows.fuse $f --dim R=$R2 --dim C=$C2 --reps $reps
+    done
+    # the plan's order with a lane a thread (4x a row's threads, codegen/cuda/cuda_reduce.c),
+    # beside the default's 4 lanes a thread (f32): issue 28's next measurement
+    for f in softmax layernorm; do
+        FUSEC_CUDA_ROW_LANES=1 b rows.fuse $f --dim R=$((4 * R)) --dim C=$((C / 4)) --reps $reps
+        FUSEC_CUDA_ROW_LANES=1 b rows.fuse $f --dim R=$R --dim C=$C --reps $reps
     done
     b rows.fuse softmax --dim R=$R --dim C=$C --no-fuse --reps $reps
     b cols.fuse colsum --dim R=$((4 * R)) --dim C=$C --reps $reps

@@ -33,6 +33,7 @@
  * order").
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/cuda/cuda_internal.h"
@@ -977,6 +978,12 @@ void cugen_gen_row(cugen_kernel *k, cuda_launch *l) {
     cuda_size rows = cugen_groups_extent(k, ((1u << k->ngroups) - 1) & ~k->reduced);
     cuda_size len = cugen_groups_extent(k, k->reduced);
     if (row_needs_order(k, &p)) {
+        /* FUSEC_CUDA_ROW_LANES=1 or 2: fewer lanes a thread, so more threads a row (32 / w a
+         * block of 1024 elements): an experiment for the GPU check (a row of 1024 f32 has 8
+         * threads by default; bench/RESULTS.md, "GPU: NVIDIA H200, 2026-11-28"). The source,
+         * and so the kernel cache's key, changes with it; the bits do not (the plan's order) */
+        const char *w = getenv("FUSEC_CUDA_ROW_LANES");
+        if (w && (w[0] == '1' || w[0] == '2') && !w[1] && w[0] - '0' < p.vec) p.vec = w[0] - '0';
         gen_row_order_launch(k, l, &p, rows, len);
         return;
     }
