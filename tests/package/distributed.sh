@@ -10,10 +10,22 @@ if ! "$PY" -c "import torch.distributed as d; assert d.is_available() and d.is_g
     echo "PyTorch with torch.distributed (gloo) is not installed: skipping"
     exit 77
 fi
-out=$(CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=1 "$PY" -m torch.distributed.run --standalone \
-    --nproc-per-node=2 examples/distributed/train.py --steps 5 2>&1)
-rc=$?
-printf '%s\n' "$out" | grep -v '^W[0-9]'
+run() {
+    out=$(CUDA_VISIBLE_DEVICES= OMP_NUM_THREADS=1 "$PY" -m torch.distributed.run --standalone \
+        --nproc-per-node=2 examples/distributed/train.py --steps 5 2>&1)
+    rc=$?
+    printf '%s\n' "$out" | grep -v '^W[0-9]'
+}
+run
+# gloo aborts a rank as the group is torn down now and then ("terminate called without an active
+# exception"), the example's barrier before it notwithstanding, more often on a loaded machine
+# (once in `make test`'s parallel run, 2026-11-28; the verdict, reduced over the ranks, had been
+# printed "same"): that abort, after the verdict, is run again once
+if [ $rc -ne 0 ] && grep -q "terminate called without an active exception" <<<"$out" &&
+    grep -q ": same" <<<"$out"; then
+    echo "distributed.sh: gloo aborted a rank at teardown after the verdict: once more"
+    run
+fi
 # the example's exit status is the verdict (every rank's weights against PyTorch's, reduced
 # over the ranks); its line is not grepped: the two processes' output may interleave
 if [ $rc -ne 0 ]; then
