@@ -569,6 +569,14 @@ static void stage_flush(lg_fn *g, const lg_stage_set *set, LLVMValueRef len) {
     }
 }
 
+/* A loop attribute: vectorized with its last vector masked (predicated), no scalar remainder. */
+static LLVMMetadataRef predicate_md(lg_mod *m) {
+    LLVMMetadataRef pred[2] = {
+        LLVMMDStringInContext2(m->ctx, "llvm.loop.vectorize.predicate.enable", 36),
+        LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(m->ctx), 1, 0))};
+    return LLVMMDNodeInContext2(m->ctx, pred, 2);
+}
+
 /* The lanes a vectorized lane loop takes at once (its vectorize.width): 16 on AVX-512, else 8. */
 static unsigned lane_width(const lg_mod *m) {
     return m->vector_bytes >= 64 ? 16 : 8;
@@ -649,11 +657,10 @@ static LLVMValueRef run_steps(lg_fn *g, LLVMValueRef lo, LLVMValueRef hi, unsign
     return LLVMBuildNSWAdd(b, lo, n, "");
 }
 
-/* Where the index of a run's loop puts the point: j = j0 + k (staged walks: k indexes the
- * block's staging too). */
+/* Where the index of a run's loop puts the point: j = k, or in a staged walk's block from j0,
+ * j = j0 + k, with k the block's staging index too. */
 typedef struct lg_run_at {
     LLVMValueRef *base, flat0, j0;
-    int staged;
 } lg_run_at;
 
 /* A loop over [lo, hi) of a run's points, vectors of `width` lanes one at a time (1: scalars),
@@ -667,16 +674,10 @@ static void run_loop(lg_fn *g, lg_walk *w, const lg_run_at *at, LLVMValueRef lo,
     g->base = at->base;
     g->j = at->j0 ? LLVMBuildNSWAdd(b, at->j0, k, "") : k;
     g->flat = LLVMBuildNSWAdd(b, at->flat0, g->j, "");
-    if (at->staged) g->stage_k = k;
+    if (at->j0) g->stage_k = k;
     w->point(g, w);
-    LLVMMetadataRef extra = NULL;
-    if (predicated) {
-        LLVMMetadataRef pred[2] = {
-            LLVMMDStringInContext2(m->ctx, "llvm.loop.vectorize.predicate.enable", 36),
-            LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(m->ctx), 1, 0))};
-        extra = LLVMMDNodeInContext2(m->ctx, pred, 2);
-    }
-    loop_end_id(g, &L, ci64(m, 1), lg_loop_id(m->ctx, width != 1, width, 1, extra));
+    loop_end_id(g, &L, ci64(m, 1),
+                lg_loop_id(m->ctx, width != 1, width, 1, predicated ? predicate_md(m) : NULL));
 }
 
 /* The tail of a run, [lo, hi) (less than a step of its loop), which began at `start`: its
@@ -785,7 +786,7 @@ static void walk_staged(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j
     loop_end_id(g, &L, ci64(m, 1),
                 lg_loop_id(m->ctx, 1, 0, ic, LLVMMDNodeInContext2(m->ctx, &name, 1)));
     if (tails) {
-        lg_run_at at = {base, flat0, b0, 1};
+        lg_run_at at = {base, flat0, b0};
         LLVMBasicBlockRef rest = if_begin(g, LLVMBuildICmp(b, LLVMIntSLT, steps, len, ""));
         run_tail(g, w, &at, ci64(m, 0), steps, len);
         if_end(g, rest);
@@ -825,10 +826,7 @@ static void lane_run(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef jl, 
     g->guard = g->guard_at = NULL;
     LLVMMetadataRef extra = NULL; /* predication, or the unrolling after vectorizing */
     if (kind == LG_ROUND_PART) {
-        LLVMMetadataRef pred[2] = {
-            LLVMMDStringInContext2(m->ctx, "llvm.loop.vectorize.predicate.enable", 36),
-            LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(m->ctx), 1, 0))};
-        extra = LLVMMDNodeInContext2(m->ctx, pred, 2);
+        extra = predicate_md(m);
     } else if (kind == LG_ROUND_WHOLE && m->math_calls == calls) {
         /* the vectorized loop runs once: unrolled (LLVM unrolls nothing unasked here), the
          * round's lanes are at fixed places, which LICM then keeps in registers. Not with a
@@ -1027,7 +1025,7 @@ static void walk_run(lg_fn *g, lg_walk *w, LLVMValueRef *base, LLVMValueRef j0, 
         w->point(g, w);
         loop_end(g, &L, ci64(m, 1), w->vectorize);
         if (tails) {
-            lg_run_at at = {base, flat0, NULL, 0};
+            lg_run_at at = {base, flat0, NULL};
             LLVMBasicBlockRef rest = if_begin(g, LLVMBuildICmp(m->b, LLVMIntSLT, steps, j1, ""));
             run_tail(g, w, &at, j0, steps, j1);
             if_end(g, rest);

@@ -87,31 +87,25 @@ void lg_prefetch_hint(lg_mod *m, LLVMValueRef ptr, int elem_bytes) {
     LLVMAddCallSiteAttribute(call, LLVMAttributeFunctionIndex, abi);
 }
 
-/* prefetch for reading, kept in the caches short of L1 (locality 2: prefetcht1) */
-static void build_prefetch(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef p) {
+/* llvm.prefetch of the i8* p, for writing or reading, with a locality (3: into L1; 2: kept in
+ * the caches short of L1, prefetcht1) */
+static void build_prefetch(LLVMModuleRef mod, LLVMBuilderRef b, LLVMValueRef p, int write,
+                           int locality) {
     LLVMContextRef ctx = LLVMGetModuleContext(mod);
     LLVMTypeRef i32 = LLVMInt32TypeInContext(ctx);
     LLVMTypeRef i8p = LLVMPointerType(LLVMInt8TypeInContext(ctx), 0);
     static const char name[] = "llvm.prefetch";
-    LLVMValueRef args[4] = {p, LLVMConstInt(i32, 0, 0), LLVMConstInt(i32, 2, 0),
-                            LLVMConstInt(i32, 1, 0)};
+    LLVMValueRef args[4] = {p, LLVMConstInt(i32, (unsigned)write, 0),
+                            LLVMConstInt(i32, (unsigned)locality, 0), LLVMConstInt(i32, 1, 0)};
     lg_intrinsic_in(mod, b, LLVMLookupIntrinsicID(name, strlen(name)), &i8p, 1, args, 4);
 }
 
-static void prefetch_l1(lg_mod *m, LLVMValueRef ptr, int write) {
-    static const char name[] = "llvm.prefetch";
-    LLVMValueRef args[4] = {LLVMBuildBitCast(m->b, ptr, m->t_i8p, ""),
-                            LLVMConstInt(m->t_i32, (unsigned)write, 0),
-                            LLVMConstInt(m->t_i32, 3, 0), LLVMConstInt(m->t_i32, 1, 0)};
-    lg_intrinsic_in(m->mod, m->b, LLVMLookupIntrinsicID(name, strlen(name)), &m->t_i8p, 1, args, 4);
-}
-
 void lg_prefetch_write(lg_mod *m, LLVMValueRef ptr) {
-    prefetch_l1(m, ptr, 1);
+    build_prefetch(m->mod, m->b, LLVMBuildBitCast(m->b, ptr, m->t_i8p, ""), 1, 3);
 }
 
 void lg_prefetch_read(lg_mod *m, LLVMValueRef ptr) {
-    prefetch_l1(m, ptr, 0);
+    build_prefetch(m->mod, m->b, LLVMBuildBitCast(m->b, ptr, m->t_i8p, ""), 0, 3);
 }
 
 /* Which hint site a vector call belongs to: the buffer its addresses are in (the vectorizer's
@@ -272,7 +266,7 @@ static void lower_block(LLVMModuleRef mod, lane_memo *z, LLVMBasicBlockRef bb,
                                                 LLVMConstInt(LLVMInt32TypeInContext(ctx), 0, 0),
                                                 "");
                 }
-                build_prefetch(mod, b, p);
+                build_prefetch(mod, b, p, 0, 2);
             }
         }
         LLVMInstructionEraseFromParent(in);

@@ -106,11 +106,10 @@ static int streams(const llvm_kernel_meta *km, int vector_bytes, int64_t elems,
     if (stream_min_override >= 0) return bytes >= stream_min_override;
     int elementwise = km->kind == IR_KERNEL_POINTWISE || km->kind == IR_KERNEL_COMBINED;
     if (elementwise && km->expensive && vector_bytes < 64) return 0;
-    double run = (double)plan_shape_count(&km->run_shape, syms) * km->elem_out_bytes;
-    double min_run =
+    int64_t run = plan_shape_count(&km->run_shape, syms) * km->elem_out_bytes;
+    int64_t min_run =
         km->kind == IR_KERNEL_ROW_REDUCTION ? CPU_STREAM_MIN_ROW_BYTES : CPU_STREAM_MIN_RUN_BYTES;
-    int64_t run_bytes = plan_shape_count(&km->run_shape, syms) * km->elem_out_bytes;
-    if (elementwise && run_bytes % 32 != 0 && run_bytes < CPU_STREAM_MIN_SPLIT_RUN_BYTES) return 0;
+    if (elementwise && run % 32 != 0 && run < CPU_STREAM_MIN_SPLIT_RUN_BYTES) return 0;
     return bytes >= (double)LLVM_STREAM_MIN_BYTES && run >= min_run;
 }
 
