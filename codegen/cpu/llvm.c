@@ -36,6 +36,17 @@
  * (a column sweep keeps them for each of its columns, on the stack) */
 #define LG_LEVELS 40
 
+/* Rows of at most this many elements run as columns (gen_narrow): a row a column,
+ * LG_NARROW_WIDTH rows a unit, so that each vector holds one element of many rows and a row's
+ * reduction is vertical operations, instead of a row's handful of elements spread over the
+ * lanes of a vector, reduced across them and masked at the end, some 40 cycles a row whatever
+ * its length. Rows of 9 to 16 elements would be faster so only for some kernels (softmax, not
+ * layernorm): their copies into the stack go element by element (bench/RESULTS.md, "Short rows
+ * as columns"). The order is the same: a column's rows go to the lanes of docs/plan.md's
+ * order exactly as a row's elements do. */
+#define LG_NARROW_MAX   8
+#define LG_NARROW_WIDTH 128 /* rows a unit (wider units: no faster) */
+
 /* ---- per function state ------------------------------------------------------------------- */
 
 typedef struct lg_fn {
@@ -62,6 +73,9 @@ typedef struct lg_fn {
     LLVMValueRef guard;     /* a partial round read whole: whether the point is in the row */
     LLVMValueRef guard_at;  /* and where its mask is in the table of lane masks (guard_mask) */
     int no_tails;           /* runs of fewer than LG_TAIL_MIN elements: no run_tail */
+    int narrow;             /* a row kernel's short rows run as columns (gen_narrow) */
+    int colw;               /* column kernels: the columns of a unit at most */
+    LLVMValueRef narrow_fn; /* row kernels: the body for short rows (gen_narrow), or NULL */
     /* values */
     LLVMValueRef *val;
     int *lvl;
@@ -72,7 +86,7 @@ typedef struct lg_fn {
     int sweep;
     LLVMValueRef *cache_row; /* by slot */
     /* column reductions: per-result values of the unit's columns */
-    LLVMValueRef *arr; /* by node: alloca [LLVM_COLUMN_WIDTH x T] */
+    LLVMValueRef *arr; /* by node: alloca [colw x T] */
     uint8_t *in_arr;   /* by node: its array holds the values */
     /* row reductions: the next row's element offsets, to prefetch it during a sweep of this
      * one (NULL: no prefetching) */
@@ -218,9 +232,13 @@ static int is_zero(LLVMValueRef v) {
 
 static LLVMValueRef offset(lg_fn *g, int32_t i) {
     const llvm_kplan *p = g->p;
-    if (g->j && p->pk->naxes > 0 && (p->pk->acc[i].present >> (p->pk->naxes - 1)) & 1)
-        return is_zero(g->base[i]) ? g->j : LLVMBuildNSWAdd(g->m->b, g->base[i], g->j, "");
-    return g->base[i];
+    int last = p->pk->naxes - 1;
+    if (!g->j || last < 0 || !((p->pk->acc[i].present >> last) & 1)) return g->base[i];
+    /* the last axis is contiguous but in short rows run as columns (gen_narrow) */
+    LLVMValueRef st = g->stride[i * IR_MAX_RANK + last], j = g->j;
+    if (!LLVMIsAConstantInt(st) || LLVMConstIntGetSExtValue(st) != 1)
+        j = LLVMBuildNSWMul(g->m->b, j, st, "");
+    return is_zero(g->base[i]) ? j : LLVMBuildNSWAdd(g->m->b, g->base[i], j, "");
 }
 
 static LLVMValueRef access_ptr(lg_fn *g, int32_t i) {
@@ -239,7 +257,7 @@ static LLVMValueRef access_ptr(lg_fn *g, int32_t i) {
 }
 
 static LLVMTypeRef arr_type(lg_fn *g, ir_ref q) {
-    return LLVMArrayType(lg_compute_type(g->m, g->f->nodes[q].dtype), LLVM_COLUMN_WIDTH);
+    return LLVMArrayType(lg_compute_type(g->m, g->f->nodes[q].dtype), g->colw);
 }
 
 static LLVMValueRef arr_ptr(lg_fn *g, ir_ref q, LLVMValueRef c) {
@@ -1522,9 +1540,33 @@ static LLVMValueRef fn_declare_body(lg_fn *g, const char *name, LLVMTypeRef *ps,
     return body;
 }
 
+/* The length of collapsed axis c: the product of its domain dims, each a symbol loaded from
+ * syms (an i64 *) or a literal. */
+static LLVMValueRef axis_len(lg_fn *g, LLVMValueRef syms, int c) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    const plan_kernel *pk = g->p->pk;
+    LLVMValueRef d = NULL;
+    for (int32_t a = 0; a < pk->dom.rank; a++) {
+        if (!((pk->axis_dims[c] >> a) & 1)) continue;
+        ir_dim dm = pk->dom.dims[a];
+        LLVMValueRef v;
+        if (dm.sym >= 0) {
+            LLVMValueRef idx = ci64(m, dm.sym);
+            v = load(g, m->t_i64, LLVMBuildInBoundsGEP2(b, m->t_i64, syms, &idx, 1, ""));
+            LLVMSetValueName2(v, g->f->syms[dm.sym], strlen(g->f->syms[dm.sym]));
+        } else {
+            v = ci64(m, dm.size);
+        }
+        d = d ? LLVMBuildNSWMul(b, d, v, "") : v;
+    }
+    return d ? d : ci64(m, 1);
+}
+
 /* The exported wrapper `name` with the C ABI of codegen/cpu/llvm.h: loads each buffer's
  * pointer from the table (argument 0), casts it to the body's type, and calls the body with
- * them and its other arguments unchanged. */
+ * them and its other arguments unchanged; or g->narrow_fn instead, where there is one, for
+ * rows of at most LG_NARROW_MAX elements (the row kernel's body stays as it was). */
 static void fn_wrapper(lg_fn *g, const char *name, const LLVMTypeRef *ps, LLVMTypeRef bty,
                        LLVMValueRef body) {
     lg_mod *m = g->m;
@@ -1543,6 +1585,17 @@ static void fn_wrapper(lg_fn *g, const char *name, const LLVMTypeRef *ps, LLVMTy
     }
     for (int i = 0; i < 5; i++)
         args[nb + i] = LLVMGetParam(w, (unsigned)i + 1);
+    if (g->narrow_fn) {
+        LLVMBasicBlockRef narrow = LLVMAppendBasicBlockInContext(m->ctx, w, "narrow"),
+                          rows = LLVMAppendBasicBlockInContext(m->ctx, w, "rows");
+        LLVMValueRef len = axis_len(g, LLVMGetParam(w, 1), 1);
+        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLE, len, ci64(m, LG_NARROW_MAX), ""), narrow,
+                        rows);
+        LLVMPositionBuilderAtEnd(b, narrow);
+        LLVMBuildCall2(b, bty, g->narrow_fn, args, (unsigned)nb + 5, "");
+        LLVMBuildRetVoid(b);
+        LLVMPositionBuilderAtEnd(b, rows);
+    }
     LLVMBuildCall2(b, bty, body, args, (unsigned)nb + 5, "");
     LLVMBuildRetVoid(b);
 }
@@ -1582,23 +1635,8 @@ static void fn_dims(lg_fn *g) {
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
     const llvm_kplan *p = g->p;
-    for (int c = 0; c < p->pk->naxes; c++) {
-        LLVMValueRef d = NULL;
-        for (int32_t a = 0; a < p->pk->dom.rank; a++) {
-            if (!((p->pk->axis_dims[c] >> a) & 1)) continue;
-            ir_dim dm = p->pk->dom.dims[a];
-            LLVMValueRef v;
-            if (dm.sym >= 0) {
-                LLVMValueRef idx = ci64(m, dm.sym);
-                v = load(g, m->t_i64, LLVMBuildInBoundsGEP2(b, m->t_i64, g->syms, &idx, 1, ""));
-                LLVMSetValueName2(v, g->f->syms[dm.sym], strlen(g->f->syms[dm.sym]));
-            } else {
-                v = ci64(m, dm.size);
-            }
-            d = d ? LLVMBuildNSWMul(b, d, v, "") : v;
-        }
-        g->dim[c] = d ? d : ci64(m, 1);
-    }
+    for (int c = 0; c < p->pk->naxes; c++)
+        g->dim[c] = axis_len(g, g->syms, c);
     g->stride =
         ir_arena_calloc(m->arena, (size_t)(p->pk->nacc + 1) * IR_MAX_RANK, sizeof(*g->stride));
     for (int32_t i = 0; i < p->pk->nacc; i++) {
@@ -2286,7 +2324,7 @@ typedef struct lg_colunit {
 
 static LLVMValueRef col_acc(lg_fn *g, LLVMValueRef arr, LLVMTypeRef t, LLVMValueRef c) {
     LLVMValueRef idx[2] = {ci64(g->m, 0), c};
-    return LLVMBuildInBoundsGEP2(g->m->b, LLVMArrayType(t, LLVM_COLUMN_WIDTH), arr, idx, 2, "");
+    return LLVMBuildInBoundsGEP2(g->m->b, LLVMArrayType(t, g->colw), arr, idx, 2, "");
 }
 
 /* Column reductions walk their rows a unit of columns (at most LLVM_COLUMN_WIDTH) at a time:
@@ -2334,9 +2372,8 @@ static void column_axes(lg_fn *g, lg_colunit *cu) {
     LLVMBuilderRef b = m->b;
     int last = p->pk->naxes - 1;
     LLVMValueRef inner = g->dim[last];
-    LLVMValueRef CW = ci64(m, LLVM_COLUMN_WIDTH);
-    cu->nblk =
-        LLVMBuildUDiv(b, LLVMBuildNSWAdd(b, inner, ci64(m, LLVM_COLUMN_WIDTH - 1), ""), CW, "");
+    LLVMValueRef CW = ci64(m, g->colw);
+    cu->nblk = LLVMBuildUDiv(b, LLVMBuildNSWAdd(b, inner, ci64(m, g->colw - 1), ""), CW, "");
     cu->nr = cu->nk = 0;
     for (int c = 0; c < last; c++) {
         if ((p->pk->reduced >> c) & 1)
@@ -2375,7 +2412,7 @@ static void column_unit_place(lg_fn *g, lg_colunit *cu, LLVMValueRef u) {
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
     int last = p->pk->naxes - 1;
-    LLVMValueRef CW = ci64(m, LLVM_COLUMN_WIDTH);
+    LLVMValueRef CW = ci64(m, g->colw);
     LLVMValueRef ko = LLVMBuildUDiv(b, u, cu->nblk, "");
     LLVMValueRef c0 =
         LLVMBuildNSWMul(b, LLVMBuildSub(b, u, LLVMBuildMul(b, ko, cu->nblk, ""), ""), CW, "");
@@ -2441,21 +2478,24 @@ static void column_stage(lg_fn *g, const lg_colunit *cu, int s) {
  * (blocked sweeps: arrays of LG_LANES and LG_LEVELS rows of the unit's columns). */
 static LLVMValueRef col_lane(lg_fn *g, const lg_red *rd, LLVMValueRef l, LLVMValueRef c) {
     LLVMValueRef idx[3] = {ci64(g->m, 0), l, c};
-    LLVMTypeRef row = LLVMArrayType(rd->t, LLVM_COLUMN_WIDTH);
+    LLVMTypeRef row = LLVMArrayType(rd->t, g->colw);
     return LLVMBuildInBoundsGEP2(g->m->b, LLVMArrayType(row, LG_LANES), rd->blk[0], idx, 3, "");
 }
 
 static LLVMValueRef col_level(lg_fn *g, const lg_red *rd, LLVMValueRef l, LLVMValueRef c) {
     LLVMValueRef idx[3] = {ci64(g->m, 0), l, c};
-    LLVMTypeRef row = LLVMArrayType(rd->t, LLVM_COLUMN_WIDTH);
+    LLVMTypeRef row = LLVMArrayType(rd->t, g->colw);
     return LLVMBuildInBoundsGEP2(g->m->b, LLVMArrayType(row, LG_LEVELS), rd->grp[0], idx, 3, "");
 }
 
-/* Every lane of every column of the unit: the identity. */
-static void column_lanes_reset(lg_fn *g, lg_sweep *sw) {
+/* Lanes [0, nlanes) of every column of the unit: the identity. A block uses only as many
+ * lanes as it has rows (a column of 4 rows, 4 of 32), and the lanes it leaves alone keep the
+ * identity from before or are never read (column_block_end's halves stop at the used lanes). */
+static void column_lanes_reset(lg_fn *g, lg_sweep *sw, LLVMValueRef nlanes) {
     lg_mod *m = g->m;
     lg_loop C;
-    LLVMValueRef e = loop_begin(g, &C, ci64(m, 0), ci64(m, LG_LANES * LLVM_COLUMN_WIDTH), "e");
+    LLVMValueRef n = LLVMBuildNSWMul(m->b, nlanes, ci64(m, g->colw), "");
+    LLVMValueRef e = loop_begin(g, &C, ci64(m, 0), n, "e");
     for (int32_t i = 0; i < sw->nred; i++) {
         const lg_red *rd = &sw->red[i];
         if (!rd->laned) continue;
@@ -2466,6 +2506,14 @@ static void column_lanes_reset(lg_fn *g, lg_sweep *sw) {
     loop_end(g, &C, ci64(m, 1), 1);
 }
 
+/* The lanes a block of rows [from, to) uses: min(LG_LANES, to - from), at least 0. */
+static LLVMValueRef lanes_used(lg_fn *g, LLVMValueRef from, LLVMValueRef to) {
+    lg_mod *m = g->m;
+    LLVMValueRef n = imin(g, LLVMBuildNSWSub(m->b, to, from, ""), ci64(m, LG_LANES));
+    return LLVMBuildSelect(m->b, LLVMBuildICmp(m->b, LLVMIntSLT, n, ci64(m, 0), ""), ci64(m, 0), n,
+                           "");
+}
+
 /* Sweep s's accumulators: an array of the unit's columns (tot[0]) set to the identity; a
  * float sum or product of a blocked sweep accumulates in lanes instead (docs/plan.md's
  * order, over the rows) and its blocks in levels, which column_fold makes its totals. */
@@ -2473,7 +2521,7 @@ static void column_acc_init(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int bl
     lg_mod *m = g->m;
     for (int32_t i = 0; i < sw->nred; i++) {
         lg_red *rd = &sw->red[i];
-        LLVMTypeRef row = LLVMArrayType(rd->t, LLVM_COLUMN_WIDTH);
+        LLVMTypeRef row = LLVMArrayType(rd->t, g->colw);
         rd->tot[0] = alloca_at_entry(g, row, "ctot");
         rd->laned = blocked && sum_like(g, rd->node);
         if (rd->laned) {
@@ -2484,7 +2532,7 @@ static void column_acc_init(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int bl
     if (sw->nred == 0) return;
     sw->nblocks = alloca_at_entry(g, m->t_i64, "nblocks");
     store(g, ci64(m, 0), sw->nblocks);
-    if (blocked) column_lanes_reset(g, sw);
+    if (blocked) column_lanes_reset(g, sw, lanes_used(g, cu->r0, cu->r1));
     lg_loop C;
     LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
     for (int32_t i = 0; i < sw->nred; i++) {
@@ -2518,17 +2566,25 @@ static void column_merge(lg_fn *g, void *ctx, LLVMValueRef lv) {
     loop_end(g, &C, ci64(m, 1), 0);
 }
 
-/* A block of rows ends: each column's lanes combined by halves into lane 0, which then joins
- * the tree over blocks as in scalar_block_end (the carries are the same for every column);
- * the lanes start again. */
-static void column_block_end(lg_fn *g, const lg_colunit *cu, lg_sweep *sw) {
+/* A block of rows ends at row rr: each column's lanes combined by halves into lane 0, which
+ * then joins the tree over blocks as in scalar_block_end (the carries are the same for every
+ * column); the next block's lanes start again. Only the lanes the block used are combined: a
+ * lane it did not use holds the identity, and x + 0 and x * 1 are x bit for bit (a sum's lane
+ * is never -0), so leaving lane l alone where lane l + half is unused gives the full tree's
+ * bits; a column of 4 rows combines 3 pairs of lanes, not 31. */
+static void column_block_end(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, LLVMValueRef rr) {
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
     LLVMValueRef count = load(g, m->t_i64, sw->nblocks);
     lg_loop C, L;
-    /* for (half = 16; half >= 1; half /= 2) lane l (< half) of each column with lane l + half */
+    /* used = the block's lanes (it starts at a multiple of LG_BLOCK); for (half = 16; half >= 1;
+     * half /= 2) { lane l of each column with lane l + half for l < used - half; used =
+     * min(used, half) } */
+    LLVMValueRef r1 = LLVMBuildNSWAdd(b, rr, ci64(m, 1), "");
     LLVMValueRef hslot = alloca_at_entry(g, m->t_i64, "half");
+    LLVMValueRef uslot = alloca_at_entry(g, m->t_i64, "used");
     store(g, ci64(m, LG_LANES / 2), hslot);
+    store(g, lanes_used(g, LLVMBuildAnd(b, rr, ci64(m, -LG_BLOCK), ""), r1), uslot);
     LLVMBasicBlockRef hhead = new_block(g, "halves"), hbody = new_block(g, "halve"),
                       hdone = new_block(g, "halved");
     LLVMBuildBr(b, hhead);
@@ -2536,7 +2592,8 @@ static void column_block_end(lg_fn *g, const lg_colunit *cu, lg_sweep *sw) {
     LLVMValueRef half = load(g, m->t_i64, hslot);
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGE, half, ci64(m, 1), ""), hbody, hdone);
     LLVMPositionBuilderAtEnd(b, hbody);
-    LLVMValueRef l = loop_begin(g, &L, ci64(m, 0), half, "l");
+    LLVMValueRef used = load(g, m->t_i64, uslot);
+    LLVMValueRef l = loop_begin(g, &L, ci64(m, 0), LLVMBuildNSWSub(b, used, half, ""), "l");
     LLVMValueRef lh = LLVMBuildNSWAdd(b, l, half, "");
     LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
     for (int32_t i = 0; i < sw->nred; i++) {
@@ -2548,6 +2605,7 @@ static void column_block_end(lg_fn *g, const lg_colunit *cu, lg_sweep *sw) {
     }
     loop_end(g, &C, ci64(m, 1), 0);
     loop_end(g, &L, ci64(m, 1), -1);
+    store(g, imin(g, used, half), uslot);
     store(g, LLVMBuildAShr(b, half, ci64(m, 1), ""), hslot);
     LLVMBuildBr(b, hhead);
     LLVMPositionBuilderAtEnd(b, hdone);
@@ -2561,7 +2619,7 @@ static void column_block_end(lg_fn *g, const lg_colunit *cu, lg_sweep *sw) {
     }
     loop_end(g, &C, ci64(m, 1), 0);
     store(g, LLVMBuildNSWAdd(b, count, ci64(m, 1), ""), sw->nblocks);
-    column_lanes_reset(g, sw);
+    column_lanes_reset(g, sw, lanes_used(g, r1, cu->r1));
 }
 
 /* A blocked sweep's totals (tot[0]): each column's subtrees of blocks combined from the
@@ -2583,7 +2641,8 @@ static void column_rows(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int blocke
     LLVMValueRef rr = loop_begin(g, &R, cu->r0, cu->r1, "r");
     LLVMValueRef *base = new_bases(g, cu->kbase);
     add_offsets(g, base, rr, cu->red_axes, cu->nr); /* the reduced axes' offsets, from rr */
-    LLVMValueRef *ahead = rows_ahead(g, cu->kbase, rr, cu->nred, cu->cw, cu->red_axes, cu->nr);
+    LLVMValueRef *ahead =
+        g->narrow ? NULL : rows_ahead(g, cu->kbase, rr, cu->nred, cu->cw, cu->red_axes, cu->nr);
     LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), cu->cw, "c");
     g->base = base;
     g->j = c;
@@ -2610,7 +2669,7 @@ static void column_rows(lg_fn *g, const lg_colunit *cu, lg_sweep *sw, int blocke
         LLVMBasicBlockRef after =
             if_begin(g, LLVMBuildOr(b, LLVMBuildICmp(b, LLVMIntEQ, next, ci64(m, 0), ""),
                                     LLVMBuildICmp(b, LLVMIntEQ, r1, cu->r1, ""), ""));
-        column_block_end(g, cu, sw);
+        column_block_end(g, cu, sw, rr);
         if_end(g, after);
     }
     loop_end(g, &R, ci64(m, 1), 0);
@@ -2666,23 +2725,30 @@ static void column_results(lg_fn *g, const lg_colunit *cu, lg_sweep *sw) {
 /* A column kernel: per unit of columns, the per-result values of stage 0, then each sweep
  * over the unit's rows followed by its results and the next stage's values; a final sweep
  * writes per-element values and reduces nothing further. */
-static void gen_column(lg_fn *g) {
+/* A column kernel's work on the unit cu places: the per-result values of stage 0, then each
+ * sweep over the unit's rows followed by its results and the next stage's values; a final
+ * sweep writes per-element values and reduces nothing further. */
+static void column_unit(lg_fn *g, lg_colunit *cu) {
     const llvm_kplan *p = g->p;
+    scope_enter(g);
+    for (int s = 0; s <= p->pk->nsweeps; s++) {
+        column_stage(g, cu, s);
+        if (s == p->pk->nsweeps && !p->pk->final_sweep) break;
+        lg_sweep sw;
+        column_sweep(g, cu, &sw, s);
+        if (s == p->pk->nsweeps) break;
+        column_results(g, cu, &sw);
+    }
+    scope_exit(g);
+}
+
+static void gen_column(lg_fn *g) {
     lg_colunit cu;
     column_axes(g, &cu);
     column_arrays(g);
     lg_loop U;
     column_unit_begin(g, &cu, &U);
-    scope_enter(g);
-    for (int s = 0; s <= p->pk->nsweeps; s++) {
-        column_stage(g, &cu, s);
-        if (s == p->pk->nsweeps && !p->pk->final_sweep) break;
-        lg_sweep sw;
-        column_sweep(g, &cu, &sw, s);
-        if (s == p->pk->nsweeps) break;
-        column_results(g, &cu, &sw);
-    }
-    scope_exit(g);
+    column_unit(g, &cu);
     loop_end(g, &U, ci64(g->m, 1), 0);
 }
 
@@ -2811,6 +2877,227 @@ static void gen_column_join(lg_fn *g) {
 /* Task `name` of plan p: the kernel's task (LG_TASK), a full reduction's finalize, or a split
  * column kernel's pieces or join. */
 enum { LG_TASK, LG_FINALIZE, LG_PIECES, LG_JOIN };
+
+/* ---- short rows as columns ------------------------------------------------------------------
+ */
+
+/* Whether row kernel p can run short rows as columns: two collapsed axes, the kept one then
+ * the row (softmax, layernorm and the like over the last axis), and rows that may be at most
+ * LG_NARROW_MAX long (a row of literal dims longer than that never is: no narrow body). */
+static int narrow_ok(const llvm_kplan *p) {
+    const plan_kernel *pk = p->pk;
+    if (p->loop != LLVM_LOOP_ROW || pk->naxes != 2 || pk->reduced != 2u) return 0;
+    int64_t len = 1;
+    for (int32_t a = 0; a < pk->dom.rank; a++) {
+        if (!((pk->axis_dims[1] >> a) & 1)) continue;
+        if (pk->dom.dims[a].sym >= 0) return 1;
+        len *= pk->dom.dims[a].size;
+        if (len > LG_NARROW_MAX) return 0;
+    }
+    return 1;
+}
+
+/* An access of a narrow kernel (tp: narrow_plan's transpose) that reads or writes memory along
+ * the rows' axis (axis 1 there): it goes through the unit's copy in the stack, transposed
+ * where it varies along a row (axis 0) too. */
+static int narrow_staged(const llvm_kplan *tp, int32_t i) {
+    return tp->pk->acc[i].buf != PLAN_NO_BUF && (tp->pk->acc[i].present & 2u);
+}
+
+/* Row kernel p seen as a column kernel over its transpose (*tp, whose kernel plan is *tpk):
+ * the two axes swapped, the row (axis 0 now) reduced, the rows side by side along axis 1. */
+static void narrow_plan(const llvm_kplan *p, ir_arena *a, llvm_kplan *tp, plan_kernel *tpk) {
+    *tp = *p;
+    *tpk = *p->pk;
+    tp->pk = tpk;
+    tp->loop = LLVM_LOOP_COLUMN;
+    tpk->layout = PLAN_COLUMN;
+    tpk->axis_dims[0] = p->pk->axis_dims[1];
+    tpk->axis_dims[1] = p->pk->axis_dims[0];
+    tpk->reduced = 1u;
+    tpk->split.splittable = 0;
+    tpk->acc = ir_arena_calloc(a, (size_t)p->pk->nacc + 1, sizeof(*tpk->acc));
+    for (int32_t i = 0; i < p->pk->nacc; i++) {
+        tpk->acc[i] = p->pk->acc[i];
+        uint32_t pr = p->pk->acc[i].present;
+        tpk->acc[i].present = ((pr & 1u) << 1) | ((pr >> 1) & 1u);
+    }
+}
+
+/* Rows of up to this many elements are copied by a loop of their own length: LLVM vectorizes
+ * its c loop, the row's elements an interleaved group of loads or stores (wide loads or stores
+ * and shuffles), 3-4x faster than element by element (bench/RESULTS.md, "Short rows as
+ * columns"); longer rows, element by element. */
+#define LG_NARROW_UNROLL 8
+
+/* One element of the unit's copy: row c's element e, between `mem` (rows r0 ... of C
+ * elements) and `tmp` (element e of row c at e * LLVM_COLUMN_WIDTH + c). */
+static void narrow_copy_one(lg_fn *g, LLVMTypeRef t, LLVMValueRef tmp, LLVMValueRef mem,
+                            LLVMValueRef r0, LLVMValueRef C, LLVMValueRef c, LLVMValueRef e,
+                            int out) {
+    LLVMBuilderRef b = g->m->b;
+    LLVMValueRef mi =
+        LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, LLVMBuildNSWAdd(b, r0, c, ""), C, ""), e, "");
+    LLVMValueRef ti = LLVMBuildNSWAdd(b, LLVMBuildNSWMul(b, e, ci64(g->m, g->colw), ""), c, "");
+    LLVMValueRef pm = LLVMBuildInBoundsGEP2(b, t, mem, &mi, 1, "");
+    LLVMValueRef pt = LLVMBuildInBoundsGEP2(b, t, tmp, &ti, 1, "");
+    if (out)
+        store(g, load(g, t, pt), pm);
+    else
+        store(g, load(g, t, pm), pt);
+}
+
+/* Copies the unit's cw rows between buffer memory `mem` (rows r0 ... of C elements, row-major;
+ * or of one element with !along) and the unit's copy `tmp` (element e of row c at e *
+ * LLVM_COLUMN_WIDTH + c): into tmp, or back to memory with `out`. */
+static void narrow_copy(lg_fn *g, ir_dtype dt, LLVMValueRef tmp, LLVMValueRef mem, LLVMValueRef r0,
+                        LLVMValueRef cw, int along, int out) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    LLVMTypeRef t = lg_storage_type(m, dt);
+    lg_loop E, R;
+    if (!along) {
+        LLVMValueRef c = loop_begin(g, &R, ci64(m, 0), cw, "c");
+        narrow_copy_one(g, t, tmp, mem, r0, ci64(m, 1), c, ci64(m, 0), out);
+        loop_end(g, &R, ci64(m, 1), 1);
+        return;
+    }
+    LLVMValueRef C = g->dim[0];
+    LLVMBasicBlockRef other = new_block(g, "rows_any"), done = new_block(g, "rows_copied");
+    LLVMValueRef sw = LLVMBuildSwitch(b, C, other, LG_NARROW_UNROLL - 1);
+    for (int k = 2; k <= LG_NARROW_UNROLL; k++) {
+        LLVMBasicBlockRef bk = new_block(g, "rows_k");
+        LLVMAddCase(sw, ci64(m, k), bk);
+        LLVMPositionBuilderAtEnd(b, bk);
+        LLVMValueRef c = loop_begin(g, &R, ci64(m, 0), cw, "c");
+        for (int e = 0; e < k; e++)
+            narrow_copy_one(g, t, tmp, mem, r0, ci64(m, k), c, ci64(m, e), out);
+        loop_end(g, &R, ci64(m, 1), 1);
+        LLVMBuildBr(b, done);
+    }
+    LLVMPositionBuilderAtEnd(b, other);
+    LLVMValueRef e = loop_begin(g, &E, ci64(m, 0), C, "e");
+    LLVMValueRef c = loop_begin(g, &R, ci64(m, 0), cw, "c");
+    narrow_copy_one(g, t, tmp, mem, r0, C, c, e, out);
+    loop_end(g, &R, ci64(m, 1), 1);
+    loop_end(g, &E, ci64(m, 1), -1);
+    LLVMBuildBr(b, done);
+    LLVMPositionBuilderAtEnd(b, done);
+}
+
+/* Prefetches the cache lines of rows [r0, r0 + n) of a staged buffer at `mem` (of C elements
+ * a row with along, else of one), for reading or writing: the next unit's, fetched while this
+ * one computes. Only the copy into the stack reads memory, and without it that copy waited on
+ * every line (bench/RESULTS.md, "Short rows as columns"). */
+static void narrow_prefetch(lg_fn *g, ir_dtype dt, LLVMValueRef mem, LLVMValueRef r0,
+                            LLVMValueRef n, int along, int write) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    LLVMValueRef es = ci64(m, (int64_t)ir_dtypes[dt].bytes);
+    LLVMValueRef row = along ? LLVMBuildNSWMul(b, g->dim[0], es, "") : es;
+    LLVMValueRef from = LLVMBuildNSWMul(b, r0, row, "");
+    LLVMValueRef to = LLVMBuildNSWAdd(b, from, LLVMBuildNSWMul(b, n, row, ""), "");
+    LLVMValueRef base = LLVMBuildBitCast(b, mem, m->t_i8p, "");
+    lg_loop L;
+    LLVMValueRef at = loop_begin(g, &L, from, to, "line");
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(b, m->t_i8, base, &at, 1, "");
+    if (write)
+        lg_prefetch_write(m, p);
+    else
+        lg_prefetch_read(m, p);
+    loop_end(g, &L, ci64(m, LG_LINE), -1);
+}
+
+/* The body of a narrow kernel (a column kernel of narrow_plan's transpose): the task's rows
+ * [begin, end) a unit of LLVM_COLUMN_WIDTH at a time. What a unit reads and writes along the
+ * rows' axis goes through copies in the stack (transposed where it varies along a row too),
+ * so the column kernel's sweeps always run over LLVM_COLUMN_WIDTH columns, a constant: its
+ * loops over columns become straight vector code. The last unit's columns past the task's
+ * rows compute on whatever the copies hold there (integer division is guarded; nothing
+ * traps) and are never written back. */
+static void gen_narrow(lg_fn *g) {
+    const llvm_kplan *p = g->p;
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    int32_t nb = p->fm->plan->nbufs;
+    LLVMValueRef *mem = ir_arena_calloc(m->arena, (size_t)nb + 1, sizeof(*mem));
+    uint8_t *loaded = ir_arena_calloc(m->arena, (size_t)nb + 1, 1);
+    uint8_t *stored = ir_arena_calloc(m->arena, (size_t)nb + 1, 1);
+    uint8_t *along = ir_arena_calloc(m->arena, (size_t)nb + 1, 1);
+    for (int32_t i = 0; i < p->pk->nacc; i++) {
+        uint32_t pr = p->pk->acc[i].present;
+        if (!narrow_staged(p, i)) {
+            /* in memory (an index: where it would be): the row kernel's strides, a row of
+             * dim[0] elements along axis 0, the rows one after another along axis 1 */
+            if (pr & 1u) g->stride[i * IR_MAX_RANK + 0] = ci64(m, 1);
+            if (pr & 2u) g->stride[i * IR_MAX_RANK + 1] = (pr & 1u) ? g->dim[0] : ci64(m, 1);
+            continue;
+        }
+        int32_t bf = p->pk->acc[i].buf;
+        (p->pk->acc[i].store ? stored : loaded)[bf] = 1;
+        along[bf] = (p->pk->acc[i].present & 1u) != 0;
+        g->stride[i * IR_MAX_RANK + 0] = along[bf] ? ci64(m, g->colw) : NULL;
+        g->stride[i * IR_MAX_RANK + 1] = ci64(m, 1);
+        if (mem[bf]) continue;
+        mem[bf] = g->bufp[bf];
+        LLVMTypeRef t = lg_storage_type(m, p->fm->plan->bufs[bf].dtype);
+        int n = (along[bf] ? LG_NARROW_MAX : 1) * g->colw;
+        LLVMValueRef a = alloca_at_entry(g, LLVMArrayType(t, (unsigned)n), "rows");
+        LLVMSetAlignment(a, 64);
+        g->bufp[bf] = LLVMBuildBitCast(b, a, LLVMPointerType(t, 0), "");
+    }
+    g->narrow = 1;
+    lg_colunit cu;
+    column_axes(g, &cu);
+    column_arrays(g);
+    lg_loop U;
+    LLVMValueRef r0 = loop_begin(g, &U, g->begin, g->end, "unit");
+    LLVMValueRef cw = imin(g, ci64(m, g->colw), LLVMBuildNSWSub(b, g->end, r0, ""));
+    cu.cw = ci64(m, g->colw);
+    cu.col0 = r0;
+    cu.kbase = new_bases(g, NULL);
+    for (int32_t i = 0; i < p->pk->nacc; i++) /* an index along the rows */
+        if (!narrow_staged(p, i) && ((p->pk->acc[i].present >> 1) & 1))
+            cu.kbase[i] = LLVMBuildNSWMul(b, r0, g->stride[i * IR_MAX_RANK + 1], "");
+    for (int32_t r = 0; r < g->f->nnodes; r++)
+        g->in_arr[r] = 0;
+    LLVMValueRef next = LLVMBuildNSWAdd(b, r0, ci64(m, g->colw), "");
+    LLVMValueRef nextw = imin(g, ci64(m, g->colw), LLVMBuildNSWSub(b, g->end, next, ""));
+    for (int32_t bf = 0; bf < nb; bf++)
+        if (loaded[bf] || stored[bf])
+            narrow_prefetch(g, p->fm->plan->bufs[bf].dtype, mem[bf], next, nextw, along[bf],
+                            !loaded[bf]);
+    for (int32_t bf = 0; bf < nb; bf++)
+        if (loaded[bf])
+            narrow_copy(g, p->fm->plan->bufs[bf].dtype, g->bufp[bf], mem[bf], r0, cw, along[bf], 0);
+    column_unit(g, &cu);
+    for (int32_t bf = 0; bf < nb; bf++)
+        if (stored[bf])
+            narrow_copy(g, p->fm->plan->bufs[bf].dtype, g->bufp[bf], mem[bf], r0, cw, along[bf], 1);
+    loop_end(g, &U, ci64(m, g->colw), 0);
+}
+
+/* Row task `name` with its short rows as columns: the narrow body (gen_narrow over the
+ * transposed plan), which the task's wrapper calls for rows of at most LG_NARROW_MAX elements,
+ * and the row kernel's body for the others. */
+static void gen_row_split(lg_fn *g, const char *name) {
+    lg_mod *m = g->m;
+    llvm_kplan tp;
+    plan_kernel tpk;
+    narrow_plan(g->p, m->arena, &tp, &tpk);
+    lg_fn t = *g;
+    t.p = &tp;
+    t.use_cache = 0;
+    t.colw = LG_NARROW_WIDTH;
+    fn_begin(&t, ir_arena_printf(m->arena, "%s.narrow", name), 0);
+    gen_narrow(&t);
+    fn_end(&t);
+    g->narrow_fn = t.fn;
+    fn_begin(g, name, 1);
+    gen_row(g);
+    fn_end(g);
+}
+
 /* An element-wise kernel whose runs may be short (run_tails): one body function for runs of
  * at least LG_TAIL_MIN elements, their tails vectorized, called by the task's body for such
  * runs; the task's body keeps the loop's scalar remainder for shorter ones, which a masked
@@ -2851,8 +3138,13 @@ static int gen_task(lg_mod *m, const llvm_kplan *p, const char *name, int which)
     g.f = p->pk->f;
     g.k = &p->pk->f->partition->kernels[p->pk->kernel];
     g.use_cache = which == LG_TASK && p->ncached > 0;
+    g.colw = LLVM_COLUMN_WIDTH;
     if (p->loop == LLVM_LOOP_POINTWISE && run_tails(&g)) {
         gen_pointwise_split(&g, name);
+        return m->fail.failed ? -1 : 0;
+    }
+    if (which == LG_TASK && narrow_ok(p)) {
+        gen_row_split(&g, name);
         return m->fail.failed ? -1 : 0;
     }
     fn_begin(&g, name, 1);

@@ -15,6 +15,10 @@ and registers LLVM picked for the CPU the code was built for:
 - no prefetch address was just moved out of a vector register (vmovq / vpextrq): addresses
   are scalars on the loop's index.
 
+One kind of loop is exempt: a narrow kernel's (short rows run as columns, a function
+`*.narrow.body`) fetches its next unit's rows a line at a time in a loop of its own, which
+must then hold one prefetch and nothing but scalar loop control.
+
 Usage: prefetch_loops.py FILE.s REGEX. Prints what it found; exit 1 with the reason when a
 property fails."""
 import re
@@ -28,13 +32,36 @@ WIDTH = {"x": 16, "y": 32, "z": 64}
 SCALAR = re.compile(r"^v?(movs[sd]|movd|movq|broadcast|vbroadcast|pbroadcast|insert|cvtss|cvtsd)")
 
 
+FUNC = re.compile(r"^([0-9a-f]+) <(.*)>:$")
+CONTROL = re.compile(r"^(add|sub|inc|dec|cmp|test|lea|mov|j\w+)$")
+
+
 def parse(path):
-    insns = []
+    """The instructions (address, mnemonic, operands) and where each function starts."""
+    insns, funcs = [], []
     for text in open(path).read().splitlines():
+        f = FUNC.match(text.strip())
+        if f:
+            funcs.append((int(f.group(1), 16), f.group(2)))
+            continue
         m = LINE.match(text)
-        if m and not text.rstrip().endswith(">:"):
+        if m:
             insns.append((int(m.group(1), 16), m.group(2), m.group(3).split("#")[0].strip()))
-    return insns
+    return insns, funcs
+
+
+def function_at(funcs, addr):
+    name = ""
+    for a, n in funcs:
+        if a <= addr:
+            name = n
+    return name
+
+
+def line_loop(body, nprefetch):
+    """A narrow kernel's loop of prefetches: one prefetch, the rest scalar loop control."""
+    return nprefetch == 1 and all(op.startswith("prefetch") or CONTROL.match(op)
+                                  for _, op, _ in body)
 
 
 def innermost_loop(insns, addr):
@@ -125,7 +152,7 @@ def same_address(insns, i, j):
 
 
 def main(path, arith):
-    insns = parse(path)
+    insns, funcs = parse(path)
     pf = [i for i, (_, op, _) in enumerate(insns) if op.startswith("prefetch")]
     if not pf:
         print("no prefetch instructions")
@@ -142,6 +169,12 @@ def main(path, arith):
             return 1
     for (t, b), idx in sorted(loops.items()):
         body = [x for x in insns if t <= x[0] <= b]
+        if function_at(funcs, t).endswith(".narrow.body"):
+            if not line_loop(body, len(idx)):
+                print(f"the narrow kernel's loop {t:x}-{b:x} is not one prefetch a line")
+                return 1
+            print(f"loop {t:x}-{b:x}: a narrow kernel's next unit, a line at a time")
+            continue
         if not any(re.search(arith, op) for _, op, _ in body):
             print(f"the loop {t:x}-{b:x} with {len(idx)} prefetches does no {arith}")
             return 1
