@@ -36,15 +36,17 @@
  * (a column sweep keeps them for each of its columns, on the stack) */
 #define LG_LEVELS 40
 
-/* Rows of at most this many elements run as columns (gen_narrow): a row a column,
+/* Rows of up to LG_NARROW_MAX elements may run as columns (gen_narrow): a row a column,
  * LG_NARROW_WIDTH rows a unit, so that each vector holds one element of many rows and a row's
  * reduction is vertical operations, instead of a row's handful of elements spread over the
  * lanes of a vector, reduced across them and masked at the end, some 40 cycles a row whatever
- * its length. Rows of 9 to 16 elements would be faster so only for some kernels (softmax, not
- * layernorm): their copies into the stack go element by element (bench/RESULTS.md, "Short rows
- * as columns"). The order is the same: a column's rows go to the lanes of docs/plan.md's
- * order exactly as a row's elements do. */
-#define LG_NARROW_MAX   8
+ * its length. How long a row may be so is the kernel's (narrow_max): rows of 13 to 15 elements
+ * are faster so only where an element costs a transcendental (softmax, not layernorm), rows of
+ * 16 and longer in no kernel measured (bench/RESULTS.md, "Short rows as columns"). The order
+ * is the same: a column's rows go to the lanes of docs/plan.md's order exactly as a row's
+ * elements do. */
+#define LG_NARROW_MAX   15
+#define LG_NARROW_CHEAP 12  /* the longest rows as columns without a transcendental */
 #define LG_NARROW_WIDTH 128 /* rows a unit (wider units: no faster) */
 
 /* ---- per function state ------------------------------------------------------------------- */
@@ -76,6 +78,7 @@ typedef struct lg_fn {
     int narrow;             /* a row kernel's short rows run as columns (gen_narrow) */
     int colw;               /* column kernels: the columns of a unit at most */
     LLVMValueRef narrow_fn; /* row kernels: the body for short rows (gen_narrow), or NULL */
+    int narrow_len;         /* and the longest rows it runs (narrow_max) */
     /* values */
     LLVMValueRef *val;
     int *lvl;
@@ -1566,7 +1569,7 @@ static LLVMValueRef axis_len(lg_fn *g, LLVMValueRef syms, int c) {
 /* The exported wrapper `name` with the C ABI of codegen/cpu/llvm.h: loads each buffer's
  * pointer from the table (argument 0), casts it to the body's type, and calls the body with
  * them and its other arguments unchanged; or g->narrow_fn instead, where there is one, for
- * rows of at most LG_NARROW_MAX elements (the row kernel's body stays as it was). */
+ * rows of at most g->narrow_len elements (the row kernel's body stays as it was). */
 static void fn_wrapper(lg_fn *g, const char *name, const LLVMTypeRef *ps, LLVMTypeRef bty,
                        LLVMValueRef body) {
     lg_mod *m = g->m;
@@ -1589,7 +1592,7 @@ static void fn_wrapper(lg_fn *g, const char *name, const LLVMTypeRef *ps, LLVMTy
         LLVMBasicBlockRef narrow = LLVMAppendBasicBlockInContext(m->ctx, w, "narrow"),
                           rows = LLVMAppendBasicBlockInContext(m->ctx, w, "rows");
         LLVMValueRef len = axis_len(g, LLVMGetParam(w, 1), 1);
-        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLE, len, ci64(m, LG_NARROW_MAX), ""), narrow,
+        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLE, len, ci64(m, g->narrow_len), ""), narrow,
                         rows);
         LLVMPositionBuilderAtEnd(b, narrow);
         LLVMBuildCall2(b, bty, g->narrow_fn, args, (unsigned)nb + 5, "");
@@ -2881,20 +2884,27 @@ enum { LG_TASK, LG_FINALIZE, LG_PIECES, LG_JOIN };
 /* ---- short rows as columns ------------------------------------------------------------------
  */
 
-/* Whether row kernel p can run short rows as columns: two collapsed axes, the kept one then
- * the row (softmax, layernorm and the like over the last axis), and rows that may be at most
- * LG_NARROW_MAX long (a row of literal dims longer than that never is: no narrow body). */
-static int narrow_ok(const llvm_kplan *p) {
+/* The longest rows row kernel p runs as columns: 0 where it cannot (it must have two
+ * collapsed axes, the kept one then the row: softmax, layernorm and the like over the last
+ * axis), LG_NARROW_MAX where its elements cost a transcendental, else LG_NARROW_CHEAP; 0 too
+ * where the row's dims are literals that make it longer (no narrow body then). */
+static int narrow_max(const lg_fn *g) {
+    const llvm_kplan *p = g->p;
     const plan_kernel *pk = p->pk;
     if (p->loop != LLVM_LOOP_ROW || pk->naxes != 2 || pk->reduced != 2u) return 0;
+    int max = LG_NARROW_CHEAP;
+    for (int32_t i = pk->from; i < pk->to; i++) {
+        ir_ref r = g->k->body[i];
+        if ((ir_ops[g->f->nodes[r].op].flags & IR_OPF_EXPENSIVE) && !pk->per_result[r])
+            max = LG_NARROW_MAX;
+    }
     int64_t len = 1;
     for (int32_t a = 0; a < pk->dom.rank; a++) {
-        if (!((pk->axis_dims[1] >> a) & 1)) continue;
-        if (pk->dom.dims[a].sym >= 0) return 1;
+        if (!((pk->axis_dims[1] >> a) & 1) || pk->dom.dims[a].sym >= 0) continue;
         len *= pk->dom.dims[a].size;
-        if (len > LG_NARROW_MAX) return 0;
+        if (len > max) return 0;
     }
-    return 1;
+    return max;
 }
 
 /* An access of a narrow kernel (tp: narrow_plan's transpose) that reads or writes memory along
@@ -2924,10 +2934,12 @@ static void narrow_plan(const llvm_kplan *p, ir_arena *a, llvm_kplan *tp, plan_k
     }
 }
 
-/* Rows of up to this many elements are copied by a loop of their own length: LLVM vectorizes
- * its c loop, the row's elements an interleaved group of loads or stores (wide loads or stores
- * and shuffles), 3-4x faster than element by element (bench/RESULTS.md, "Short rows as
- * columns"); longer rows, element by element. */
+/* A unit's rows of 2 to narrow_len elements are copied by a loop of their own length, the row's
+ * elements written out one after another. Up to this length LLVM vectorizes it, the elements
+ * an interleaved group of loads or stores (wide loads or stores and shuffles): 1.5-2x faster
+ * than unvectorized, which is 1.2-1.5x faster than a loop over the row's length (LLVM 14 turns
+ * longer groups into gathers and scatters, several times slower still). Rows of one are one
+ * run, which LLVM copies as such (bench/RESULTS.md, "Short rows as columns"). */
 #define LG_NARROW_UNROLL 8
 
 /* One element of the unit's copy: row c's element e, between `mem` (rows r0 ... of C
@@ -2964,15 +2976,15 @@ static void narrow_copy(lg_fn *g, ir_dtype dt, LLVMValueRef tmp, LLVMValueRef me
     }
     LLVMValueRef C = g->dim[0];
     LLVMBasicBlockRef other = new_block(g, "rows_any"), done = new_block(g, "rows_copied");
-    LLVMValueRef sw = LLVMBuildSwitch(b, C, other, LG_NARROW_UNROLL - 1);
-    for (int k = 2; k <= LG_NARROW_UNROLL; k++) {
+    LLVMValueRef sw = LLVMBuildSwitch(b, C, other, (unsigned)g->narrow_len - 1);
+    for (int k = 2; k <= g->narrow_len; k++) {
         LLVMBasicBlockRef bk = new_block(g, "rows_k");
         LLVMAddCase(sw, ci64(m, k), bk);
         LLVMPositionBuilderAtEnd(b, bk);
         LLVMValueRef c = loop_begin(g, &R, ci64(m, 0), cw, "c");
         for (int e = 0; e < k; e++)
             narrow_copy_one(g, t, tmp, mem, r0, ci64(m, k), c, ci64(m, e), out);
-        loop_end(g, &R, ci64(m, 1), 1);
+        loop_end(g, &R, ci64(m, 1), k <= LG_NARROW_UNROLL ? 1 : -1);
         LLVMBuildBr(b, done);
     }
     LLVMPositionBuilderAtEnd(b, other);
@@ -3041,7 +3053,7 @@ static void gen_narrow(lg_fn *g) {
         if (mem[bf]) continue;
         mem[bf] = g->bufp[bf];
         LLVMTypeRef t = lg_storage_type(m, p->fm->plan->bufs[bf].dtype);
-        int n = (along[bf] ? LG_NARROW_MAX : 1) * g->colw;
+        int n = (along[bf] ? g->narrow_len : 1) * g->colw;
         LLVMValueRef a = alloca_at_entry(g, LLVMArrayType(t, (unsigned)n), "rows");
         LLVMSetAlignment(a, 64);
         g->bufp[bf] = LLVMBuildBitCast(b, a, LLVMPointerType(t, 0), "");
@@ -3078,7 +3090,7 @@ static void gen_narrow(lg_fn *g) {
 }
 
 /* Row task `name` with its short rows as columns: the narrow body (gen_narrow over the
- * transposed plan), which the task's wrapper calls for rows of at most LG_NARROW_MAX elements,
+ * transposed plan), which the task's wrapper calls for rows of at most narrow_max elements,
  * and the row kernel's body for the others. */
 static void gen_row_split(lg_fn *g, const char *name) {
     lg_mod *m = g->m;
@@ -3089,6 +3101,7 @@ static void gen_row_split(lg_fn *g, const char *name) {
     t.p = &tp;
     t.use_cache = 0;
     t.colw = LG_NARROW_WIDTH;
+    t.narrow_len = g->narrow_len = narrow_max(g);
     fn_begin(&t, ir_arena_printf(m->arena, "%s.narrow", name), 0);
     gen_narrow(&t);
     fn_end(&t);
@@ -3143,7 +3156,7 @@ static int gen_task(lg_mod *m, const llvm_kplan *p, const char *name, int which)
         gen_pointwise_split(&g, name);
         return m->fail.failed ? -1 : 0;
     }
-    if (which == LG_TASK && narrow_ok(p)) {
+    if (which == LG_TASK && narrow_max(&g) > 0) {
         gen_row_split(&g, name);
         return m->fail.failed ? -1 : 0;
     }

@@ -5,7 +5,7 @@ halves, the blocks by the aligned binary tree), which no backend's code shares:
 
 - row sums over rows of 1 to 70001 elements (within a lane, a round, a block, many blocks:
   the tree over blocks with its odd ends), and over 1, 7 and 64 rows (batch invariance);
-  sums, means and products over rows of 2 to 8 elements (run as columns) over 1001 rows;
+  sums, means and products over rows of 2 to 12 elements (run as columns) over 1001 rows;
 - full sums of a contiguous array, and of a product with a broadcast weight (a walk over
   runs, whose lanes and blocks follow the flat index across the runs' ends), cut into chunks
   and threads;
@@ -135,9 +135,10 @@ for c in (1, 7, 31, 32, 33, 64, 100, 1000, 1024, 1025, 3071, 4097, 70001):
     for r in (1, 7):
         run("rows", [("x", x[:r].copy())], want[:r], f"sum over {r} rows of {c} (batch invariance)")
 
-# rows of at most 8 elements run as columns, 128 rows a unit (codegen/cpu/llvm.c, gen_narrow):
-# the same order, over several units and a partial last one, cut among threads anywhere
-for c in (2, 3, 5, 8):
+# rows of at most 12 elements (15 with a transcendental) run as columns, 128 rows a unit
+# (codegen/cpu/llvm.c, gen_narrow): the same order, over several units and a partial last one,
+# cut among threads anywhere
+for c in (2, 3, 5, 8, 12):
     x = data((1001, c))
     want = np.array([model_sum(r) for r in x], dtype=f32)
     run("rows", [("x", x)], want, f"sum over 1001 rows of {c}")
@@ -204,8 +205,8 @@ def run_against_nofuse(fn, x, what):
                 check(diff is None, f"{what} ({cpu}, {threads} threads) against --no-fuse: {diff}")
 
 
-for c in (3, 7, 64, 1000, 3071):
-    x = rng.uniform(-4, 4, size=(37 if c > 8 else 300, c)).astype(f32)
+for c in (3, 7, 13, 64, 1000, 3071):
+    x = rng.uniform(-4, 4, size=(37 if c > 15 else 300, c)).astype(f32)
     run_against_nofuse("softmax", x, f"softmax over rows of {c}")
     run_against_nofuse("scaled", x, f"x / sqrt(mean(x * x)) over rows of {c}")
 
