@@ -40,14 +40,19 @@
  * LG_NARROW_WIDTH rows a unit, so that each vector holds one element of many rows and a row's
  * reduction is vertical operations, instead of a row's handful of elements spread over the
  * lanes of a vector, reduced across them and masked at the end, some 40 cycles a row whatever
- * its length. How long a row may be so is the kernel's (narrow_max): rows of 13 to 15 elements
- * are faster so only where an element costs a transcendental (softmax, not layernorm), rows of
- * 16 and longer in no kernel measured (bench/RESULTS.md, "Short rows as columns"). The order
- * is the same: a column's rows go to the lanes of docs/plan.md's order exactly as a row's
- * elements do. */
-#define LG_NARROW_MAX   15
-#define LG_NARROW_CHEAP 12  /* the longest rows as columns without a transcendental */
+ * its length. How long a row may be so is the kernel's (narrow_max): up to 16 elements where
+ * vectors have 64 bytes (rows of 9-16 copied 16 at a time through a transpose); elsewhere,
+ * where rows of 9-16 are copied element by element, up to 15 where an element costs a
+ * transcendental (softmax), 12 where not (layernorm) (bench/RESULTS.md, "Short rows as
+ * columns"). The order is the same: a column's rows go to the lanes of docs/plan.md's order
+ * exactly as a row's elements do. */
+#define LG_NARROW_MAX   16
+#define LG_NARROW_SLOW  15  /* without the transpose, with a transcendental */
+#define LG_NARROW_CHEAP 12  /* without either */
 #define LG_NARROW_WIDTH 128 /* rows a unit (wider units: no faster) */
+/* Rows of 9-16 elements, on CPUs with vectors of at least this many bytes, are copied 16 at a
+ * time through a transpose of 16 vectors (narrow_copy_wide); elsewhere element by element. */
+#define LG_NARROW_WIDE_BYTES 64
 
 /* ---- per function state ------------------------------------------------------------------- */
 
@@ -2896,8 +2901,9 @@ static int narrow_max(const lg_fn *g) {
     for (int32_t i = pk->from; i < pk->to; i++) {
         ir_ref r = g->k->body[i];
         if ((ir_ops[g->f->nodes[r].op].flags & IR_OPF_EXPENSIVE) && !pk->per_result[r])
-            max = LG_NARROW_MAX;
+            max = LG_NARROW_SLOW;
     }
+    if (g->m->vector_bytes >= LG_NARROW_WIDE_BYTES) max = LG_NARROW_MAX;
     int64_t len = 1;
     for (int32_t a = 0; a < pk->dom.rank; a++) {
         if (!((pk->axis_dims[1] >> a) & 1) || pk->dom.dims[a].sym >= 0) continue;
@@ -2934,11 +2940,12 @@ static void narrow_plan(const llvm_kplan *p, ir_arena *a, llvm_kplan *tp, plan_k
     }
 }
 
-/* A unit's rows of 2 to narrow_len elements are copied by a loop of their own length, the row's
- * elements written out one after another. Up to this length LLVM vectorizes it, the elements
- * an interleaved group of loads or stores (wide loads or stores and shuffles): 1.5-2x faster
- * than unvectorized, which is 1.2-1.5x faster than a loop over the row's length (LLVM 14 turns
- * longer groups into gathers and scatters, several times slower still). Rows of one are one
+/* A unit's rows of 2 to this many elements are copied by a loop of their own length, the row's
+ * elements written out one after another, which LLVM vectorizes as an interleaved group of
+ * loads or stores (wide loads or stores and shuffles): 1.5-2x faster than unvectorized, which
+ * is 1.2-1.5x faster than a loop over the row's length. LLVM 14 turns longer groups into
+ * gathers and scatters, several times slower still: longer rows go through narrow_copy_wide
+ * or, without 64-byte vectors, loops of their own length unvectorized. Rows of one are one
  * run, which LLVM copies as such (bench/RESULTS.md, "Short rows as columns"). */
 #define LG_NARROW_UNROLL 8
 
@@ -2959,6 +2966,91 @@ static void narrow_copy_one(lg_fn *g, LLVMTypeRef t, LLVMValueRef tmp, LLVMValue
         store(g, load(g, t, pm), pt);
 }
 
+/* v[0 .. 16) transposed in place: element j of v[i] moves to element i of v[j]. Four rounds
+ * of shuffles, each exchanging one bit of the vector's index with one of the element's. */
+static void transpose16(lg_mod *m, LLVMValueRef *v) {
+    for (int bit = 8; bit >= 1; bit /= 2) {
+        LLVMValueRef lo[16], hi[16];
+        for (int j = 0; j < 16; j++) {
+            lo[j] = LLVMConstInt(m->t_i32, (unsigned)((j & bit) ? 16 + j - bit : j), 0);
+            hi[j] = LLVMConstInt(m->t_i32, (unsigned)((j & bit) ? 16 + j : j + bit), 0);
+        }
+        for (int i = 0; i < 16; i++) {
+            if (i & bit) continue;
+            LLVMValueRef x = v[i], y = v[i + bit];
+            v[i] = LLVMBuildShuffleVector(m->b, x, y, LLVMConstVector(lo, 16), "");
+            v[i + bit] = LLVMBuildShuffleVector(m->b, x, y, LLVMConstVector(hi, 16), "");
+        }
+    }
+}
+
+/* Rows of 9 to 16 elements of the unit's copy, 16 rows at a time, for whole groups of 16 among
+ * the cw rows (returns where the rest begins): each row one vector of 16 elements from its
+ * start, transposed among the 16 (transpose16) into the copy's rows. A row's vector reaches
+ * into the next row, which the group holds, but the last row's, which is masked to its C
+ * elements. Back into memory, row after row, each row's vector writes its row and the start
+ * of the next, which the next then overwrites; the last row's is masked again, so nothing
+ * outside the group's rows is touched. */
+static LLVMValueRef narrow_copy_wide(lg_fn *g, ir_dtype dt, LLVMValueRef tmp, LLVMValueRef mem,
+                                     LLVMValueRef r0, LLVMValueRef cw, LLVMValueRef C, int out) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    LLVMTypeRef t = lg_storage_type(m, dt);
+    LLVMTypeRef vt = LLVMVectorType(t, 16), pt = LLVMPointerType(vt, 0);
+    LLVMTypeRef tys[2] = {vt, pt};
+    unsigned es = (unsigned)ir_dtypes[dt].bytes;
+    LLVMValueRef lanes[16];
+    for (int j = 0; j < 16; j++)
+        lanes[j] = LLVMConstInt(m->t_i32, (unsigned)j, 0);
+    LLVMTypeRef v32 = LLVMVectorType(m->t_i32, 16);
+    LLVMValueRef k = LLVMBuildInsertElement(b, LLVMGetUndef(v32),
+                                            LLVMBuildTrunc(b, C, m->t_i32, ""), lanes[0], "");
+    LLVMValueRef ks = LLVMBuildShuffleVector(b, k, LLVMGetUndef(v32), LLVMConstNull(v32), "");
+    LLVMValueRef mask = LLVMBuildICmp(b, LLVMIntULT, LLVMConstVector(lanes, 16), ks, "");
+    LLVMValueRef align = LLVMConstInt(m->t_i32, es, 0);
+    LLVMValueRef whole = LLVMBuildAnd(b, cw, ci64(m, -16), "");
+    lg_loop G;
+    LLVMValueRef c = loop_begin(g, &G, ci64(m, 0), whole, "group");
+    LLVMValueRef v[16], row[16], col[16];
+    for (int i = 0; i < 16; i++) {
+        LLVMValueRef mi = LLVMBuildNSWMul(
+            b, LLVMBuildNSWAdd(b, r0, LLVMBuildNSWAdd(b, c, ci64(m, i), ""), ""), C, "");
+        row[i] = LLVMBuildBitCast(b, LLVMBuildInBoundsGEP2(b, t, mem, &mi, 1, ""), pt, "");
+        LLVMValueRef ti = LLVMBuildNSWAdd(b, ci64(m, (int64_t)i * g->colw), c, "");
+        col[i] = LLVMBuildBitCast(b, LLVMBuildInBoundsGEP2(b, t, tmp, &ti, 1, ""), pt, "");
+    }
+    if (!out) {
+        for (int i = 0; i < 16; i++) {
+            if (i < 15) {
+                v[i] = LLVMBuildLoad2(b, vt, row[i], "");
+                LLVMSetAlignment(v[i], es);
+            } else {
+                LLVMValueRef args[4] = {row[i], align, mask, LLVMConstNull(vt)};
+                v[i] = lg_intrinsic(m, "llvm.masked.load", tys, 2, args, 4);
+            }
+        }
+        transpose16(m, v);
+        for (int e = 0; e < 16 && e < g->narrow_len; e++) /* rows past C: never read */
+            LLVMSetAlignment(LLVMBuildStore(b, v[e], col[e]), es);
+    } else {
+        for (int e = 0; e < 16; e++) {
+            v[e] = e < g->narrow_len ? LLVMBuildLoad2(b, vt, col[e], "") : LLVMConstNull(vt);
+            if (e < g->narrow_len) LLVMSetAlignment(v[e], es);
+        }
+        transpose16(m, v);
+        for (int i = 0; i < 16; i++) {
+            if (i < 15) {
+                LLVMSetAlignment(LLVMBuildStore(b, v[i], row[i]), es);
+            } else {
+                LLVMValueRef args[4] = {v[i], row[i], align, mask};
+                lg_intrinsic(m, "llvm.masked.store", tys, 2, args, 4);
+            }
+        }
+    }
+    loop_end(g, &G, ci64(m, 16), -1);
+    return whole;
+}
+
 /* Copies the unit's cw rows between buffer memory `mem` (rows r0 ... of C elements, row-major;
  * or of one element with !along) and the unit's copy `tmp` (element e of row c at e *
  * LLVM_COLUMN_WIDTH + c): into tmp, or back to memory with `out`. */
@@ -2975,9 +3067,17 @@ static void narrow_copy(lg_fn *g, ir_dtype dt, LLVMValueRef tmp, LLVMValueRef me
         return;
     }
     LLVMValueRef C = g->dim[0];
+    LLVMValueRef from = alloca_at_entry(g, m->t_i64, "rest");
+    store(g, ci64(m, 0), from);
     LLVMBasicBlockRef other = new_block(g, "rows_any"), done = new_block(g, "rows_copied");
     LLVMValueRef sw = LLVMBuildSwitch(b, C, other, (unsigned)g->narrow_len - 1);
+    int wide = m->vector_bytes >= LG_NARROW_WIDE_BYTES;
+    LLVMBasicBlockRef bw = wide ? new_block(g, "rows_wide") : NULL;
     for (int k = 2; k <= g->narrow_len; k++) {
+        if (wide && k > LG_NARROW_UNROLL) {
+            LLVMAddCase(sw, ci64(m, k), bw);
+            continue;
+        }
         LLVMBasicBlockRef bk = new_block(g, "rows_k");
         LLVMAddCase(sw, ci64(m, k), bk);
         LLVMPositionBuilderAtEnd(b, bk);
@@ -2987,9 +3087,15 @@ static void narrow_copy(lg_fn *g, ir_dtype dt, LLVMValueRef tmp, LLVMValueRef me
         loop_end(g, &R, ci64(m, 1), k <= LG_NARROW_UNROLL ? 1 : -1);
         LLVMBuildBr(b, done);
     }
+    if (wide) {
+        LLVMPositionBuilderAtEnd(b, bw);
+        store(g, narrow_copy_wide(g, dt, tmp, mem, r0, cw, C, out), from);
+        LLVMBuildBr(b, other);
+    }
     LLVMPositionBuilderAtEnd(b, other);
+    LLVMValueRef c0 = load(g, m->t_i64, from);
     LLVMValueRef e = loop_begin(g, &E, ci64(m, 0), C, "e");
-    LLVMValueRef c = loop_begin(g, &R, ci64(m, 0), cw, "c");
+    LLVMValueRef c = loop_begin(g, &R, c0, cw, "c");
     narrow_copy_one(g, t, tmp, mem, r0, C, c, e, out);
     loop_end(g, &R, ci64(m, 1), 1);
     loop_end(g, &E, ci64(m, 1), -1);
