@@ -2889,10 +2889,11 @@ enum { LG_TASK, LG_FINALIZE, LG_PIECES, LG_JOIN };
 /* ---- short rows as columns ------------------------------------------------------------------
  */
 
-/* The longest rows row kernel p runs as columns: 0 where it cannot (it must have two
+/* The longest rows row kernel g->p runs as columns: 0 where it cannot (it must have two
  * collapsed axes, the kept one then the row: softmax, layernorm and the like over the last
- * axis), LG_NARROW_MAX where its elements cost a transcendental, else LG_NARROW_CHEAP; 0 too
- * where the row's dims are literals that make it longer (no narrow body then). */
+ * axis); LG_NARROW_MAX where vectors have LG_NARROW_WIDE_BYTES, else LG_NARROW_SLOW where its
+ * elements cost a transcendental and LG_NARROW_CHEAP where not; 0 too where the row's dims
+ * are literals that make it longer (no narrow body then). */
 static int narrow_max(const lg_fn *g) {
     const llvm_kplan *p = g->p;
     const plan_kernel *pk = p->pk;
@@ -2950,7 +2951,7 @@ static void narrow_plan(const llvm_kplan *p, ir_arena *a, llvm_kplan *tp, plan_k
 #define LG_NARROW_UNROLL 8
 
 /* One element of the unit's copy: row c's element e, between `mem` (rows r0 ... of C
- * elements) and `tmp` (element e of row c at e * LLVM_COLUMN_WIDTH + c). */
+ * elements) and `tmp` (element e of row c at e * g->colw + c). */
 static void narrow_copy_one(lg_fn *g, LLVMTypeRef t, LLVMValueRef tmp, LLVMValueRef mem,
                             LLVMValueRef r0, LLVMValueRef C, LLVMValueRef c, LLVMValueRef e,
                             int out) {
@@ -3053,7 +3054,7 @@ static LLVMValueRef narrow_copy_wide(lg_fn *g, ir_dtype dt, LLVMValueRef tmp, LL
 
 /* Copies the unit's cw rows between buffer memory `mem` (rows r0 ... of C elements, row-major;
  * or of one element with !along) and the unit's copy `tmp` (element e of row c at e *
- * LLVM_COLUMN_WIDTH + c): into tmp, or back to memory with `out`. */
+ * g->colw + c): into tmp, or back to memory with `out`. */
 static void narrow_copy(lg_fn *g, ir_dtype dt, LLVMValueRef tmp, LLVMValueRef mem, LLVMValueRef r0,
                         LLVMValueRef cw, int along, int out) {
     lg_mod *m = g->m;
