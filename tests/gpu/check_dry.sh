@@ -62,18 +62,21 @@ check "facts.txt times the driver's start: $(cat "$tmp/out/facts.txt")" \
     grep -q 'time: cuda start (once a process): dlopen .*cuInit' "$tmp/out/facts.txt"
 check "facts.txt times the module's load apart" \
     grep -q 'loading the kernels .*cuModuleLoadData' "$tmp/out/facts.txt"
-check "bench.jsonl: two benchmarks with their dims, ten starts with their steps" \
+check "bench.jsonl: two benchmarks with their dims, ten starts with their steps, five of examples/aot" \
     python3 - "$tmp/out/bench.jsonl" <<'EOF'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 bench = [r for r in rows if "median_ms" in r]
 starts = [r for r in rows if r.get("kind") == "process start"]
+aot = [r for r in starts if r["what"].startswith("aot_demo_cuda")]
+starts = [r for r in starts if r not in aot]
 assert len(bench) == 2 and all(r["args"].startswith("--dim N=") for r in bench), bench
 assert {r["function"] for r in bench} == {"gelu", "gelu_f16"}, bench
 assert len(starts) == 10, starts
 keys = ("process_ms", "dlopen_ms", "cuinit_ms", "context_ms", "module_ms")
 assert all(r["exit"] == 0 and all(k in r for k in keys) for r in starts), starts
-assert len(rows) == 12, rows
+assert len(aot) == 5 and all(r["exit"] == 0 and r["process_ms"] > 0 for r in aot), aot
+assert len(rows) == 17, rows
 EOF
 check "the logs' tarball holds each chosen step's log" bash -c '
     t=$(tar tzf "$1"); shift
