@@ -40,18 +40,20 @@
  * LG_NARROW_WIDTH rows a unit, so that each vector holds one element of many rows and a row's
  * reduction is vertical operations, instead of a row's handful of elements spread over the
  * lanes of a vector, reduced across them and masked at the end, some 40 cycles a row whatever
- * its length. How long a row may be so is the kernel's (narrow_max): up to 16 elements where
- * vectors have 64 bytes (rows of 9-16 copied 16 at a time through a transpose); elsewhere,
- * where rows of 9-16 are copied element by element, up to 15 where an element costs a
- * transcendental (softmax), 12 where not (layernorm) (bench/RESULTS.md, "Short rows as
- * columns"). The order is the same: a column's rows go to the lanes of docs/plan.md's order
- * exactly as a row's elements do. */
-#define LG_NARROW_MAX   16
-#define LG_NARROW_SLOW  15  /* without the transpose, with a transcendental */
-#define LG_NARROW_CHEAP 12  /* without either */
-#define LG_NARROW_WIDTH 128 /* rows a unit (wider units: no faster) */
-/* Rows of 9-16 elements, on CPUs with vectors of at least this many bytes, are copied 16 at a
- * time through a transpose of 16 vectors (narrow_copy_wide); elsewhere element by element. */
+ * its length. How long a row may be so is the kernel's (narrow_max). Where vectors have 64
+ * bytes, rows of 9-32 are copied 16 at a time through transposes: up to 31 elements where an
+ * element costs a transcendental (softmax: rows of 17-31 1.2-1.7x faster), 16 where not
+ * (layernorm over rows of 20-31 was 0.8-0.9x the row kernel's speed). Elsewhere, rows of 9-16
+ * are copied element by element: up to 15 with a transcendental, 12 without
+ * (bench/RESULTS.md, "Short rows as columns"). The order is the same: a column's rows go to
+ * the lanes of docs/plan.md's order exactly as a row's elements do. */
+#define LG_NARROW_MAX        31
+#define LG_NARROW_WIDE_CHEAP 16  /* with the transposes, without a transcendental */
+#define LG_NARROW_SLOW       15  /* without the transpose, with a transcendental */
+#define LG_NARROW_CHEAP      12  /* without either */
+#define LG_NARROW_WIDTH      128 /* rows a unit (wider units: no faster) */
+/* Rows of 9-31 elements, on CPUs with vectors of at least this many bytes, are copied 16 at a
+ * time through transposes of 16 vectors (narrow_copy_wide); elsewhere element by element. */
 #define LG_NARROW_WIDE_BYTES 64
 
 /* ---- per function state ------------------------------------------------------------------- */
@@ -2891,9 +2893,9 @@ enum { LG_TASK, LG_FINALIZE, LG_PIECES, LG_JOIN };
 
 /* The longest rows row kernel g->p runs as columns: 0 where it cannot (it must have two
  * collapsed axes, the kept one then the row: softmax, layernorm and the like over the last
- * axis); LG_NARROW_MAX where vectors have LG_NARROW_WIDE_BYTES, else LG_NARROW_SLOW where its
- * elements cost a transcendental and LG_NARROW_CHEAP where not; 0 too where the row's dims
- * are literals that make it longer (no narrow body then). */
+ * axis); where its elements cost a transcendental LG_NARROW_MAX (vectors of
+ * LG_NARROW_WIDE_BYTES) or LG_NARROW_SLOW, else LG_NARROW_WIDE_CHEAP or LG_NARROW_CHEAP; 0 too
+ * where the row's dims are literals that make it longer (no narrow body then). */
 static int narrow_max(const lg_fn *g) {
     const llvm_kplan *p = g->p;
     const plan_kernel *pk = p->pk;
@@ -2904,7 +2906,8 @@ static int narrow_max(const lg_fn *g) {
         if ((ir_ops[g->f->nodes[r].op].flags & IR_OPF_EXPENSIVE) && !pk->per_result[r])
             max = LG_NARROW_SLOW;
     }
-    if (g->m->vector_bytes >= LG_NARROW_WIDE_BYTES) max = LG_NARROW_MAX;
+    if (g->m->vector_bytes >= LG_NARROW_WIDE_BYTES)
+        max = max == LG_NARROW_SLOW ? LG_NARROW_MAX : LG_NARROW_WIDE_CHEAP;
     int64_t len = 1;
     for (int32_t a = 0; a < pk->dom.rank; a++) {
         if (!((pk->axis_dims[1] >> a) & 1) || pk->dom.dims[a].sym >= 0) continue;
@@ -2985,15 +2988,17 @@ static void transpose16(lg_mod *m, LLVMValueRef *v) {
     }
 }
 
-/* Rows of 9 to 16 elements of the unit's copy, 16 rows at a time, for whole groups of 16 among
- * the cw rows (returns where the rest begins): each row one vector of 16 elements from its
- * start, transposed among the 16 (transpose16) into the copy's rows. A row's vector reaches
- * into the next row, which the group holds, but the last row's, which is masked to its C
- * elements. Back into memory, row after row, each row's vector writes its row and the start
- * of the next, which the next then overwrites; the last row's is masked again, so nothing
- * outside the group's rows is touched. */
+/* Rows of 9 to 16 elements (halves = 1) or 17 to 32 (halves = 2) of the unit's copy, 16 rows
+ * at a time, for whole groups of 16 among the cw rows (returns where the rest begins): each
+ * row `halves` vectors of 16 elements from its start, each set transposed among the 16 rows
+ * (transpose16) into the copy's rows. A row's last vector reaches into the next row, which the
+ * group holds, but the group's last row's, which is masked to the row's end. Back into memory,
+ * row after row, each row's last vector writes the start of the next row too, which the next
+ * then overwrites; the last row's is masked again, so nothing outside the group's rows is
+ * touched. */
 static LLVMValueRef narrow_copy_wide(lg_fn *g, ir_dtype dt, LLVMValueRef tmp, LLVMValueRef mem,
-                                     LLVMValueRef r0, LLVMValueRef cw, LLVMValueRef C, int out) {
+                                     LLVMValueRef r0, LLVMValueRef cw, LLVMValueRef C, int halves,
+                                     int out) {
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
     LLVMTypeRef t = lg_storage_type(m, dt);
@@ -3003,51 +3008,62 @@ static LLVMValueRef narrow_copy_wide(lg_fn *g, ir_dtype dt, LLVMValueRef tmp, LL
     LLVMValueRef lanes[16];
     for (int j = 0; j < 16; j++)
         lanes[j] = LLVMConstInt(m->t_i32, (unsigned)j, 0);
+    /* the last vector's lanes within the row: lane < C - 16 * (halves - 1) */
     LLVMTypeRef v32 = LLVMVectorType(m->t_i32, 16);
-    LLVMValueRef k = LLVMBuildInsertElement(b, LLVMGetUndef(v32),
-                                            LLVMBuildTrunc(b, C, m->t_i32, ""), lanes[0], "");
+    LLVMValueRef left =
+        LLVMBuildTrunc(b, LLVMBuildNSWSub(b, C, ci64(m, 16 * (halves - 1)), ""), m->t_i32, "");
+    LLVMValueRef k = LLVMBuildInsertElement(b, LLVMGetUndef(v32), left, lanes[0], "");
     LLVMValueRef ks = LLVMBuildShuffleVector(b, k, LLVMGetUndef(v32), LLVMConstNull(v32), "");
     LLVMValueRef mask = LLVMBuildICmp(b, LLVMIntULT, LLVMConstVector(lanes, 16), ks, "");
     LLVMValueRef align = LLVMConstInt(m->t_i32, es, 0);
     LLVMValueRef whole = LLVMBuildAnd(b, cw, ci64(m, -16), "");
     lg_loop G;
     LLVMValueRef c = loop_begin(g, &G, ci64(m, 0), whole, "group");
-    LLVMValueRef v[16], row[16], col[16];
-    for (int i = 0; i < 16; i++) {
-        LLVMValueRef mi = LLVMBuildNSWMul(
-            b, LLVMBuildNSWAdd(b, r0, LLVMBuildNSWAdd(b, c, ci64(m, i), ""), ""), C, "");
-        row[i] = LLVMBuildBitCast(b, LLVMBuildInBoundsGEP2(b, t, mem, &mi, 1, ""), pt, "");
-        LLVMValueRef ti = LLVMBuildNSWAdd(b, ci64(m, (int64_t)i * g->colw), c, "");
-        col[i] = LLVMBuildBitCast(b, LLVMBuildInBoundsGEP2(b, t, tmp, &ti, 1, ""), pt, "");
-    }
-    if (!out) {
+    LLVMValueRef v[2][16], row[2][16], col[2][16];
+    for (int h = 0; h < halves; h++)
         for (int i = 0; i < 16; i++) {
-            if (i < 15) {
-                v[i] = LLVMBuildLoad2(b, vt, row[i], "");
-                LLVMSetAlignment(v[i], es);
-            } else {
-                LLVMValueRef args[4] = {row[i], align, mask, LLVMConstNull(vt)};
-                v[i] = lg_intrinsic(m, "llvm.masked.load", tys, 2, args, 4);
+            LLVMValueRef mi = LLVMBuildNSWAdd(
+                b,
+                LLVMBuildNSWMul(
+                    b, LLVMBuildNSWAdd(b, r0, LLVMBuildNSWAdd(b, c, ci64(m, i), ""), ""), C, ""),
+                ci64(m, 16 * h), "");
+            row[h][i] = LLVMBuildBitCast(b, LLVMBuildInBoundsGEP2(b, t, mem, &mi, 1, ""), pt, "");
+            LLVMValueRef ti = LLVMBuildNSWAdd(b, ci64(m, (int64_t)(16 * h + i) * g->colw), c, "");
+            col[h][i] = LLVMBuildBitCast(b, LLVMBuildInBoundsGEP2(b, t, tmp, &ti, 1, ""), pt, "");
+        }
+    for (int h = 0; h < halves; h++) {
+        int last = h == halves - 1;
+        if (!out) {
+            for (int i = 0; i < 16; i++) {
+                if (i < 15 || !last) {
+                    v[h][i] = LLVMBuildLoad2(b, vt, row[h][i], "");
+                    LLVMSetAlignment(v[h][i], es);
+                } else {
+                    LLVMValueRef args[4] = {row[h][i], align, mask, LLVMConstNull(vt)};
+                    v[h][i] = lg_intrinsic(m, "llvm.masked.load", tys, 2, args, 4);
+                }
             }
+            transpose16(m, v[h]);
+            for (int e = 0; e < 16 && 16 * h + e < g->narrow_len; e++) /* past C: never read */
+                LLVMSetAlignment(LLVMBuildStore(b, v[h][e], col[h][e]), es);
+        } else {
+            for (int e = 0; e < 16; e++) {
+                int in = 16 * h + e < g->narrow_len;
+                v[h][e] = in ? LLVMBuildLoad2(b, vt, col[h][e], "") : LLVMConstNull(vt);
+                if (in) LLVMSetAlignment(v[h][e], es);
+            }
+            transpose16(m, v[h]);
         }
-        transpose16(m, v);
-        for (int e = 0; e < 16 && e < g->narrow_len; e++) /* rows past C: never read */
-            LLVMSetAlignment(LLVMBuildStore(b, v[e], col[e]), es);
-    } else {
-        for (int e = 0; e < 16; e++) {
-            v[e] = e < g->narrow_len ? LLVMBuildLoad2(b, vt, col[e], "") : LLVMConstNull(vt);
-            if (e < g->narrow_len) LLVMSetAlignment(v[e], es);
-        }
-        transpose16(m, v);
-        for (int i = 0; i < 16; i++) {
-            if (i < 15) {
-                LLVMSetAlignment(LLVMBuildStore(b, v[i], row[i]), es);
+    }
+    for (int i = 0; out && i < 16; i++) /* a row's vectors in order, then the next row's */
+        for (int h = 0; h < halves; h++) {
+            if (i < 15 || h < halves - 1) {
+                LLVMSetAlignment(LLVMBuildStore(b, v[h][i], row[h][i]), es);
             } else {
-                LLVMValueRef args[4] = {v[i], row[i], align, mask};
+                LLVMValueRef args[4] = {v[h][i], row[h][i], align, mask};
                 lg_intrinsic(m, "llvm.masked.store", tys, 2, args, 4);
             }
         }
-    }
     loop_end(g, &G, ci64(m, 16), -1);
     return whole;
 }
@@ -3073,10 +3089,12 @@ static void narrow_copy(lg_fn *g, ir_dtype dt, LLVMValueRef tmp, LLVMValueRef me
     LLVMBasicBlockRef other = new_block(g, "rows_any"), done = new_block(g, "rows_copied");
     LLVMValueRef sw = LLVMBuildSwitch(b, C, other, (unsigned)g->narrow_len - 1);
     int wide = m->vector_bytes >= LG_NARROW_WIDE_BYTES;
-    LLVMBasicBlockRef bw = wide ? new_block(g, "rows_wide") : NULL;
+    LLVMBasicBlockRef bw[2] = {NULL, NULL};
     for (int k = 2; k <= g->narrow_len; k++) {
         if (wide && k > LG_NARROW_UNROLL) {
-            LLVMAddCase(sw, ci64(m, k), bw);
+            int h = k > 16;
+            if (!bw[h]) bw[h] = new_block(g, "rows_wide");
+            LLVMAddCase(sw, ci64(m, k), bw[h]);
             continue;
         }
         LLVMBasicBlockRef bk = new_block(g, "rows_k");
@@ -3088,9 +3106,10 @@ static void narrow_copy(lg_fn *g, ir_dtype dt, LLVMValueRef tmp, LLVMValueRef me
         loop_end(g, &R, ci64(m, 1), k <= LG_NARROW_UNROLL ? 1 : -1);
         LLVMBuildBr(b, done);
     }
-    if (wide) {
-        LLVMPositionBuilderAtEnd(b, bw);
-        store(g, narrow_copy_wide(g, dt, tmp, mem, r0, cw, C, out), from);
+    for (int h = 0; h < 2; h++) {
+        if (!bw[h]) continue;
+        LLVMPositionBuilderAtEnd(b, bw[h]);
+        store(g, narrow_copy_wide(g, dt, tmp, mem, r0, cw, C, h + 1, out), from);
         LLVMBuildBr(b, other);
     }
     LLVMPositionBuilderAtEnd(b, other);

@@ -205,8 +205,8 @@ def run_against_nofuse(fn, x, what):
                 check(diff is None, f"{what} ({cpu}, {threads} threads) against --no-fuse: {diff}")
 
 
-for c in (3, 7, 13, 64, 1000, 3071):
-    x = rng.uniform(-4, 4, size=(37 if c > 15 else 300, c)).astype(f32)
+for c in (3, 7, 13, 24, 64, 1000, 3071):
+    x = rng.uniform(-4, 4, size=(37 if c > 31 else 300, c)).astype(f32)
     run_against_nofuse("softmax", x, f"softmax over rows of {c}")
     run_against_nofuse("scaled", x, f"x / sqrt(mean(x * x)) over rows of {c}")
 

@@ -8,7 +8,7 @@
  * Row lengths below one and two rounds, row counts that fill groups of rows (of 4 in the row
  * kernels, of 16 where short rows run as columns: gen_narrow) and leave some over, f32, f64 and
  * bf16, two inputs read along the row, a weight read along it, a sum and a product in one sweep
- * (the identities +0 and 1);
+ * (the identities +0 and 1), a softmax (rows as columns up to 31 elements);
  * code for the host and for x86-64-v3 and x86-64-v2. Skipped (77) without a CPU backend. */
 #define _DEFAULT_SOURCE
 #include "fusec.h"
@@ -34,6 +34,10 @@ static const char *SRC =
     "fn dot(x: f32[R, C], y: f32[R, C]) -> f32[R, C] { return x / sum(x * y, axis=1); }\n"
     "fn sp(x: f32[R, C], y: f32[R, C]) -> f32[R, C] {\n"
     "    return x / sum(y, axis=1) + prod(x * y, axis=1);\n"
+    "}\n"
+    "fn sm(x: f32[R, C], y: f32[R, C]) -> f32[R, C] {\n"
+    "    let e = exp(x - max(x, axis=1));\n"
+    "    return e / sum(e * y, axis=1);\n"
     "}\n"
     "fn lnd(x: f64[R, C], w: f64[C], b: f64[C]) -> f64[R, C] {\n"
     "    let d = x - mean(x, axis=1);\n"
@@ -84,7 +88,7 @@ static void run_case(fusec_module *mc, fusec_module *mr, const char *fn, int64_t
                      : strcmp(fn, "lnd") == 0 ? FUSEC_F64
                                               : FUSEC_F32;
     size_t es = fusec_dtype_size(dt), n = (size_t)(rows * cols);
-    int two = strcmp(fn, "dot") == 0 || strcmp(fn, "sp") == 0, nin = two ? 2 : 3;
+    int two = !strcmp(fn, "dot") || !strcmp(fn, "sp") || !strcmp(fn, "sm"), nin = two ? 2 : 3;
     size_t len[3] = {n * es, two ? n * es : (size_t)cols * es, (size_t)cols * es};
     float *vals[3];
     for (int i = 0; i < nin; i++) {
@@ -169,7 +173,7 @@ int main(void) {
     const char *cpus[] = {NULL, "x86-64-v3", "x86-64-v2"};
     const int64_t cols[] = {1, 2, 3, 7, 10, 15, 16, 17, 31, 33, 47, 63};
     const int64_t rows[] = {1, 4, 9, 32, 37};
-    const char *fns[] = {"ln", "dot", "sp", "lnd", "lnb"};
+    const char *fns[] = {"ln", "dot", "sp", "sm", "lnd", "lnb"};
     for (int c = 0; c < 3 && !failures; c++) {
         fusec_module *mc = api_compile_cpu(SRC, cpus[c]);
         fusec_tensor x = {NULL, FUSEC_F32, 2, {0, 4}, NULL}, y = x,
