@@ -3146,13 +3146,45 @@ static void narrow_prefetch(lg_fn *g, ir_dtype dt, LLVMValueRef mem, LLVMValueRe
     loop_end(g, &L, ci64(m, LG_LINE), -1);
 }
 
+/* What a narrow kernel's (g: narrow_plan's transpose) accesses read and write: the buffers it
+ * loads or stores along the rows (by buffer: loaded, stored; along: along a row too), each
+ * given a copy in the stack that g->bufp now points to (their memory in mem), and every
+ * access's strides: the copy's for those, the row kernel's in memory for the others. */
+static void narrow_stage(lg_fn *g, LLVMValueRef *mem, uint8_t *loaded, uint8_t *stored,
+                         uint8_t *along) {
+    const llvm_kplan *p = g->p;
+    lg_mod *m = g->m;
+    for (int32_t i = 0; i < p->pk->nacc; i++) {
+        uint32_t pr = p->pk->acc[i].present;
+        if (!narrow_staged(p, i)) {
+            /* in memory (an index: where it would be): a row of dim[0] elements along axis 0,
+             * the rows one after another along axis 1 */
+            if (pr & 1u) g->stride[i * IR_MAX_RANK + 0] = ci64(m, 1);
+            if (pr & 2u) g->stride[i * IR_MAX_RANK + 1] = (pr & 1u) ? g->dim[0] : ci64(m, 1);
+            continue;
+        }
+        int32_t bf = p->pk->acc[i].buf;
+        (p->pk->acc[i].store ? stored : loaded)[bf] = 1;
+        along[bf] = (pr & 1u) != 0;
+        g->stride[i * IR_MAX_RANK + 0] = along[bf] ? ci64(m, g->colw) : NULL;
+        g->stride[i * IR_MAX_RANK + 1] = ci64(m, 1);
+        if (mem[bf]) continue;
+        mem[bf] = g->bufp[bf];
+        LLVMTypeRef t = lg_storage_type(m, p->fm->plan->bufs[bf].dtype);
+        int n = (along[bf] ? g->narrow_len : 1) * g->colw;
+        LLVMValueRef a = alloca_at_entry(g, LLVMArrayType(t, (unsigned)n), "rows");
+        LLVMSetAlignment(a, 64);
+        g->bufp[bf] = LLVMBuildBitCast(m->b, a, LLVMPointerType(t, 0), "");
+    }
+}
+
 /* The body of a narrow kernel (a column kernel of narrow_plan's transpose): the task's rows
- * [begin, end) a unit of LLVM_COLUMN_WIDTH at a time. What a unit reads and writes along the
- * rows' axis goes through copies in the stack (transposed where it varies along a row too),
- * so the column kernel's sweeps always run over LLVM_COLUMN_WIDTH columns, a constant: its
- * loops over columns become straight vector code. The last unit's columns past the task's
- * rows compute on whatever the copies hold there (integer division is guarded; nothing
- * traps) and are never written back. */
+ * [begin, end) a unit of g->colw (LG_NARROW_WIDTH) at a time. What a unit reads and writes
+ * along the rows' axis goes through copies in the stack (narrow_stage; transposed where it
+ * varies along a row too), so the column kernel's sweeps always run over g->colw columns, a
+ * constant: its loops over columns become straight vector code. The last unit's columns past
+ * the task's rows compute on whatever the copies hold there (integer division is guarded;
+ * nothing traps) and are never written back. */
 static void gen_narrow(lg_fn *g) {
     const llvm_kplan *p = g->p;
     lg_mod *m = g->m;
@@ -3162,28 +3194,7 @@ static void gen_narrow(lg_fn *g) {
     uint8_t *loaded = ir_arena_calloc(m->arena, (size_t)nb + 1, 1);
     uint8_t *stored = ir_arena_calloc(m->arena, (size_t)nb + 1, 1);
     uint8_t *along = ir_arena_calloc(m->arena, (size_t)nb + 1, 1);
-    for (int32_t i = 0; i < p->pk->nacc; i++) {
-        uint32_t pr = p->pk->acc[i].present;
-        if (!narrow_staged(p, i)) {
-            /* in memory (an index: where it would be): the row kernel's strides, a row of
-             * dim[0] elements along axis 0, the rows one after another along axis 1 */
-            if (pr & 1u) g->stride[i * IR_MAX_RANK + 0] = ci64(m, 1);
-            if (pr & 2u) g->stride[i * IR_MAX_RANK + 1] = (pr & 1u) ? g->dim[0] : ci64(m, 1);
-            continue;
-        }
-        int32_t bf = p->pk->acc[i].buf;
-        (p->pk->acc[i].store ? stored : loaded)[bf] = 1;
-        along[bf] = (p->pk->acc[i].present & 1u) != 0;
-        g->stride[i * IR_MAX_RANK + 0] = along[bf] ? ci64(m, g->colw) : NULL;
-        g->stride[i * IR_MAX_RANK + 1] = ci64(m, 1);
-        if (mem[bf]) continue;
-        mem[bf] = g->bufp[bf];
-        LLVMTypeRef t = lg_storage_type(m, p->fm->plan->bufs[bf].dtype);
-        int n = (along[bf] ? g->narrow_len : 1) * g->colw;
-        LLVMValueRef a = alloca_at_entry(g, LLVMArrayType(t, (unsigned)n), "rows");
-        LLVMSetAlignment(a, 64);
-        g->bufp[bf] = LLVMBuildBitCast(b, a, LLVMPointerType(t, 0), "");
-    }
+    narrow_stage(g, mem, loaded, stored, along);
     g->narrow = 1;
     lg_colunit cu;
     column_axes(g, &cu);
