@@ -652,14 +652,22 @@ static void masked_prefetch(lg_fn *g, LLVMValueRef *base, LLVMValueRef j0, LLVMV
  * walks (group_write). */
 #define LG_TAIL_MIN 8 /* shorter runs keep the loop's scalar remainder (gen_pointwise_split) */
 
+/* The transcendentals and other expensive ops a kernel computes per element (not once per
+ * result): what decides whether a loop's second copy is worth its compile time. */
+static int element_math(const lg_fn *g) {
+    const plan_kernel *pk = g->p->pk;
+    int n = 0;
+    for (int32_t i = pk->from; i < pk->to; i++) {
+        ir_ref r = g->k->body[i];
+        n += (ir_ops[g->f->nodes[r].op].flags & IR_OPF_EXPENSIVE) && !pk->per_result[r];
+    }
+    return n;
+}
+
 static int run_tails(const lg_fn *g) {
     const llvm_kplan *p = g->p;
-    if (g->no_tails || p->loop != LLVM_LOOP_POINTWISE || p->pk->naxes < 2) return 0;
-    for (int32_t i = p->pk->from; i < p->pk->to; i++) {
-        ir_ref r = g->k->body[i];
-        if ((ir_ops[g->f->nodes[r].op].flags & IR_OPF_EXPENSIVE) && !p->pk->per_result[r]) return 0;
-    }
-    return 1;
+    return !g->no_tails && p->loop == LLVM_LOOP_POINTWISE && p->pk->naxes >= 2 &&
+           element_math(g) == 0;
 }
 
 /* The end of a run's steps from lo to hi: lo plus a multiple of the step of a loop of ic
@@ -2138,12 +2146,7 @@ static LLVMValueRef *row_cache(lg_fn *g, LLVMValueRef rowlen, int k) {
 static int row_groups(const lg_fn *g, int nr) {
     const llvm_kplan *p = g->p;
     if (LLVM_ROW_GROUP < 2 || nr != 1 || p->pk->to - p->pk->from > LG_GROUP_NODES) return 0;
-    int math = 0;
-    for (int32_t i = p->pk->from; i < p->pk->to; i++) {
-        ir_ref r = g->k->body[i];
-        if ((ir_ops[g->f->nodes[r].op].flags & IR_OPF_EXPENSIVE) && !p->pk->per_result[r]) math++;
-    }
-    return math <= LG_GROUP_MATH;
+    return element_math(g) <= LG_GROUP_MATH;
 }
 
 /* Rows [begin, end), one group after another. */
@@ -2732,9 +2735,6 @@ static void column_results(lg_fn *g, const lg_colunit *cu, lg_sweep *sw) {
     column_store_results(g, cu, sw);
 }
 
-/* A column kernel: per unit of columns, the per-result values of stage 0, then each sweep
- * over the unit's rows followed by its results and the next stage's values; a final sweep
- * writes per-element values and reduces nothing further. */
 /* A column kernel's work on the unit cu places: the per-result values of stage 0, then each
  * sweep over the unit's rows followed by its results and the next stage's values; a final
  * sweep writes per-element values and reduces nothing further. */
@@ -2752,6 +2752,7 @@ static void column_unit(lg_fn *g, lg_colunit *cu) {
     scope_exit(g);
 }
 
+/* A column kernel: column_unit for each unit of columns of the task. */
 static void gen_column(lg_fn *g) {
     lg_colunit cu;
     column_axes(g, &cu);
@@ -2900,14 +2901,9 @@ static int narrow_max(const lg_fn *g) {
     const llvm_kplan *p = g->p;
     const plan_kernel *pk = p->pk;
     if (p->loop != LLVM_LOOP_ROW || pk->naxes != 2 || pk->reduced != 2u) return 0;
-    int max = LG_NARROW_CHEAP;
-    for (int32_t i = pk->from; i < pk->to; i++) {
-        ir_ref r = g->k->body[i];
-        if ((ir_ops[g->f->nodes[r].op].flags & IR_OPF_EXPENSIVE) && !pk->per_result[r])
-            max = LG_NARROW_SLOW;
-    }
-    if (g->m->vector_bytes >= LG_NARROW_WIDE_BYTES)
-        max = max == LG_NARROW_SLOW ? LG_NARROW_MAX : LG_NARROW_WIDE_CHEAP;
+    int math = element_math(g) > 0, wide = g->m->vector_bytes >= LG_NARROW_WIDE_BYTES;
+    int max = math ? (wide ? LG_NARROW_MAX : LG_NARROW_SLOW)
+                   : (wide ? LG_NARROW_WIDE_CHEAP : LG_NARROW_CHEAP);
     int64_t len = 1;
     for (int32_t a = 0; a < pk->dom.rank; a++) {
         if (!((pk->axis_dims[1] >> a) & 1) || pk->dom.dims[a].sym >= 0) continue;
