@@ -5,9 +5,10 @@
  * Compiling plans the module (codegen/cpu/llvm_plan.c, plain C), keys the cache with the printed
  * partitions, the options, the host CPU (CPUID), LLVM's version and a hash of the code
  * generator's sources, and looks the object code up. On a miss, libfusec_llvm.so (LLVM and
- * codegen/cpu/llvm*.c, driver/cpu/cpu_jit.c) is loaded, builds the object, and its ORC LLJIT loads
- * it. On a hit in a process without LLVM, runtime/cpu/cpu_elf.c loads it, so that such a process
- * never loads LLVM at all (FUSEC_CPU_LOADER=orc|elf forces either loader, for tests).
+ * codegen/cpu/llvm*.c, driver/cpu/cpu_jit.c) is loaded and builds the object. On x86-64 Linux
+ * runtime/cpu/cpu_elf.c loads every object, built or found, so that a process that finds its
+ * kernels in the cache never loads LLVM at all; elsewhere ORC LLJIT does (FUSEC_CPU_LOADER=orc|elf
+ * forces either loader, for tests).
  *
  * Launches are runtime/cpu/cpu_launch.c's (libfusec_rt), from a description of the planned
  * module (`describe`), as a library built ahead of time runs them.
@@ -189,11 +190,17 @@ static void *elf_lookup(void *code, const char *name, char *err, size_t errlen) 
     return addr;
 }
 
-/* Loads the object code (freed here): LLVM's JIT when LLVM is in the process anyway (it just
- * built the object), else fusec's own loader. 0, or -1 with err. */
+/* Loads the object code (freed here): fusec's own loader where it runs (x86-64 Linux), else
+ * LLVM's JIT. Not ORC where fusec's loader runs, even with LLVM in the process: its memory
+ * manager maps code and read-only data apart, and in a process whose address space is crowded
+ * (Python with PyTorch) they landed over 2 GB apart, where a small-model PC-relative
+ * relocation cannot reach; RuntimeDyld truncated it without a word and the kernel's first
+ * constant load faulted (tests/package/test_torch_op.py, one cold run in five once the module
+ * grew to 1.3 MB). fusec's loader maps an object in one piece and refuses a relocation out of
+ * range. 0, or -1 with err. */
 static int load(cpu_program *p, void *obj, size_t len, char *err, size_t errlen) {
     const char *loader = getenv("FUSEC_CPU_LOADER");
-    int use_elf = rt_elf_supported() && !rt_llvm_loaded();
+    int use_elf = rt_elf_supported();
     if (loader && !strcmp(loader, "elf") && rt_elf_supported()) use_elf = 1;
     if (loader && !strcmp(loader, "orc")) use_elf = 0;
     if (use_elf) {
