@@ -41,17 +41,17 @@
  * reduction is vertical operations, instead of a row's handful of elements spread over the
  * lanes of a vector, reduced across them and masked at the end, some 40 cycles a row whatever
  * its length. How long a row may be so is the kernel's (narrow_max). Where vectors have 64
- * bytes, rows of 9-32 are copied 16 at a time through transposes: up to 31 elements where an
- * element costs a transcendental (softmax: rows of 17-31 1.2-1.7x faster), 16 where not
- * (layernorm over rows of 20-31 was 0.8-0.9x the row kernel's speed). Elsewhere, rows of 9-16
- * are copied element by element: up to 15 with a transcendental, 12 without
- * (bench/RESULTS.md, "Short rows as columns"). The order is the same: a column's rows go to
- * the lanes of docs/plan.md's order exactly as a row's elements do. */
-#define LG_NARROW_MAX        31
-#define LG_NARROW_WIDE_CHEAP 16  /* with the transposes, without a transcendental */
-#define LG_NARROW_SLOW       15  /* without the transpose, with a transcendental */
-#define LG_NARROW_CHEAP      12  /* without either */
-#define LG_NARROW_WIDTH      128 /* rows a unit (wider units: no faster) */
+ * bytes, rows of 9-31 are copied 16 at a time through transposes, and every row kernel runs
+ * rows of up to 31 elements so (layernorm over rows of 17-31 1.12-1.24x faster than its row
+ * kernel once a unit's values stayed in registers). Elsewhere, rows of 9-16 are copied element
+ * by element: up to 15 with a transcendental, 12 without (longer ones as columns took up to
+ * 1.7x the row kernel's time). bench/RESULTS.md, "Short rows as columns" and "Short rows in
+ * registers". The order is the same: a column's rows go to the lanes of docs/plan.md's order
+ * exactly as a row's elements do. */
+#define LG_NARROW_MAX   31
+#define LG_NARROW_SLOW  15  /* without the transpose, with a transcendental */
+#define LG_NARROW_CHEAP 12  /* without either */
+#define LG_NARROW_WIDTH 128 /* rows a unit (wider units: no faster) */
 /* Rows of 9-31 elements, on CPUs with vectors of at least this many bytes, are copied 16 at a
  * time through transposes of 16 vectors (narrow_copy_wide); elsewhere element by element. */
 #define LG_NARROW_WIDE_BYTES 64
@@ -82,8 +82,8 @@ typedef struct lg_fn {
     LLVMValueRef guard;     /* a partial round read whole: whether the point is in the row */
     LLVMValueRef guard_at;  /* and where its mask is in the table of lane masks (guard_mask) */
     int no_tails;           /* runs of fewer than LG_TAIL_MIN elements: no run_tail */
-    int narrow;             /* a row kernel's short rows run as columns (gen_narrow) */
     int colw;               /* column kernels: the columns of a unit at most */
+    int narrow;             /* a row kernel's short rows run as columns (gen_narrow) */
     LLVMValueRef narrow_fn; /* row kernels: the body for short rows (gen_narrow), or NULL */
     int narrow_len;         /* and the longest rows it runs (narrow_max) */
     /* values */
@@ -1733,8 +1733,9 @@ static void gen_pointwise(lg_fn *g) {
 
 /* ---- row reductions ------------------------------------------------------------------------ */
 
-/* Evaluates and stores the per-result values of stage s at the row's point. */
-static void per_result_stage(lg_fn *g, int s, LLVMValueRef *rowbase) {
+/* Evaluates and stores the per-result values of stage s at the row's point (j NULL), or at
+ * column j of a narrow unit in registers (narrow_regs). */
+static void per_result_stage(lg_fn *g, int s, LLVMValueRef *rowbase, LLVMValueRef j) {
     const llvm_kplan *p = g->p;
     ir_ref *roots =
         ir_arena_calloc(g->m->arena, (size_t)(p->pk->to - p->pk->from) + 1, sizeof(ir_ref));
@@ -1746,7 +1747,7 @@ static void per_result_stage(lg_fn *g, int s, LLVMValueRef *rowbase) {
             roots[n++] = r;
     }
     g->base = rowbase;
-    g->j = NULL;
+    g->j = j;
     eval(g, roots, n);
     for (int32_t i = p->pk->from; i < p->pk->to; i++) {
         ir_ref r = g->k->body[i];
@@ -2087,7 +2088,7 @@ static void row_group(lg_fn *g, lg_rows *rs, LLVMValueRef row, const int *kept, 
     scope_enter(g);
     for (int k = 0; k < rs->n; k++) {
         rows_enter(g, rs, k);
-        per_result_stage(g, 0, rs->base[k]);
+        per_result_stage(g, 0, rs->base[k], NULL);
     }
     for (int s = 0; s <= p->pk->nsweeps; s++) {
         if (s == p->pk->nsweeps && !p->pk->final_sweep) break;
@@ -2102,7 +2103,7 @@ static void row_group(lg_fn *g, lg_rows *rs, LLVMValueRef row, const int *kept, 
                         as_kept(g, sw->red[i].node,
                                 lg_red_post(m, g->f, n, scalar_total(g, sw, i), rowlen)));
             }
-            per_result_stage(g, s + 1, rs->base[k]);
+            per_result_stage(g, s + 1, rs->base[k], NULL);
         }
         if (rs->n > 1) group_gather(g, rs, s + 1);
     }
@@ -2315,7 +2316,7 @@ static void gen_full_finalize(lg_fn *g) {
     }
     LLVMValueRef *base = new_bases(g, NULL);
     for (int s = 0; s <= p->pk->nsweeps; s++)
-        per_result_stage(g, s, base);
+        per_result_stage(g, s, base, NULL);
 }
 
 /* ---- column reductions ------------------------------------------------------------------------
@@ -2894,16 +2895,15 @@ enum { LG_TASK, LG_FINALIZE, LG_PIECES, LG_JOIN };
 
 /* The longest rows row kernel g->p runs as columns: 0 where it cannot (it must have two
  * collapsed axes, the kept one then the row: softmax, layernorm and the like over the last
- * axis); where its elements cost a transcendental LG_NARROW_MAX (vectors of
- * LG_NARROW_WIDE_BYTES) or LG_NARROW_SLOW, else LG_NARROW_WIDE_CHEAP or LG_NARROW_CHEAP; 0 too
- * where the row's dims are literals that make it longer (no narrow body then). */
+ * axis); LG_NARROW_MAX with vectors of LG_NARROW_WIDE_BYTES, else LG_NARROW_SLOW where its
+ * elements cost a transcendental and LG_NARROW_CHEAP where not; 0 too where the row's dims are
+ * literals that make it longer (no narrow body then). */
 static int narrow_max(const lg_fn *g) {
     const llvm_kplan *p = g->p;
     const plan_kernel *pk = p->pk;
     if (p->loop != LLVM_LOOP_ROW || pk->naxes != 2 || pk->reduced != 2u) return 0;
     int math = element_math(g) > 0, wide = g->m->vector_bytes >= LG_NARROW_WIDE_BYTES;
-    int max = math ? (wide ? LG_NARROW_MAX : LG_NARROW_SLOW)
-                   : (wide ? LG_NARROW_WIDE_CHEAP : LG_NARROW_CHEAP);
+    int max = wide ? LG_NARROW_MAX : math ? LG_NARROW_SLOW : LG_NARROW_CHEAP;
     int64_t len = 1;
     for (int32_t a = 0; a < pk->dom.rank; a++) {
         if (!((pk->axis_dims[1] >> a) & 1) || pk->dom.dims[a].sym >= 0) continue;
@@ -2911,6 +2911,35 @@ static int narrow_max(const lg_fn *g) {
         if (len > max) return 0;
     }
     return max;
+}
+
+/* The units of narrow_regs a narrow kernel has, by their slots (0 ends a list): a row of K
+ * elements runs in the least that holds it, each a unit of its own in the code. The finest
+ * list costs an element past the row's end a fraction of one in it (softmax over rows of 3, 12
+ * and 17 ran 1.2x, 1.1x and 1.16x faster than in powers of two); each unit is the kernel's
+ * per-element code that many times over, so a kernel takes the finest list whose code stays
+ * within LG_NARROW_BUDGET (narrow_units), and one too large for even a single unit keeps its
+ * sweeps in loops (column_unit). bench/RESULTS.md, "Short rows in registers". */
+static const int lg_narrow_lists[3][11] = {
+    {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 0}, {1, 2, 4, 8, 16, 24, 32, 0}, {32, 0}};
+/* The budget, in slots times per-element nodes (a transcendental LG_NARROW_MATH nodes): layernorm
+ * (9 nodes) takes the finest list, softmax (5 nodes, one exp) the second, the larger of
+ * tests/programs/grad.fuse's gradients one unit. Cold compiles (no cache, this host, against
+ * column loops): examples/softmax.fuse 0.33 -> 0.47 s, examples/layernorm.fuse 0.40 -> 0.74 s
+ * (its rows of 17-31 now narrow too), grad.fuse 5.4 -> 7.5 s (with 2400 and powers of two for
+ * the second list: 0.48, 0.70, 8.9 s; with 1400: 0.40, 0.72, 6.9 s, softmax over rows of 17
+ * then 0.87x the column loops' speed). */
+#define LG_NARROW_BUDGET 1900
+#define LG_NARROW_MATH   16
+_Static_assert(LG_NARROW_MAX <= 32 && LG_LANES == 32, "a narrow row is one block of lanes");
+
+/* The elements a narrow kernel's rows hold at most, rounded up to a power of two: the rows of
+ * its copies in the stack, which every list's last unit fits. */
+static int narrow_slots(int len) {
+    int n = 1;
+    while (n < len)
+        n *= 2;
+    return n;
 }
 
 /* An access of a narrow kernel (tp: narrow_plan's transpose) that reads or writes memory along
@@ -3167,20 +3196,201 @@ static void narrow_stage(lg_fn *g, LLVMValueRef *mem, uint8_t *loaded, uint8_t *
         if (mem[bf]) continue;
         mem[bf] = g->bufp[bf];
         LLVMTypeRef t = lg_storage_type(m, p->fm->plan->bufs[bf].dtype);
-        int n = (along[bf] ? g->narrow_len : 1) * g->colw;
+        int n = (along[bf] ? narrow_slots(g->narrow_len) : 1) * g->colw;
         LLVMValueRef a = alloca_at_entry(g, LLVMArrayType(t, (unsigned)n), "rows");
         LLVMSetAlignment(a, 64);
         g->bufp[bf] = LLVMBuildBitCast(m->b, a, LLVMPointerType(t, 0), "");
     }
 }
 
+/* ---- a narrow unit in registers --------------------------------------------------------------
+ */
+
+/* The slots of a narrow unit in registers: each element k's values, the offsets it loads at
+ * (the row's last element past its end) and stores at, and whether it is in the row. */
+typedef struct lg_regs {
+    int slots;
+    LLVMValueRef **val, **ld, **st, *in;
+    int **lvl;
+} lg_regs;
+
+static void regs_init(lg_fn *g, const lg_colunit *cu, lg_regs *rg, int slots) {
+    lg_mod *m = g->m;
+    ir_arena *a = m->arena;
+    size_t nn = (size_t)g->f->nnodes + 1;
+    LLVMValueRef last = LLVMBuildNSWSub(m->b, cu->nred, ci64(m, 1), "");
+    rg->slots = slots;
+    rg->val = ir_arena_calloc(a, (size_t)slots, sizeof(*rg->val));
+    rg->lvl = ir_arena_calloc(a, (size_t)slots, sizeof(*rg->lvl));
+    rg->ld = ir_arena_calloc(a, (size_t)slots, sizeof(*rg->ld));
+    rg->st = ir_arena_calloc(a, (size_t)slots, sizeof(*rg->st));
+    rg->in = ir_arena_calloc(a, (size_t)slots, sizeof(*rg->in));
+    for (int k = 0; k < slots; k++) {
+        rg->val[k] = ir_arena_calloc(a, nn, sizeof(**rg->val));
+        rg->lvl[k] = ir_arena_calloc(a, nn, sizeof(**rg->lvl));
+        rg->in[k] = LLVMBuildICmp(m->b, LLVMIntSLT, ci64(m, k), cu->nred, "");
+        rg->ld[k] = new_bases(g, cu->kbase);
+        add_offsets(g, rg->ld[k], imin(g, ci64(m, k), last), cu->red_axes, cu->nr);
+        rg->st[k] = new_bases(g, cu->kbase);
+        add_offsets(g, rg->st[k], ci64(m, k), cu->red_axes, cu->nr);
+    }
+}
+
+/* Sweep s of a narrow unit in registers at every slot: evaluated, stored, and each
+ * reduction's lane k (into lanes[i * slots + k]). */
+static void regs_sweep(lg_fn *g, lg_regs *rg, const lg_sweep *sw, LLVMValueRef *lanes) {
+    lg_mod *m = g->m;
+    for (int k = 0; k < rg->slots; k++) {
+        g->val = rg->val[k];
+        g->lvl = rg->lvl[k];
+        g->base = rg->ld[k];
+        eval(g, sw->roots, sw->nroots);
+        for (int32_t i = 0; i < sw->nred; i++) {
+            const ir_node *n = &g->f->nodes[sw->red[i].node];
+            LLVMValueRef id = lg_red_identity(m, g->f, n);
+            LLVMValueRef x = lg_red_pre(m, g->f, n, value_of(g, n->args[0]));
+            x = lg_red_combine(m, g->f, n, id, x); /* a lane takes its element */
+            lanes[i * rg->slots + k] = LLVMBuildSelect(m->b, rg->in[k], x, id, "");
+        }
+        g->base = rg->st[k];
+        for (int32_t i = 0; i < sw->nroots; i++)
+            if (stored_at(g, sw->roots[i], sw->s)) store_node(g, sw->roots[i]);
+    }
+}
+
+/* Reduction rd's lanes combined by halves (column_block_end's tree: a lane past the used ones
+ * holds the identity and is left alone), finished, and its value set (the next stage stores
+ * it where it is stored). */
+static void regs_total(lg_fn *g, const lg_colunit *cu, const lg_red *rd, LLVMValueRef *lane,
+                       int slots) {
+    lg_mod *m = g->m;
+    const ir_node *n = &g->f->nodes[rd->node];
+    int used = slots;
+    for (int half = LG_LANES / 2; half >= 1; half /= 2) {
+        for (int l = 0; l + half < used; l++)
+            lane[l] = lg_red_combine(m, g->f, n, lane[l], lane[l + half]);
+        if (used > half) used = half;
+    }
+    set_val(g, rd->node, as_kept(g, rd->node, lg_red_post(m, g->f, n, lane[0], cu->nred)));
+}
+
+/* One unit's sweeps over rows of at most `slots` elements (cu->nred, the row's length, at
+ * most slots; slots at most LG_LANES), written out element by element instead of
+ * column_unit's loops over the rows: a loop over the unit's columns (vectorized: a vector
+ * holds one element of as many rows) whose body computes every element k < slots of its row,
+ * each reduction's lanes (element k in lane k, as docs/plan.md orders a block; a lane past the
+ * row's end the identity) combined by halves, and everything after. Values stay in registers
+ * from one sweep to the next (softmax's exp once), where column_unit kept its lanes and
+ * per-column values in arrays on the stack, loaded and stored a row at a time. An element past
+ * the row's end reads the row's last one (nothing past the copies, or past a weight along the
+ * row) and writes its copy's row there, which is never copied back. */
+static void narrow_regs(lg_fn *g, const lg_colunit *cu, int slots) {
+    const llvm_kplan *p = g->p;
+    lg_mod *m = g->m;
+    LLVMValueRef *col_val = g->val;
+    int *col_lvl = g->lvl;
+    lg_loop C;
+    LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), ci64(m, g->colw), "c");
+    scope_enter(g);
+    g->j = c;
+    g->flat = c;
+    lg_regs rg;
+    regs_init(g, cu, &rg, slots);
+    for (int s = 0; s <= p->pk->nsweeps; s++) {
+        g->val = col_val;
+        g->lvl = col_lvl;
+        per_result_stage(g, s, cu->kbase, c);
+        if (s == p->pk->nsweeps && !p->pk->final_sweep) break;
+        for (int32_t i = p->pk->from; i < p->pk->to; i++) { /* every slot sees them */
+            ir_ref r = g->k->body[i];
+            if (!p->pk->per_result[r] || !col_val[r]) continue;
+            for (int k = 0; k < slots; k++) {
+                rg.val[k][r] = col_val[r];
+                rg.lvl[k][r] = col_lvl[r];
+            }
+        }
+        lg_sweep sw;
+        sweep_init(g, &sw, s);
+        g->sweep = s;
+        LLVMValueRef *lanes =
+            ir_arena_calloc(m->arena, (size_t)(sw.nred * slots) + 1, sizeof(*lanes));
+        regs_sweep(g, &rg, &sw, lanes);
+        if (s == p->pk->nsweeps) break;
+        g->val = col_val;
+        g->lvl = col_lvl;
+        g->base = cu->kbase;
+        for (int32_t i = 0; i < sw.nred; i++)
+            regs_total(g, cu, &sw.red[i], lanes + i * slots, slots);
+    }
+    g->val = col_val;
+    g->lvl = col_lvl;
+    scope_exit(g);
+    loop_end(g, &C, ci64(m, 1), 1);
+}
+
+/* The units narrow kernel g has (a list of lg_narrow_lists cut after the first that holds
+ * g->narrow_len), and how many, into *n; NULL when not even one is within the budget. */
+static const int *narrow_units(const lg_fn *g, int *n) {
+    const plan_kernel *pk = g->p->pk;
+    int nodes = 0;
+    for (int32_t i = pk->from; i < pk->to; i++) {
+        ir_ref r = g->k->body[i];
+        if (pk->per_result[r]) continue;
+        nodes += ir_ops[g->f->nodes[r].op].flags & IR_OPF_EXPENSIVE ? LG_NARROW_MATH : 1;
+    }
+    for (int l = 0; l < 3; l++) {
+        const int *list = lg_narrow_lists[l];
+        int k = 0, slots = 0;
+        while (list[k] && (k == 0 || list[k - 1] < g->narrow_len))
+            slots += list[k++];
+        if (list[k - 1] < g->narrow_len) continue; /* (no list is too short) */
+        if ((int64_t)slots * nodes <= LG_NARROW_BUDGET) {
+            *n = k;
+            return list;
+        }
+    }
+    return NULL;
+}
+
+/* A narrow unit's sweeps: narrow_regs in the least of narrow_units's units that holds its rows,
+ * or column_unit's loops over them where no unit is within the budget. */
+static void narrow_compute(lg_fn *g, lg_colunit *cu) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    int nb;
+    const int *units = narrow_units(g, &nb);
+    if (!units) {
+        for (int32_t r = 0; r < g->f->nnodes; r++)
+            g->in_arr[r] = 0;
+        column_unit(g, cu);
+        return;
+    }
+    LLVMBasicBlockRef done = new_block(g, "unit_done"), bucket[11] = {NULL};
+    for (int i = 0; i < nb; i++)
+        bucket[i] = new_block(g, "slots");
+    /* rows longer than narrow_len never come here: the last unit is the default */
+    LLVMValueRef sw = LLVMBuildSwitch(b, cu->nred, bucket[nb - 1], (unsigned)g->narrow_len);
+    for (int k = 0, i = 0; k < g->narrow_len; k++) {
+        while (units[i] < k)
+            i++;
+        LLVMAddCase(sw, ci64(m, k), bucket[i]);
+    }
+    for (int i = 0; i < nb; i++) {
+        LLVMPositionBuilderAtEnd(b, bucket[i]);
+        narrow_regs(g, cu, units[i]);
+        LLVMBuildBr(b, done);
+    }
+    LLVMPositionBuilderAtEnd(b, done);
+}
+
 /* The body of a narrow kernel (a column kernel of narrow_plan's transpose): the task's rows
  * [begin, end) a unit of g->colw (LG_NARROW_WIDTH) at a time. What a unit reads and writes
  * along the rows' axis goes through copies in the stack (narrow_stage; transposed where it
- * varies along a row too), so the column kernel's sweeps always run over g->colw columns, a
- * constant: its loops over columns become straight vector code. The last unit's columns past
- * the task's rows compute on whatever the copies hold there (integer division is guarded;
- * nothing traps) and are never written back. */
+ * varies along a row too), so the unit's sweeps (narrow_compute) always run over g->colw
+ * columns, a constant: its loop over columns becomes straight vector code. The next unit's
+ * lines are fetched first. The last unit's columns past the task's rows compute on whatever
+ * the copies hold there (integer division is guarded; nothing traps) and are never written
+ * back. */
 static void gen_narrow(lg_fn *g) {
     const llvm_kplan *p = g->p;
     lg_mod *m = g->m;
@@ -3191,10 +3401,10 @@ static void gen_narrow(lg_fn *g) {
     uint8_t *stored = ir_arena_calloc(m->arena, (size_t)nb + 1, 1);
     uint8_t *along = ir_arena_calloc(m->arena, (size_t)nb + 1, 1);
     narrow_stage(g, mem, loaded, stored, along);
-    g->narrow = 1;
     lg_colunit cu;
     column_axes(g, &cu);
-    column_arrays(g);
+    column_arrays(g); /* (column_unit's, where narrow_compute falls back on it) */
+    g->narrow = 1;
     lg_loop U;
     LLVMValueRef r0 = loop_begin(g, &U, g->begin, g->end, "unit");
     LLVMValueRef cw = imin(g, ci64(m, g->colw), LLVMBuildNSWSub(b, g->end, r0, ""));
@@ -3204,8 +3414,6 @@ static void gen_narrow(lg_fn *g) {
     for (int32_t i = 0; i < p->pk->nacc; i++) /* an index along the rows */
         if (!narrow_staged(p, i) && ((p->pk->acc[i].present >> 1) & 1))
             cu.kbase[i] = LLVMBuildNSWMul(b, r0, g->stride[i * IR_MAX_RANK + 1], "");
-    for (int32_t r = 0; r < g->f->nnodes; r++)
-        g->in_arr[r] = 0;
     LLVMValueRef next = LLVMBuildNSWAdd(b, r0, ci64(m, g->colw), "");
     LLVMValueRef nextw = imin(g, ci64(m, g->colw), LLVMBuildNSWSub(b, g->end, next, ""));
     for (int32_t bf = 0; bf < nb; bf++)
@@ -3215,7 +3423,7 @@ static void gen_narrow(lg_fn *g) {
     for (int32_t bf = 0; bf < nb; bf++)
         if (loaded[bf])
             narrow_copy(g, p->fm->plan->bufs[bf].dtype, g->bufp[bf], mem[bf], r0, cw, along[bf], 0);
-    column_unit(g, &cu);
+    narrow_compute(g, &cu);
     for (int32_t bf = 0; bf < nb; bf++)
         if (stored[bf])
             narrow_copy(g, p->fm->plan->bufs[bf].dtype, g->bufp[bf], mem[bf], r0, cw, along[bf], 1);

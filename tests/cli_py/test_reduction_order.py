@@ -5,7 +5,8 @@ halves, the blocks by the aligned binary tree), which no backend's code shares:
 
 - row sums over rows of 1 to 70001 elements (within a lane, a round, a block, many blocks:
   the tree over blocks with its odd ends), and over 1, 7 and 64 rows (batch invariance);
-  sums, means and products over rows of 2 to 16 elements (run as columns) over 1001 rows;
+  sums, means and products over rows of 1 to 31 elements (run as columns, in units of
+  registers of 1 to 32 elements) over 1001 rows;
 - full sums of a contiguous array, and of a product with a broadcast weight (a walk over
   runs, whose lanes and blocks follow the flat index across the runs' ends), cut into chunks
   and threads;
@@ -17,7 +18,8 @@ halves, the blocks by the aligned binary tree), which no backend's code shares:
 
 Inputs are random non-zero values of mixed magnitude (so that another order gives other
 bits), with negative zeros among them. A mismatch names the first element that differs. Then
-softmax and a division by a row's root mean square, fused, bit for bit against --no-fuse at
+softmax, a division by a row's root mean square, a layernorm and a kernel too large for units in
+registers, fused, bit for bit against --no-fuse at
 the same CPU level (a division by a value computed once a row is a division an element, not
 a multiplication by its reciprocal). Only the CPU target: the CUDA kernels do not follow the
 order yet (issue 30)."""
@@ -41,6 +43,14 @@ fn rowprod(x: f32[R, C]) -> f32[R] { return prod(x, axis=1); }
 fn rowmean(x: f32[R, C]) -> f32[R] { return mean(x, axis=1); }
 fn softmax(x: f32[R, C]) -> f32[R, C] { let e = exp(x - max(x, axis=1)); return e / sum(e, axis=1); }
 fn scaled(x: f32[R, C]) -> f32[R, C] { return x / sqrt(mean(x * x, axis=1) + 1e-5); }
+fn deep(x: f32[R, C]) -> f32[R, C] {
+    let y = sin(cos(sin(cos(sin(x))))) + 2.0;
+    return y / sum(y, axis=1);
+}
+fn normed(x: f32[R, C], w: f32[C], b: f32[C]) -> f32[R, C] {
+    let d = x - mean(x, axis=1);
+    return d / sqrt(mean(d * d, axis=1) + 1e-5) * w + b;
+}
 """)
 
 BLOCK, LANES = 1024, 32
@@ -135,10 +145,11 @@ for c in (1, 7, 31, 32, 33, 64, 100, 1000, 1024, 1025, 3071, 4097, 70001):
     for r in (1, 7):
         run("rows", [("x", x[:r].copy())], want[:r], f"sum over {r} rows of {c} (batch invariance)")
 
-# rows of at most 16 elements run as columns, 128 rows a unit (codegen/cpu/llvm.c, gen_narrow;
-# at most 12 or 15 without 64-byte vectors): the same order, over several units and a partial
-# last one, cut among threads anywhere
-for c in (2, 3, 5, 8, 12, 16):
+# rows of at most 31 elements run as columns, 128 rows a unit (codegen/cpu/llvm.c, gen_narrow;
+# at most 12 or 15 without 64-byte vectors), in units of registers of 1, 2, 3, 4, 6, 8, 12,
+# 16, 24 or 32 elements (narrow_regs; the elements past the row's end pad the unit): the same
+# order, over several units and a partial last one, cut among threads anywhere
+for c in (1, 2, 3, 5, 8, 11, 12, 16, 17, 23, 31):
     x = data((1001, c))
     want = np.array([model_sum(r) for r in x], dtype=f32)
     run("rows", [("x", x)], want, f"sum over 1001 rows of {c}")
@@ -180,15 +191,19 @@ for c in (5, 64, 1000, 5000):
 # by element, in the fused kernel as in --no-fuse's (SPEC §5: fused and --no-fuse give the same
 # bits); the exponential's bits depend on the CPU level (FMA or not), so each level against
 # --no-fuse at the same level
-def run_against_nofuse(fn, x, what):
+def run_against_nofuse(fn, x, what, more=()):
     p = os.path.join(OUT, "x.npy")
     np.save(p, x)
+    ins = [("x", p)]
+    for name, a in more:
+        ins.append((name, os.path.join(OUT, name + ".npy")))
+        np.save(ins[-1][1], a)
     for level in dict.fromkeys(cpu for cpu, _ in CONFIGS):
         env = dict(os.environ, FUSEC_NUM_THREADS="1")
         if level != "host":
             env["FUSEC_CPU"] = level
         ref = os.path.join(OUT, "nofuse.npy")
-        rc, err = fusec_run(PROGRAM, fn, [("x", p)], [ref], "cpu", ["--no-fuse"], env=env)
+        rc, err = fusec_run(PROGRAM, fn, ins, [ref], "cpu", ["--no-fuse"], env=env)
         check(rc == 0, f"{what} --no-fuse ({level}): exit {rc}: {err.strip()}")
         if rc != 0:
             continue
@@ -198,7 +213,7 @@ def run_against_nofuse(fn, x, what):
                 continue
             env["FUSEC_NUM_THREADS"] = str(threads)
             out = os.path.join(OUT, "out.npy")
-            rc, err = fusec_run(PROGRAM, fn, [("x", p)], [out], "cpu", env=env)
+            rc, err = fusec_run(PROGRAM, fn, ins, [out], "cpu", env=env)
             check(rc == 0, f"{what} ({cpu}, {threads} threads): exit {rc}: {err.strip()}")
             if rc == 0:
                 diff = first_difference(np.load(out), want)
@@ -209,5 +224,16 @@ for c in (3, 7, 13, 24, 64, 1000, 3071):
     x = rng.uniform(-4, 4, size=(37 if c > 31 else 300, c)).astype(f32)
     run_against_nofuse("softmax", x, f"softmax over rows of {c}")
     run_against_nofuse("scaled", x, f"x / sqrt(mean(x * x)) over rows of {c}")
+# a row kernel too large for narrow units in registers keeps its sweeps in loops
+# (codegen/cpu/llvm.c, narrow_units): the same bits
+for c in (6, 29):
+    x = rng.uniform(-4, 4, size=(300, c)).astype(f32)
+    run_against_nofuse("deep", x, f"deep / sum(deep) over rows of {c}")
+# a layernorm's weights along the row (loaded in memory, not copied: an element past the
+# row's end in a unit of registers reads the row's last one)
+for c in (5, 17, 31, 40):
+    x = rng.uniform(-4, 4, size=(300, c)).astype(f32)
+    w, b = data((c,)), data((c,))
+    run_against_nofuse("normed", x, f"layernorm over rows of {c}", [("w", w), ("b", b)])
 
 finish()
