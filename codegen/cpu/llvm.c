@@ -85,6 +85,7 @@ typedef struct lg_fn {
     int colw;               /* column kernels: the columns of a unit at most */
     int narrow;             /* a row kernel's short rows run as columns (gen_narrow) */
     LLVMValueRef narrow_fn; /* row kernels: the body for short rows (gen_narrow), or NULL */
+    LLVMValueRef one_fn;    /* and for rows of one element (gen_narrow_one), or NULL */
     int narrow_len;         /* and the longest rows it runs (narrow_max) */
     /* values */
     LLVMValueRef *val;
@@ -1584,7 +1585,8 @@ static LLVMValueRef axis_len(lg_fn *g, LLVMValueRef syms, int c) {
 /* The exported wrapper `name` with the C ABI of codegen/cpu/llvm.h: loads each buffer's
  * pointer from the table (argument 0), casts it to the body's type, and calls the body with
  * them and its other arguments unchanged; or g->narrow_fn instead, where there is one, for
- * rows of at most g->narrow_len elements (the row kernel's body stays as it was). */
+ * rows of at most g->narrow_len elements, and g->one_fn for rows of one (the row kernel's body
+ * stays as it was). */
 static void fn_wrapper(lg_fn *g, const char *name, const LLVMTypeRef *ps, LLVMTypeRef bty,
                        LLVMValueRef body) {
     lg_mod *m = g->m;
@@ -1603,6 +1605,16 @@ static void fn_wrapper(lg_fn *g, const char *name, const LLVMTypeRef *ps, LLVMTy
     }
     for (int i = 0; i < 5; i++)
         args[nb + i] = LLVMGetParam(w, (unsigned)i + 1);
+    if (g->one_fn) {
+        LLVMBasicBlockRef one = LLVMAppendBasicBlockInContext(m->ctx, w, "one"),
+                          more = LLVMAppendBasicBlockInContext(m->ctx, w, "more");
+        LLVMValueRef len = axis_len(g, LLVMGetParam(w, 1), 1);
+        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, len, ci64(m, 1), ""), one, more);
+        LLVMPositionBuilderAtEnd(b, one);
+        LLVMBuildCall2(b, bty, g->one_fn, args, (unsigned)nb + 5, "");
+        LLVMBuildRetVoid(b);
+        LLVMPositionBuilderAtEnd(b, more);
+    }
     if (g->narrow_fn) {
         LLVMBasicBlockRef narrow = LLVMAppendBasicBlockInContext(m->ctx, w, "narrow"),
                           rows = LLVMAppendBasicBlockInContext(m->ctx, w, "rows");
@@ -3178,6 +3190,14 @@ static void narrow_copy(lg_fn *g, ir_dtype dt, LLVMValueRef tmp, LLVMValueRef me
     LLVMPositionBuilderAtEnd(b, done);
 }
 
+/* Access i of a narrow kernel read or written in memory (an index: where it would be): a row
+ * of dim[0] elements along axis 0, the rows one after another along axis 1. */
+static void narrow_in_memory(lg_fn *g, int32_t i) {
+    uint32_t pr = g->p->pk->acc[i].present;
+    if (pr & 1u) g->stride[i * IR_MAX_RANK + 0] = ci64(g->m, 1);
+    if (pr & 2u) g->stride[i * IR_MAX_RANK + 1] = (pr & 1u) ? g->dim[0] : ci64(g->m, 1);
+}
+
 /* What a narrow kernel's (g: narrow_plan's transpose) accesses read and write: the buffers it
  * loads or stores along the rows (by buffer: loaded, stored; along: along a row too), each
  * given a copy in the stack that g->bufp now points to (their memory in mem), and every
@@ -3189,10 +3209,7 @@ static void narrow_stage(lg_fn *g, LLVMValueRef *mem, uint8_t *loaded, uint8_t *
     for (int32_t i = 0; i < p->pk->nacc; i++) {
         uint32_t pr = p->pk->acc[i].present;
         if (!narrow_staged(p, i)) {
-            /* in memory (an index: where it would be): a row of dim[0] elements along axis 0,
-             * the rows one after another along axis 1 */
-            if (pr & 1u) g->stride[i * IR_MAX_RANK + 0] = ci64(m, 1);
-            if (pr & 2u) g->stride[i * IR_MAX_RANK + 1] = (pr & 1u) ? g->dim[0] : ci64(m, 1);
+            narrow_in_memory(g, i);
             continue;
         }
         int32_t bf = p->pk->acc[i].buf;
@@ -3281,8 +3298,8 @@ static void regs_total(lg_fn *g, const lg_colunit *cu, const lg_red *rd, LLVMVal
     set_val(g, rd->node, as_kept(g, rd->node, lg_red_post(m, g->f, n, lane[0], cu->nred)));
 }
 
-/* One unit's sweeps over rows of at most `slots` elements (cu->nred, the row's length, at
- * most slots; slots at most LG_LANES), written out element by element instead of
+/* One unit's sweeps (its columns [lo, hi)) over rows of at most `slots` elements (cu->nred, the
+ * row's length, at most slots; slots at most LG_LANES), written out element by element instead of
  * column_unit's loops over the rows: a loop over the unit's columns (vectorized: a vector
  * holds one element of as many rows) whose body computes every element k < slots of its row,
  * each reduction's lanes (element k in lane k, as docs/plan.md orders a block; a lane past the
@@ -3291,13 +3308,14 @@ static void regs_total(lg_fn *g, const lg_colunit *cu, const lg_red *rd, LLVMVal
  * per-column values in arrays on the stack, loaded and stored a row at a time. An element past
  * the row's end reads the row's last one (nothing past the copies, or past a weight along the
  * row) and writes its copy's row there, which is never copied back. */
-static void narrow_regs(lg_fn *g, const lg_colunit *cu, int slots) {
+static void narrow_regs(lg_fn *g, const lg_colunit *cu, int slots, LLVMValueRef lo,
+                        LLVMValueRef hi) {
     const llvm_kplan *p = g->p;
     lg_mod *m = g->m;
     LLVMValueRef *col_val = g->val;
     int *col_lvl = g->lvl;
     lg_loop C;
-    LLVMValueRef c = loop_begin(g, &C, ci64(m, 0), ci64(m, g->colw), "c");
+    LLVMValueRef c = loop_begin(g, &C, lo, hi, "c");
     scope_enter(g);
     g->j = c;
     g->flat = c;
@@ -3384,7 +3402,7 @@ static void narrow_compute(lg_fn *g, lg_colunit *cu) {
     }
     for (int i = 0; i < nb; i++) {
         LLVMPositionBuilderAtEnd(b, bucket[i]);
-        narrow_regs(g, cu, units[i]);
+        narrow_regs(g, cu, units[i], ci64(m, 0), ci64(m, g->colw));
         LLVMBuildBr(b, done);
     }
     LLVMPositionBuilderAtEnd(b, done);
@@ -3445,6 +3463,21 @@ static void gen_narrow(lg_fn *g) {
     loop_end(g, &U, ci64(m, g->colw), 0);
 }
 
+/* The body for rows of one element of a narrow kernel with units in registers (g: narrow_plan's
+ * transpose): narrow_regs of one slot over the task's rows [begin, end) in memory, an
+ * element-wise loop, without units or copies. Through units of 128 rows softmax over rows of
+ * one took 1.8x, layernorm 1.9x the time. A function of its own: as a loop of the narrow body,
+ * layernorm over rows of 2 took 1.3x as long (bench/RESULTS.md, "Short rows in registers"). */
+static void gen_narrow_one(lg_fn *g) {
+    g->dim[0] = ci64(g->m, 1); /* a constant: the loads and stores are contiguous vectors */
+    for (int32_t i = 0; i < g->p->pk->nacc; i++)
+        narrow_in_memory(g, i);
+    lg_colunit cu;
+    column_axes(g, &cu);
+    cu.kbase = new_bases(g, NULL); /* a row's index is its column's */
+    narrow_regs(g, &cu, 1, g->begin, g->end);
+}
+
 /* Row task `name` with its short rows as columns: the narrow body (gen_narrow over the
  * transposed plan), which the task's wrapper calls for rows of at most narrow_max elements,
  * and the row kernel's body for the others. */
@@ -3462,6 +3495,14 @@ static void gen_row_split(lg_fn *g, const char *name) {
     gen_narrow(&t);
     fn_end(&t);
     g->narrow_fn = t.fn;
+    int n;
+    if (narrow_units(&t, &n)) {
+        lg_fn o = t;
+        fn_begin(&o, ir_arena_printf(m->arena, "%s.one", name), 0);
+        gen_narrow_one(&o);
+        fn_end(&o);
+        g->one_fn = o.fn;
+    }
     fn_begin(g, name, 1);
     gen_row(g);
     fn_end(g);
