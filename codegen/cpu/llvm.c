@@ -3242,7 +3242,11 @@ static void regs_init(lg_fn *g, const lg_colunit *cu, lg_regs *rg, int slots) {
     lg_mod *m = g->m;
     ir_arena *a = m->arena;
     size_t nn = (size_t)g->f->nnodes + 1;
+    /* the row's last element, or its first where the row is empty (reads that nothing uses,
+     * within the copies and the weights, never before them) */
     LLVMValueRef last = LLVMBuildNSWSub(m->b, cu->nred, ci64(m, 1), "");
+    last = LLVMBuildSelect(m->b, LLVMBuildICmp(m->b, LLVMIntSLT, last, ci64(m, 0), ""), ci64(m, 0),
+                           last, "");
     rg->slots = slots;
     rg->val = ir_arena_calloc(a, (size_t)slots, sizeof(*rg->val));
     rg->lvl = ir_arena_calloc(a, (size_t)slots, sizeof(*rg->lvl));
