@@ -2905,15 +2905,38 @@ enum { LG_TASK, LG_FINALIZE, LG_PIECES, LG_JOIN };
 /* ---- short rows as columns ------------------------------------------------------------------
  */
 
+/* A row kernel that loads or stores more than this many buffers that vary from row to row runs
+ * no narrow body: each is copied through the stack by loops of their own for each short length
+ * (narrow_copy), and a row kernel with 30 such results took 7.8 s to compile cold, with 120
+ * 139 s (without a narrow body 0.1 s); with 8 1.7 s, with 2 0.64 s. */
+#define LG_NARROW_BUFFERS 8
+
+/* The buffers row kernel g->p loads or stores that vary along its kept axis (axis 0): those
+ * its narrow body copies (narrow_staged, in the transpose). */
+static int narrow_buffers(const lg_fn *g) {
+    const plan_kernel *pk = g->p->pk;
+    int n = 0;
+    for (int32_t i = 0; i < pk->nacc; i++) {
+        if (pk->acc[i].buf == PLAN_NO_BUF || !(pk->acc[i].present & 1u)) continue;
+        int seen = 0;
+        for (int32_t j = 0; j < i && !seen; j++)
+            seen = pk->acc[j].buf == pk->acc[i].buf && (pk->acc[j].present & 1u);
+        n += !seen;
+    }
+    return n;
+}
+
 /* The longest rows row kernel g->p runs as columns: 0 where it cannot (it must have two
  * collapsed axes, the kept one then the row: softmax, layernorm and the like over the last
  * axis); LG_NARROW_MAX with vectors of LG_NARROW_WIDE_BYTES, else LG_NARROW_SLOW where its
  * elements cost a transcendental and LG_NARROW_CHEAP where not; 0 too where the row's dims are
- * literals that make it longer (no narrow body then). */
+ * literals that make it longer or it has more than LG_NARROW_BUFFERS buffers to copy (no
+ * narrow body then). */
 static int narrow_max(const lg_fn *g) {
     const llvm_kplan *p = g->p;
     const plan_kernel *pk = p->pk;
     if (p->loop != LLVM_LOOP_ROW || pk->naxes != 2 || pk->reduced != 2u) return 0;
+    if (narrow_buffers(g) > LG_NARROW_BUFFERS) return 0;
     int math = element_math(g) > 0, wide = g->m->vector_bytes >= LG_NARROW_WIDE_BYTES;
     int max = wide ? LG_NARROW_MAX : math ? LG_NARROW_SLOW : LG_NARROW_CHEAP;
     int64_t len = 1;
