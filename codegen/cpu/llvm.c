@@ -1582,6 +1582,20 @@ static LLVMValueRef axis_len(lg_fn *g, LLVMValueRef syms, int c) {
     return d ? d : ci64(m, 1);
 }
 
+/* In wrapper w, where `cond` holds, a call of body fn with args and the return; the builder is
+ * left where it does not. */
+static void call_if(lg_fn *g, LLVMValueRef w, LLVMValueRef cond, LLVMValueRef fn, LLVMTypeRef bty,
+                    LLVMValueRef *args, unsigned nargs) {
+    LLVMBuilderRef b = g->m->b;
+    LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(g->m->ctx, w, "call"),
+                      other = LLVMAppendBasicBlockInContext(g->m->ctx, w, "other");
+    LLVMBuildCondBr(b, cond, then, other);
+    LLVMPositionBuilderAtEnd(b, then);
+    LLVMBuildCall2(b, bty, fn, args, nargs, "");
+    LLVMBuildRetVoid(b);
+    LLVMPositionBuilderAtEnd(b, other);
+}
+
 /* The exported wrapper `name` with the C ABI of codegen/cpu/llvm.h: loads each buffer's
  * pointer from the table (argument 0), casts it to the body's type, and calls the body with
  * them and its other arguments unchanged; or g->narrow_fn instead, where there is one, for
@@ -1605,27 +1619,13 @@ static void fn_wrapper(lg_fn *g, const char *name, const LLVMTypeRef *ps, LLVMTy
     }
     for (int i = 0; i < 5; i++)
         args[nb + i] = LLVMGetParam(w, (unsigned)i + 1);
-    if (g->one_fn) {
-        LLVMBasicBlockRef one = LLVMAppendBasicBlockInContext(m->ctx, w, "one"),
-                          more = LLVMAppendBasicBlockInContext(m->ctx, w, "more");
-        LLVMValueRef len = axis_len(g, LLVMGetParam(w, 1), 1);
-        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntEQ, len, ci64(m, 1), ""), one, more);
-        LLVMPositionBuilderAtEnd(b, one);
-        LLVMBuildCall2(b, bty, g->one_fn, args, (unsigned)nb + 5, "");
-        LLVMBuildRetVoid(b);
-        LLVMPositionBuilderAtEnd(b, more);
-    }
-    if (g->narrow_fn) {
-        LLVMBasicBlockRef narrow = LLVMAppendBasicBlockInContext(m->ctx, w, "narrow"),
-                          rows = LLVMAppendBasicBlockInContext(m->ctx, w, "rows");
-        LLVMValueRef len = axis_len(g, LLVMGetParam(w, 1), 1);
-        LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSLE, len, ci64(m, g->narrow_len), ""), narrow,
-                        rows);
-        LLVMPositionBuilderAtEnd(b, narrow);
-        LLVMBuildCall2(b, bty, g->narrow_fn, args, (unsigned)nb + 5, "");
-        LLVMBuildRetVoid(b);
-        LLVMPositionBuilderAtEnd(b, rows);
-    }
+    LLVMValueRef len = g->narrow_fn ? axis_len(g, LLVMGetParam(w, 1), 1) : NULL;
+    if (g->one_fn)
+        call_if(g, w, LLVMBuildICmp(b, LLVMIntEQ, len, ci64(m, 1), ""), g->one_fn, bty, args,
+                (unsigned)nb + 5);
+    if (g->narrow_fn)
+        call_if(g, w, LLVMBuildICmp(b, LLVMIntSLE, len, ci64(m, g->narrow_len), ""), g->narrow_fn,
+                bty, args, (unsigned)nb + 5);
     LLVMBuildCall2(b, bty, body, args, (unsigned)nb + 5, "");
     LLVMBuildRetVoid(b);
 }
@@ -2953,10 +2953,12 @@ static int narrow_max(const lg_fn *g) {
  * list costs an element past the row's end a fraction of one in it (softmax over rows of 3, 12
  * and 17 ran 1.2x, 1.1x and 1.16x faster than in powers of two); each unit is the kernel's
  * per-element code that many times over, so a kernel takes the finest list whose code stays
- * within LG_NARROW_BUDGET (narrow_units), and one too large for even a single unit keeps its
- * sweeps in loops (column_unit). bench/RESULTS.md, "Short rows in registers". */
-static const int lg_narrow_lists[3][11] = {
-    {1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 0}, {1, 2, 4, 8, 16, 24, 32, 0}, {32, 0}};
+ * within LG_NARROW_BUDGET (narrow_units), else the one unit of the finest list that holds its
+ * rows, and one too large for even that unit keeps its sweeps in loops (column_unit). Every
+ * list holds the powers of two, so no unit is longer than the copies' rows (narrow_slots).
+ * bench/RESULTS.md, "Short rows in registers". */
+static const int lg_narrow_lists[2][11] = {{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 0},
+                                           {1, 2, 4, 8, 16, 24, 32, 0}};
 /* The budget, in slots times per-element nodes (a transcendental LG_NARROW_MATH nodes): layernorm
  * (9 nodes) takes the finest list, softmax (5 nodes, one exp) the second, the larger of
  * tests/programs/grad.fuse's gradients one unit. Cold compiles (no cache, this host, against
@@ -3380,8 +3382,9 @@ static void narrow_regs(lg_fn *g, const lg_colunit *cu, int slots, LLVMValueRef 
     loop_end(g, &C, ci64(m, 1), 1);
 }
 
-/* The units narrow kernel g has (a list of lg_narrow_lists cut after the first that holds
- * g->narrow_len), and how many, into *n; NULL when not even one is within the budget. */
+/* The units narrow kernel g has (a list of lg_narrow_lists cut after the first unit that holds
+ * g->narrow_len, or that unit of the finest list alone), and how many, into *n; NULL when not
+ * even one unit is within the budget. */
 static const int *narrow_units(const lg_fn *g, int *n) {
     const plan_kernel *pk = g->p->pk;
     int nodes = 0;
@@ -3390,18 +3393,23 @@ static const int *narrow_units(const lg_fn *g, int *n) {
         if (pk->per_result[r]) continue;
         nodes += ir_ops[g->f->nodes[r].op].flags & IR_OPF_EXPENSIVE ? LG_NARROW_MATH : 1;
     }
-    for (int l = 0; l < 3; l++) {
+    int top = 0; /* the finest list's unit that holds the rows */
+    for (int l = 0; l < 2; l++) {
         const int *list = lg_narrow_lists[l];
         int k = 0, slots = 0;
-        while (list[k] && (k == 0 || list[k - 1] < g->narrow_len))
+        while (k == 0 || list[k - 1] < g->narrow_len)
             slots += list[k++];
-        if (list[k - 1] < g->narrow_len) continue; /* (no list is too short) */
+        if (l == 0) top = k - 1;
         if ((int64_t)slots * nodes <= LG_NARROW_BUDGET) {
             *n = k;
             return list;
         }
     }
-    return NULL;
+    /* charged as a full block of lanes, whatever its length: on AVX2 a kernel of 85 nodes
+     * (five transcendentals) in one unit of 16 ran rows of 6 at 0.61x, rows of 13 at 1.3x
+     * its column loops' speed */
+    *n = 1;
+    return (int64_t)LG_LANES * nodes <= LG_NARROW_BUDGET ? &lg_narrow_lists[0][top] : NULL;
 }
 
 /* A narrow unit's sweeps: narrow_regs in the least of narrow_units's units that holds its rows,
