@@ -66,8 +66,6 @@ typedef const rt_llvm_api *(*rt_llvm_entry_fn)(void);
  * Looked for at $FUSEC_LLVM_MODULE, beside the library or executable, in the build tree and
  * in the install directory. */
 const rt_llvm_api *rt_llvm_open(char *err, size_t errlen);
-/* 1 when the module has been loaded in this process. */
-int rt_llvm_loaded(void);
 /* 1 when a module file is there to be loaded (a stat, no loading). */
 int rt_llvm_present(void);
 

@@ -83,7 +83,8 @@ const rt_llvm_api *rt_llvm_open(char *err, size_t errlen) {
     return mod.api;
 }
 
-int rt_llvm_loaded(void) {
+/* 1 when the module has been loaded in this process. */
+static int rt_llvm_loaded(void) {
     return atomic_load(&loaded_api) != NULL;
 }
 
