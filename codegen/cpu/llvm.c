@@ -2968,6 +2968,15 @@ static const int lg_narrow_lists[2][11] = {{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 0}
  * then 0.87x the column loops' speed). */
 #define LG_NARROW_BUDGET 1900
 #define LG_NARROW_MATH   16
+/* A module's narrow bodies, in all (narrow_choose): each costs a second or more to compile on
+ * a slow host (layernorm's 0.6-1.1 s on a 2.1 GHz Xeon, 3-4x its row kernel's), and
+ * tests/programs/grad.fuse, 13 of them, took 14-18 s there (3.1-3.5 s without). The cheapest
+ * get one while the total stays within this budget (softmax and layernorm together, or two or
+ * three of grad.fuse's); the others run their short rows in their row kernels, with the same
+ * bits. A buffer's copies cost like LG_NARROW_COPY_COST slot-nodes (the loops of narrow_copy
+ * for each length of 2-8, in and out: a fifth of grad.fuse's narrow bodies' time). */
+#define LG_NARROW_MODULE_BUDGET 4500
+#define LG_NARROW_COPY_COST     400
 _Static_assert(LG_NARROW_MAX <= 32 && LG_LANES == 32, "a narrow row is one block of lanes");
 
 /* The elements a narrow kernel's rows hold at most, rounded up to a power of two: the rows of
@@ -3382,10 +3391,9 @@ static void narrow_regs(lg_fn *g, const lg_colunit *cu, int slots, LLVMValueRef 
     loop_end(g, &C, ci64(m, 1), 1);
 }
 
-/* The units narrow kernel g has (a list of lg_narrow_lists cut after the first unit that holds
- * g->narrow_len, or that unit of the finest list alone), and how many, into *n; NULL when not
- * even one unit is within the budget. */
-static const int *narrow_units(const lg_fn *g, int *n) {
+/* Kernel g's per-element nodes as LG_NARROW_BUDGET counts them (a transcendental
+ * LG_NARROW_MATH), per-result ones (computed once a row) aside. */
+static int narrow_nodes(const lg_fn *g) {
     const plan_kernel *pk = g->p->pk;
     int nodes = 0;
     for (int32_t i = pk->from; i < pk->to; i++) {
@@ -3393,6 +3401,14 @@ static const int *narrow_units(const lg_fn *g, int *n) {
         if (pk->per_result[r]) continue;
         nodes += ir_ops[g->f->nodes[r].op].flags & IR_OPF_EXPENSIVE ? LG_NARROW_MATH : 1;
     }
+    return nodes;
+}
+
+/* The units narrow kernel g has (a list of lg_narrow_lists cut after the first unit that holds
+ * g->narrow_len, or that unit of the finest list alone), and how many, into *n; NULL when not
+ * even one unit is within the budget. */
+static const int *narrow_units(const lg_fn *g, int *n) {
+    int nodes = narrow_nodes(g);
     int top = 0; /* the finest list's unit that holds the rows */
     for (int l = 0; l < 2; l++) {
         const int *list = lg_narrow_lists[l];
@@ -3513,6 +3529,53 @@ static void gen_narrow_one(lg_fn *g) {
     narrow_regs(g, &cu, 1, g->begin, g->end);
 }
 
+/* What row kernel g's narrow body costs to compile, in LG_NARROW_BUDGET's units (slots times
+ * per-element nodes) plus LG_NARROW_COPY_COST for each buffer it copies; 0 when it has none. */
+static int64_t narrow_cost(const lg_fn *g) {
+    lg_fn t = *g;
+    if ((t.narrow_len = narrow_max(g)) <= 0) return 0;
+    int n, slots = 0;
+    const int *units = narrow_units(&t, &n);
+    for (int i = 0; units && i < n; i++)
+        slots += units[i];
+    return (int64_t)(units ? slots : LG_LANES) * narrow_nodes(&t) +
+           (int64_t)LG_NARROW_COPY_COST * narrow_buffers(g);
+}
+
+/* Which of the module's tasks get a narrow body (ok[task], tasks counted as llvm_gen_module
+ * visits them): the cheapest first (narrow_cost; in the module's order among equals) while the
+ * module's total stays within LG_NARROW_MODULE_BUDGET. */
+static int narrow_choose(lg_mod *m, const llvm_module_meta *meta, int32_t ntasks, uint8_t *ok) {
+    int64_t *cost = ir_arena_calloc(m->arena, (size_t)ntasks + 1, sizeof(*cost));
+    int32_t t = 0;
+    for (int32_t fi = 0; fi < meta->nfuncs; fi++) {
+        const llvm_func_meta *fm = &meta->funcs[fi];
+        for (int32_t k = 0; k < fm->nkernels; k++)
+            for (int32_t i = 0; i < fm->kernels[k].ntasks; i++, t++) {
+                llvm_kplan p;
+                int32_t part = fm->kernels[k].kind == IR_KERNEL_COMBINED ? i : -1;
+                if (llvm_plan_kernel(fm, k, part, m->arena, &p, m->fail.err, m->fail.errlen))
+                    return -1;
+                lg_fn g;
+                memset(&g, 0, sizeof g);
+                g.m = m;
+                g.p = &p;
+                g.f = p.pk->f;
+                g.k = &p.pk->f->partition->kernels[p.pk->kernel];
+                cost[t] = narrow_cost(&g);
+            }
+    }
+    int64_t total = 0;
+    for (;;) { /* the cheapest task not yet taken, while it fits */
+        int32_t best = -1;
+        for (int32_t i = 0; i < ntasks; i++)
+            if (cost[i] > 0 && !ok[i] && (best < 0 || cost[i] < cost[best])) best = i;
+        if (best < 0 || total + cost[best] > LG_NARROW_MODULE_BUDGET) return 0;
+        total += cost[best];
+        ok[best] = 1;
+    }
+}
+
 /* Row task `name` with its short rows as columns: the narrow body (gen_narrow over the
  * transposed plan), which the task's wrapper calls for rows of at most narrow_max elements,
  * and the row kernel's body for the others. */
@@ -3575,7 +3638,7 @@ static void gen_pointwise_split(lg_fn *g, const char *name) {
     fn_end(g);
 }
 
-static int gen_task(lg_mod *m, const llvm_kplan *p, const char *name, int which) {
+static int gen_task(lg_mod *m, const llvm_kplan *p, const char *name, int which, int narrow) {
     lg_fn g;
     memset(&g, 0, sizeof g);
     g.m = m;
@@ -3588,7 +3651,7 @@ static int gen_task(lg_mod *m, const llvm_kplan *p, const char *name, int which)
         gen_pointwise_split(&g, name);
         return m->fail.failed ? -1 : 0;
     }
-    if (which == LG_TASK && narrow_max(&g) > 0) {
+    if (which == LG_TASK && narrow && narrow_max(&g) > 0) {
         gen_row_split(&g, name);
         return m->fail.failed ? -1 : 0;
     }
@@ -3640,22 +3703,27 @@ int llvm_gen_module(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_module_met
     m.arena = arena;
     m.fail.err = err;
     m.fail.errlen = errlen;
-    int rc = 0;
+    int32_t ntasks = 0, task = 0;
+    for (int32_t fi = 0; fi < meta->nfuncs; fi++)
+        for (int32_t k = 0; k < meta->funcs[fi].nkernels; k++)
+            ntasks += meta->funcs[fi].kernels[k].ntasks;
+    uint8_t *narrow = ir_arena_calloc(arena, (size_t)ntasks + 1, 1);
+    int rc = narrow_choose(&m, meta, ntasks, narrow);
     for (int32_t fi = 0; fi < meta->nfuncs && !rc; fi++) {
         const llvm_func_meta *fm = &meta->funcs[fi];
         for (int32_t k = 0; k < fm->nkernels && !rc; k++) {
             const llvm_kernel_meta *km = &fm->kernels[k];
-            for (int32_t t = 0; t < km->ntasks && !rc; t++) {
+            for (int32_t t = 0; t < km->ntasks && !rc; t++, task++) {
                 llvm_kplan p;
                 int32_t part = km->kind == IR_KERNEL_COMBINED ? t : -1;
                 if (llvm_plan_kernel(fm, k, part, arena, &p, err, errlen)) {
                     rc = -1;
                     break;
                 }
-                rc = gen_task(&m, &p, km->tasks[t].symbol, LG_TASK);
-                if (!rc && km->finalize) rc = gen_task(&m, &p, km->finalize, LG_FINALIZE);
-                if (!rc && km->split_pieces) rc = gen_task(&m, &p, km->split_pieces, LG_PIECES);
-                if (!rc && km->split_join) rc = gen_task(&m, &p, km->split_join, LG_JOIN);
+                rc = gen_task(&m, &p, km->tasks[t].symbol, LG_TASK, narrow[task]);
+                if (!rc && km->finalize) rc = gen_task(&m, &p, km->finalize, LG_FINALIZE, 0);
+                if (!rc && km->split_pieces) rc = gen_task(&m, &p, km->split_pieces, LG_PIECES, 0);
+                if (!rc && km->split_join) rc = gen_task(&m, &p, km->split_join, LG_JOIN, 0);
             }
         }
     }

@@ -15,7 +15,13 @@ bounded time on the CPU, and give the same bits as small kernels.
    and huge values, at a size that leaves a scalar remainder after the vector loops. NaN may
    differ in sign and payload only (as fusectest.same_but_nan_signs says).
 3. The deep programs run and agree with the reference (--target=ref) within the SPEC's
-   tolerances."""
+   tolerances.
+4. A module of many row kernels holds few narrow bodies (short rows as columns: each costs
+   0.3-1 s to compile; codegen/cpu/llvm.c, LG_NARROW_MODULE_BUDGET): 16 softmax and layernorm
+   kernels get one to four (two with 64-byte vectors, four with fewer units for shorter rows
+   without), the others run short rows in their row kernels (the same bits:
+   tests/cli_py/test_reduction_order.py), while each alone gets one; the module compiles
+   within CEILING_S."""
 import glob
 import os
 import re
@@ -99,6 +105,29 @@ for dtype in ("f32", "f16") if QUICK else ("f32", "f64", "bf16"):
 if not QUICK:
     check_bits("f32", ("--fast-math",))
 
+
+def narrow_bodies(path):
+    """The narrow bodies (`NAME.narrow`) of path's CPU code."""
+    rc, out, err = run(["--target=cpu", "--emit=llvm", path])
+    check(rc == 0, f"{path}: --emit=llvm: exit {rc}: {err[-400:]}")
+    return re.findall(r"^define [^@]*@(\w+)\.narrow\.body\(", out, re.M)
+
+
+ROWS = "".join(
+    f"fn s{i}(x: f32[R, C]) -> f32[R, C] {{\n"
+    f"    let e = exp(x * {i + 2}.0 - max(x * {i + 2}.0, axis=1));\n"
+    f"    return e / sum(e, axis=1);\n}}\n"
+    f"fn n{i}(x: f32[R, C], w: f32[C]) -> f32[R, C] {{\n"
+    f"    let d = x - mean(x, axis=1);\n"
+    f"    return d / sqrt(mean(d * d, axis=1) + {i + 1}e-5) * w;\n}}\n" for i in range(8))
+rows_path = write(OUT, "many_rows.fuse", ROWS)
+bodies = narrow_bodies(rows_path)
+check(1 <= len(bodies) <= 4, f"many_rows: {len(bodies)} narrow bodies (1 to 4 expected): {bodies}")
+alone = write(OUT, "one_row.fuse", ROWS.split("fn n0")[0])
+check(len(narrow_bodies(alone)) == 1, "one_row: a softmax alone has no narrow body")
+s = compile_cpu_seconds(["--target=cpu", "--no-cache", rows_path])
+print(f"many_rows: {s if s is None else round(s, 2)} s of CPU time, narrow bodies {bodies}")
+check(s is not None and s < CEILING_S, f"many_rows: compiled in {s} s of CPU time")
 
 check_against_ref(OUT, "sin150_grad", ["f", "d"], "cpu")
 if not QUICK:

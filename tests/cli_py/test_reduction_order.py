@@ -32,9 +32,7 @@ from fusectest import check, finish, fusec_run, np, target_or_skip, tmpdir  # no
 target_or_skip()
 OUT = tmpdir()
 rng = np.random.default_rng(20261127)
-PROGRAM = os.path.join(OUT, "sums.fuse")
-with open(PROGRAM, "w") as f:
-    f.write("""
+SOURCE = ("""
 fn rows(x: f32[R, C]) -> f32[R] { return sum(x, axis=1); }
 fn full(x: f32[R, C]) -> f32[] { return sum(x); }
 fn weighted(x: f32[R, C], w: f32[C]) -> f32[] { return sum(x * w); }
@@ -52,6 +50,18 @@ fn normed(x: f32[R, C], w: f32[C], b: f32[C]) -> f32[R, C] {
     return d / sqrt(mean(d * d, axis=1) + 1e-5) * w + b;
 }
 """)
+
+
+def program(fn):
+    """A file of function fn alone: a module's narrow bodies (its short rows as columns) are
+    within a budget (codegen/cpu/llvm.c, LG_NARROW_MODULE_BUDGET), which one module of all of
+    them would exceed; each alone has its own."""
+    path = os.path.join(OUT, f"{fn}.fuse")
+    if not os.path.exists(path):
+        text = next(t for t in SOURCE.split("\nfn ") if t.startswith(fn + "("))
+        with open(path, "w") as f:
+            f.write("fn " + text.rstrip() + "\n")
+    return path
 
 BLOCK, LANES = 1024, 32
 f32 = np.float32
@@ -129,7 +139,7 @@ def run(fn, arrays, want, what):
         if cpu != "host":
             env["FUSEC_CPU"] = cpu
         out = os.path.join(OUT, "out.npy")
-        rc, err = fusec_run(PROGRAM, fn, files, [out], "cpu", env=env)
+        rc, err = fusec_run(program(fn), fn, files, [out], "cpu", env=env)
         check(rc == 0, f"{what} ({cpu}, {threads} threads): exit {rc}: {err.strip()}")
         if rc != 0:
             continue
@@ -203,7 +213,7 @@ def run_against_nofuse(fn, x, what, more=()):
         if level != "host":
             env["FUSEC_CPU"] = level
         ref = os.path.join(OUT, "nofuse.npy")
-        rc, err = fusec_run(PROGRAM, fn, ins, [ref], "cpu", ["--no-fuse"], env=env)
+        rc, err = fusec_run(program(fn), fn, ins, [ref], "cpu", ["--no-fuse"], env=env)
         check(rc == 0, f"{what} --no-fuse ({level}): exit {rc}: {err.strip()}")
         if rc != 0:
             continue
@@ -213,7 +223,7 @@ def run_against_nofuse(fn, x, what, more=()):
                 continue
             env["FUSEC_NUM_THREADS"] = str(threads)
             out = os.path.join(OUT, "out.npy")
-            rc, err = fusec_run(PROGRAM, fn, ins, [out], "cpu", env=env)
+            rc, err = fusec_run(program(fn), fn, ins, [out], "cpu", env=env)
             check(rc == 0, f"{what} ({cpu}, {threads} threads): exit {rc}: {err.strip()}")
             if rc == 0:
                 diff = first_difference(np.load(out), want)
