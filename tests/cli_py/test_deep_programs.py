@@ -17,7 +17,7 @@ bounded time on the CPU, and give the same bits as small kernels.
 3. The deep programs run and agree with the reference (--target=ref) within the SPEC's
    tolerances.
 4. A module of many row kernels holds few narrow bodies (short rows as columns: each costs
-   0.3-1 s to compile; codegen/cpu/llvm.c, LG_NARROW_MODULE_BUDGET): 16 softmax and layernorm
+   0.3-1 s to compile; codegen/cpu/llvm.c, LG_NARROW_MODULE_BUDGET): 12 softmax and layernorm
    kernels get one to four (two with 64-byte vectors, four with fewer units for shorter rows
    without), the others run short rows in their row kernels (the same bits:
    tests/cli_py/test_reduction_order.py), while each alone gets one; the module compiles
@@ -119,15 +119,17 @@ ROWS = "".join(
     f"    return e / sum(e, axis=1);\n}}\n"
     f"fn n{i}(x: f32[R, C], w: f32[C]) -> f32[R, C] {{\n"
     f"    let d = x - mean(x, axis=1);\n"
-    f"    return d / sqrt(mean(d * d, axis=1) + {i + 1}e-5) * w;\n}}\n" for i in range(8))
+    f"    return d / sqrt(mean(d * d, axis=1) + {i + 1}e-5) * w;\n}}\n" for i in range(6))
 rows_path = write(OUT, "many_rows.fuse", ROWS)
 bodies = narrow_bodies(rows_path)
 check(1 <= len(bodies) <= 4, f"many_rows: {len(bodies)} narrow bodies (1 to 4 expected): {bodies}")
 alone = write(OUT, "one_row.fuse", ROWS.split("fn n0")[0])
 check(len(narrow_bodies(alone)) == 1, "one_row: a softmax alone has no narrow body")
-s = compile_cpu_seconds(["--target=cpu", "--no-cache", rows_path])
-print(f"many_rows: {s if s is None else round(s, 2)} s of CPU time, narrow bodies {bodies}")
-check(s is not None and s < CEILING_S, f"many_rows: compiled in {s} s of CPU time")
+print(f"many_rows: narrow bodies {bodies}")
+if not QUICK:  # (the other CPU levels and the sanitizers: the count above)
+    s = compile_cpu_seconds(["--target=cpu", "--no-cache", rows_path])
+    print(f"many_rows: {s if s is None else round(s, 2)} s of CPU time")
+    check(s is not None and s < CEILING_S, f"many_rows: compiled in {s} s of CPU time")
 
 check_against_ref(OUT, "sin150_grad", ["f", "d"], "cpu")
 if not QUICK:
