@@ -9,7 +9,8 @@
  * kernels, of 16 where short rows run as columns: gen_narrow) and leave some over, f32, f64 and
  * bf16, two inputs read along the row, a weight read along it, a sum and a product in one sweep
  * (the identities +0 and 1), a softmax (rows as columns up to 31 elements);
- * code for the host and for x86-64-v3 and x86-64-v2. Skipped (77) without a CPU backend. */
+ * code for the host and for x86-64-v3 and x86-64-v2 (FUSEC_TEST_SHARD=i/n: every n-th of these).
+ * Skipped (77) without a CPU backend. */
 #define _DEFAULT_SOURCE
 #include "fusec.h"
 
@@ -189,6 +190,7 @@ int main(void) {
     const int64_t rows[] = {1, 4, 9, 32, 37};
     const char *fns[] = {"ln", "dot", "sp", "sm", "lnd", "lnb"};
     for (int c = 0; c < 3 && !failures; c++) {
+        if (!check_in_shard(c)) continue; /* FUSEC_TEST_SHARD: the CPUs in turn */
         for (size_t f = 0; f < sizeof fns / sizeof fns[0]; f++) {
             char *src = fn_source(fns[f]);
             fusec_module *mc = api_compile_cpu(src, cpus[c]);
