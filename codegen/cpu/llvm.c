@@ -3542,35 +3542,31 @@ static int64_t narrow_cost(const lg_fn *g) {
            (int64_t)LG_NARROW_COPY_COST * narrow_buffers(g);
 }
 
-/* Which of the module's tasks get a narrow body (ok[task], tasks counted as llvm_gen_module
- * visits them): the cheapest first (narrow_cost; in the module's order among equals) while the
- * module's total stays within LG_NARROW_MODULE_BUDGET. */
-static int narrow_choose(lg_mod *m, const llvm_module_meta *meta, int32_t ntasks, uint8_t *ok) {
+/* Kernel task p's state before generation (gen_task's, and narrow_choose's for its costs). */
+static void fn_init(lg_fn *g, lg_mod *m, const llvm_kplan *p) {
+    memset(g, 0, sizeof *g);
+    g->m = m;
+    g->p = p;
+    g->f = p->pk->f;
+    g->k = &p->pk->f->partition->kernels[p->pk->kernel];
+}
+
+/* Which of the module's ntasks tasks (their plans) get a narrow body (ok[task]): the cheapest
+ * first (narrow_cost; in the module's order among equals) while the module's total stays within
+ * LG_NARROW_MODULE_BUDGET. */
+static void narrow_choose(lg_mod *m, const llvm_kplan *plans, int32_t ntasks, uint8_t *ok) {
     int64_t *cost = ir_arena_calloc(m->arena, (size_t)ntasks + 1, sizeof(*cost));
-    int32_t t = 0;
-    for (int32_t fi = 0; fi < meta->nfuncs; fi++) {
-        const llvm_func_meta *fm = &meta->funcs[fi];
-        for (int32_t k = 0; k < fm->nkernels; k++)
-            for (int32_t i = 0; i < fm->kernels[k].ntasks; i++, t++) {
-                llvm_kplan p;
-                int32_t part = fm->kernels[k].kind == IR_KERNEL_COMBINED ? i : -1;
-                if (llvm_plan_kernel(fm, k, part, m->arena, &p, m->fail.err, m->fail.errlen))
-                    return -1;
-                lg_fn g;
-                memset(&g, 0, sizeof g);
-                g.m = m;
-                g.p = &p;
-                g.f = p.pk->f;
-                g.k = &p.pk->f->partition->kernels[p.pk->kernel];
-                cost[t] = narrow_cost(&g);
-            }
+    for (int32_t t = 0; t < ntasks; t++) {
+        lg_fn g;
+        fn_init(&g, m, &plans[t]);
+        cost[t] = narrow_cost(&g);
     }
     int64_t total = 0;
     for (;;) { /* the cheapest task not yet taken, while it fits */
         int32_t best = -1;
         for (int32_t i = 0; i < ntasks; i++)
             if (cost[i] > 0 && !ok[i] && (best < 0 || cost[i] < cost[best])) best = i;
-        if (best < 0 || total + cost[best] > LG_NARROW_MODULE_BUDGET) return 0;
+        if (best < 0 || total + cost[best] > LG_NARROW_MODULE_BUDGET) return;
         total += cost[best];
         ok[best] = 1;
     }
@@ -3640,11 +3636,7 @@ static void gen_pointwise_split(lg_fn *g, const char *name) {
 
 static int gen_task(lg_mod *m, const llvm_kplan *p, const char *name, int which, int narrow) {
     lg_fn g;
-    memset(&g, 0, sizeof g);
-    g.m = m;
-    g.p = p;
-    g.f = p->pk->f;
-    g.k = &p->pk->f->partition->kernels[p->pk->kernel];
+    fn_init(&g, m, p);
     g.use_cache = which == LG_TASK && p->ncached > 0;
     g.colw = LLVM_COLUMN_WIDTH;
     if (p->loop == LLVM_LOOP_POINTWISE && run_tails(&g)) {
@@ -3703,27 +3695,37 @@ int llvm_gen_module(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_module_met
     m.arena = arena;
     m.fail.err = err;
     m.fail.errlen = errlen;
+    /* every task planned first: which get narrow bodies depends on all of them */
     int32_t ntasks = 0, task = 0;
     for (int32_t fi = 0; fi < meta->nfuncs; fi++)
         for (int32_t k = 0; k < meta->funcs[fi].nkernels; k++)
             ntasks += meta->funcs[fi].kernels[k].ntasks;
+    llvm_kplan *plans = ir_arena_calloc(arena, (size_t)ntasks + 1, sizeof(*plans));
     uint8_t *narrow = ir_arena_calloc(arena, (size_t)ntasks + 1, 1);
-    int rc = narrow_choose(&m, meta, ntasks, narrow);
+    for (int32_t fi = 0; fi < meta->nfuncs; fi++) {
+        const llvm_func_meta *fm = &meta->funcs[fi];
+        for (int32_t k = 0; k < fm->nkernels; k++)
+            for (int32_t t = 0; t < fm->kernels[k].ntasks; t++, task++) {
+                int32_t part = fm->kernels[k].kind == IR_KERNEL_COMBINED ? t : -1;
+                if (llvm_plan_kernel(fm, k, part, arena, &plans[task], err, errlen)) {
+                    LLVMDisposeBuilder(m.b);
+                    return -1;
+                }
+            }
+    }
+    narrow_choose(&m, plans, ntasks, narrow);
+    int rc = 0;
+    task = 0;
     for (int32_t fi = 0; fi < meta->nfuncs && !rc; fi++) {
         const llvm_func_meta *fm = &meta->funcs[fi];
         for (int32_t k = 0; k < fm->nkernels && !rc; k++) {
             const llvm_kernel_meta *km = &fm->kernels[k];
             for (int32_t t = 0; t < km->ntasks && !rc; t++, task++) {
-                llvm_kplan p;
-                int32_t part = km->kind == IR_KERNEL_COMBINED ? t : -1;
-                if (llvm_plan_kernel(fm, k, part, arena, &p, err, errlen)) {
-                    rc = -1;
-                    break;
-                }
-                rc = gen_task(&m, &p, km->tasks[t].symbol, LG_TASK, narrow[task]);
-                if (!rc && km->finalize) rc = gen_task(&m, &p, km->finalize, LG_FINALIZE, 0);
-                if (!rc && km->split_pieces) rc = gen_task(&m, &p, km->split_pieces, LG_PIECES, 0);
-                if (!rc && km->split_join) rc = gen_task(&m, &p, km->split_join, LG_JOIN, 0);
+                const llvm_kplan *p = &plans[task];
+                rc = gen_task(&m, p, km->tasks[t].symbol, LG_TASK, narrow[task]);
+                if (!rc && km->finalize) rc = gen_task(&m, p, km->finalize, LG_FINALIZE, 0);
+                if (!rc && km->split_pieces) rc = gen_task(&m, p, km->split_pieces, LG_PIECES, 0);
+                if (!rc && km->split_join) rc = gen_task(&m, p, km->split_join, LG_JOIN, 0);
             }
         }
     }
