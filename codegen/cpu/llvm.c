@@ -2906,9 +2906,11 @@ enum { LG_TASK, LG_FINALIZE, LG_PIECES, LG_JOIN };
  */
 
 /* A row kernel that loads or stores more than this many buffers that vary from row to row runs
- * no narrow body: each is copied through the stack by loops of their own for each short length
- * (narrow_copy), and a row kernel with 30 such results took 7.8 s to compile cold, with 120
- * 139 s (without a narrow body 0.1 s); with 8 1.7 s, with 2 0.64 s. */
+ * no narrow body: each is copied through the stack (narrow_copy), and when the copies were loops
+ * of each kernel's own for each short length, a row kernel with 30 such results took 7.8 s to
+ * compile cold, with 120 139 s (without a narrow body 0.1 s); with 8 1.7 s, with 2 0.64 s. A
+ * copy is a call of a shared function now (narrow_copy_fn), but each buffer still costs its
+ * unit's stack and a value per slot. */
 #define LG_NARROW_BUFFERS 8
 
 /* The buffers row kernel g->p loads or stores that vary along its kept axis (axis 0): those
@@ -2973,8 +2975,11 @@ static const int lg_narrow_lists[2][11] = {{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 0}
  * tests/programs/grad.fuse, 13 of them, took 14-18 s there (3.1-3.5 s without). The cheapest
  * get one while the total stays within this budget (softmax and layernorm together, or two or
  * three of grad.fuse's); the others run their short rows in their row kernels, with the same
- * bits. A buffer's copies cost like LG_NARROW_COPY_COST slot-nodes (the loops of narrow_copy
- * for each length of 2-8, in and out: a fifth of grad.fuse's narrow bodies' time). */
+ * bits. A buffer's copies cost like LG_NARROW_COPY_COST slot-nodes: what the loops of
+ * narrow_copy took when each kernel held its own (a fifth of grad.fuse's narrow bodies' time).
+ * They are shared functions now (narrow_copy_fn), compiled once a module or once a target; the
+ * charge is kept, so that a module's narrow kernels are the ones they were and only its compile
+ * time fell. */
 #define LG_NARROW_MODULE_BUDGET 4500
 #define LG_NARROW_COPY_COST     400
 _Static_assert(LG_NARROW_MAX <= 32 && LG_LANES == 32, "a narrow row is one block of lanes");
@@ -3169,21 +3174,15 @@ static LLVMValueRef narrow_copy_wide(lg_fn *g, ir_dtype dt, LLVMValueRef tmp, LL
     return whole;
 }
 
-/* Copies the unit's cw rows between buffer memory `mem` (rows r0 ... of C elements, row-major;
- * or of one element with !along) and the unit's copy `tmp` (element e of row c at e *
- * g->colw + c): into tmp, or back to memory with `out`. */
-static void narrow_copy(lg_fn *g, ir_dtype dt, LLVMValueRef tmp, LLVMValueRef mem, LLVMValueRef r0,
-                        LLVMValueRef cw, int along, int out) {
+/* Copies the unit's cw rows of C = g->dim[0] elements between buffer memory `mem` (rows r0 ...,
+ * row-major) and the unit's copy `tmp` (element e of row c at e * g->colw + c): into tmp, or
+ * back to memory with `out`. The body of a copy function (narrow_copy_fn). */
+static void narrow_copy_rows(lg_fn *g, ir_dtype dt, LLVMValueRef tmp, LLVMValueRef mem,
+                             LLVMValueRef r0, LLVMValueRef cw, int out) {
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
     LLVMTypeRef t = lg_storage_type(m, dt);
     lg_loop E, R;
-    if (!along) {
-        LLVMValueRef c = loop_begin(g, &R, ci64(m, 0), cw, "c");
-        narrow_copy_one(g, t, tmp, mem, r0, ci64(m, 1), c, ci64(m, 0), out);
-        loop_end(g, &R, ci64(m, 1), 1);
-        return;
-    }
     LLVMValueRef C = g->dim[0];
     LLVMValueRef from = alloca_at_entry(g, m->t_i64, "rest");
     store(g, ci64(m, 0), from);
@@ -3222,6 +3221,99 @@ static void narrow_copy(lg_fn *g, ir_dtype dt, LLVMValueRef tmp, LLVMValueRef me
     loop_end(g, &E, ci64(m, 1), -1);
     LLVMBuildBr(b, done);
     LLVMPositionBuilderAtEnd(b, done);
+}
+
+/* The rows a copy function handles: every narrow kernel's of the module's target (narrow_max),
+ * those of the longest. */
+static int narrow_copy_len(const lg_mod *m) {
+    if (m->vector_bytes >= LG_NARROW_WIDE_BYTES) return LG_NARROW_MAX;
+    return LG_NARROW_SLOW > LG_NARROW_CHEAP ? LG_NARROW_SLOW : LG_NARROW_CHEAP;
+}
+
+/* The dtype whose storage a copy function of elements of `bytes` moves: data is only moved, so
+ * every dtype of that size shares it. */
+static ir_dtype narrow_copy_dtype(int bytes) {
+    return bytes == 1 ? IR_BOOL : bytes == 2 ? IR_F16 : bytes == 4 ? IR_I32 : IR_I64;
+}
+
+static int narrow_copy_slot(int bytes) {
+    return bytes == 1 ? 0 : bytes == 2 ? 1 : bytes == 4 ? 2 : 3;
+}
+
+/* The function that copies a narrow unit's rows of elements of `bytes` into its copy in the
+ * stack, or back with `out` (narrow_copy_rows):
+ *     void fusec_ncopy_{in,out}<bits>(iN *tmp, iN *mem, i64 r0, i64 cw, i64 C, i64 end)
+ * Each is a few thousand instructions of vectorized loops and transposes, the same in every
+ * kernel, and most of a narrow body's compile time (softmax 1.2 s in all on a 2.1 GHz Xeon, 0.5
+ * s with its copies compiled elsewhere). So a module has one of each for all its narrow
+ * kernels, declared on first use and defined at the end (narrow_copy_define), or, with
+ * m->shared_copies, none: the process has them from objects of their own
+ * (llvm_gen_narrow_copy), which it builds once for the target and caches. A call a unit costs
+ * nothing measurable. */
+static LLVMValueRef narrow_copy_fn(lg_mod *m, int bytes, int out) {
+    LLVMValueRef *fn = &m->narrow_copies[narrow_copy_slot(bytes)][out];
+    if (*fn) return *fn;
+    LLVMTypeRef t = lg_storage_type(m, narrow_copy_dtype(bytes)), pt = LLVMPointerType(t, 0);
+    LLVMTypeRef ps[6] = {pt, pt, m->t_i64, m->t_i64, m->t_i64, m->t_i64};
+    *fn = LLVMAddFunction(
+        m->mod, ir_arena_printf(m->arena, "fusec_ncopy_%s%d", out ? "out" : "in", 8 * bytes),
+        LLVMFunctionType(m->t_void, ps, 6, 0));
+    if (!m->shared_copies) LLVMSetLinkage(*fn, LLVMInternalLinkage);
+    add_attr(m, *fn, LLVMAttributeFunctionIndex, "nounwind");
+    add_attr(m, *fn, LLVMAttributeFunctionIndex, "noinline");
+    add_attr(m, *fn, 1, "noalias");
+    add_attr(m, *fn, 2, "noalias");
+    return *fn;
+}
+
+/* The body of copy function fn (narrow_copy_fn's), for elements of `bytes`. */
+static void narrow_copy_define(lg_mod *m, LLVMValueRef fn, int bytes, int out) {
+    lg_fn h;
+    memset(&h, 0, sizeof h);
+    h.m = m;
+    h.fn = fn;
+    h.colw = LG_NARROW_WIDTH;
+    h.narrow_len = narrow_copy_len(m);
+    LLVMBuilderRef b = m->b;
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(m->ctx, fn, "entry");
+    LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(m->ctx, fn, "start");
+    LLVMPositionBuilderAtEnd(b, entry);
+    LLVMValueRef br = LLVMBuildBr(b, start);
+    h.ab = LLVMCreateBuilderInContext(m->ctx);
+    LLVMPositionBuilderBefore(h.ab, br);
+    LLVMPositionBuilderAtEnd(b, start);
+    h.dim[0] = LLVMGetParam(fn, 4);
+    h.end = LLVMGetParam(fn, 5);
+    narrow_copy_rows(&h, narrow_copy_dtype(bytes), LLVMGetParam(fn, 0), LLVMGetParam(fn, 1),
+                     LLVMGetParam(fn, 2), LLVMGetParam(fn, 3), out);
+    LLVMBuildRetVoid(b);
+    LLVMDisposeBuilder(h.ab);
+}
+
+/* Copies the unit's cw rows between buffer memory `mem` (rows r0 ... of C elements, row-major;
+ * or of one element with !along) and the unit's copy `tmp` (element e of row c at e *
+ * g->colw + c): into tmp, or back to memory with `out`. */
+static void narrow_copy(lg_fn *g, ir_dtype dt, LLVMValueRef tmp, LLVMValueRef mem, LLVMValueRef r0,
+                        LLVMValueRef cw, int along, int out) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    if (!along) {
+        lg_loop R;
+        LLVMValueRef c = loop_begin(g, &R, ci64(m, 0), cw, "c");
+        narrow_copy_one(g, lg_storage_type(m, dt), tmp, mem, r0, ci64(m, 1), c, ci64(m, 0), out);
+        loop_end(g, &R, ci64(m, 1), 1);
+        return;
+    }
+    int bytes = (int)ir_dtypes[dt].bytes;
+    LLVMValueRef fn = narrow_copy_fn(m, bytes, out);
+    LLVMTypeRef pt = LLVMPointerType(lg_storage_type(m, narrow_copy_dtype(bytes)), 0);
+    LLVMValueRef args[6] = {LLVMBuildBitCast(b, tmp, pt, ""),
+                            LLVMBuildBitCast(b, mem, pt, ""),
+                            r0,
+                            cw,
+                            g->dim[0],
+                            g->end};
+    LLVMBuildCall2(b, LLVMGetElementType(LLVMTypeOf(fn)), fn, args, 6, "");
 }
 
 /* Access i of a narrow kernel read or written in memory (an index: where it would be): a row
@@ -3670,31 +3762,65 @@ static int gen_task(lg_mod *m, const llvm_kplan *p, const char *name, int which,
     return m->fail.failed ? -1 : 0;
 }
 
+/* The module-wide state of a generation into mod for the target of opt. */
+static void mod_init(lg_mod *m, LLVMContextRef ctx, LLVMModuleRef mod, const llvm_gen_options *opt,
+                     ir_arena *arena, char *err, size_t errlen) {
+    memset(m, 0, sizeof *m);
+    m->ctx = ctx;
+    m->mod = mod;
+    m->b = LLVMCreateBuilderInContext(ctx);
+    m->t_void = LLVMVoidTypeInContext(ctx);
+    m->t_i1 = LLVMInt1TypeInContext(ctx);
+    m->t_i8 = LLVMInt8TypeInContext(ctx);
+    m->t_i16 = LLVMInt16TypeInContext(ctx);
+    m->t_i32 = LLVMInt32TypeInContext(ctx);
+    m->t_i64 = LLVMInt64TypeInContext(ctx);
+    m->t_half = LLVMHalfTypeInContext(ctx);
+    m->t_f32 = LLVMFloatTypeInContext(ctx);
+    m->t_f64 = LLVMDoubleTypeInContext(ctx);
+    m->t_i8p = LLVMPointerType(m->t_i8, 0);
+    m->t_i64p = LLVMPointerType(m->t_i64, 0);
+    m->fast_math = opt ? opt->fast_math : 0;
+    m->f16c = opt ? opt->f16c : 1;
+    m->x86 = opt ? opt->x86 : 0;
+    m->vector_bytes = opt && opt->vector_bytes > 0 ? opt->vector_bytes : 16;
+    m->shared_copies = opt ? opt->shared_copies : 0;
+    m->arena = arena;
+    m->fail.err = err;
+    m->fail.errlen = errlen;
+}
+
+int llvm_gen_narrow_copy(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_gen_options *opt,
+                         const char *name, ir_arena *arena, char *err, size_t errlen) {
+    size_t n = strlen(LLVM_NARROW_COPY_PREFIX);
+    int out = strncmp(name, LLVM_NARROW_COPY_PREFIX, n) ? -1
+              : !strncmp(name + n, "in", 2)             ? 0
+              : !strncmp(name + n, "out", 3)            ? 1
+                                                        : -1;
+    const char *bits = out < 0 ? "" : name + n + (out ? 3 : 2);
+    int bytes = !strcmp(bits, "8")    ? 1
+                : !strcmp(bits, "16") ? 2
+                : !strcmp(bits, "32") ? 4
+                : !strcmp(bits, "64") ? 8
+                                      : 0;
+    if (!bytes) {
+        snprintf(err, errlen, "internal error: '%s' is no copy function", name);
+        return -1;
+    }
+    lg_mod m;
+    mod_init(&m, ctx, mod, opt, arena, err, errlen);
+    m.shared_copies = 0;
+    LLVMValueRef fn = narrow_copy_fn(&m, bytes, out);
+    LLVMSetLinkage(fn, LLVMExternalLinkage);
+    narrow_copy_define(&m, fn, bytes, out);
+    LLVMDisposeBuilder(m.b);
+    return m.fail.failed ? -1 : 0;
+}
+
 int llvm_gen_module(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_module_meta *meta,
                     const llvm_gen_options *opt, ir_arena *arena, char *err, size_t errlen) {
     lg_mod m;
-    memset(&m, 0, sizeof m);
-    m.ctx = ctx;
-    m.mod = mod;
-    m.b = LLVMCreateBuilderInContext(ctx);
-    m.t_void = LLVMVoidTypeInContext(ctx);
-    m.t_i1 = LLVMInt1TypeInContext(ctx);
-    m.t_i8 = LLVMInt8TypeInContext(ctx);
-    m.t_i16 = LLVMInt16TypeInContext(ctx);
-    m.t_i32 = LLVMInt32TypeInContext(ctx);
-    m.t_i64 = LLVMInt64TypeInContext(ctx);
-    m.t_half = LLVMHalfTypeInContext(ctx);
-    m.t_f32 = LLVMFloatTypeInContext(ctx);
-    m.t_f64 = LLVMDoubleTypeInContext(ctx);
-    m.t_i8p = LLVMPointerType(m.t_i8, 0);
-    m.t_i64p = LLVMPointerType(m.t_i64, 0);
-    m.fast_math = opt ? opt->fast_math : 0;
-    m.f16c = opt ? opt->f16c : 1;
-    m.x86 = opt ? opt->x86 : 0;
-    m.vector_bytes = opt && opt->vector_bytes > 0 ? opt->vector_bytes : 16;
-    m.arena = arena;
-    m.fail.err = err;
-    m.fail.errlen = errlen;
+    mod_init(&m, ctx, mod, opt, arena, err, errlen);
     /* every task planned first: which get narrow bodies depends on all of them */
     int32_t ntasks = 0, task = 0;
     for (int32_t fi = 0; fi < meta->nfuncs; fi++)
@@ -3729,6 +3855,10 @@ int llvm_gen_module(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_module_met
             }
         }
     }
+    for (int i = 0; i < 4 && !rc && !m.shared_copies; i++)
+        for (int out = 0; out < 2; out++)
+            if (m.narrow_copies[i][out])
+                narrow_copy_define(&m, m.narrow_copies[i][out], 1 << i, out);
     LLVMDisposeBuilder(m.b);
     return rc;
 }

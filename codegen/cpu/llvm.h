@@ -48,7 +48,7 @@
 #include "ir/ir.h"
 
 /* Changes whenever generated code changes for the same partition: part of cache keys. */
-#define LLVM_CODEGEN_VERSION "llvm-cpu-32"
+#define LLVM_CODEGEN_VERSION "llvm-cpu-33"
 
 /* Elements per chunk of a full reduction: a constant, so that the summation order depends on
  * the shape only (not on the number of threads). */
@@ -144,7 +144,16 @@ typedef struct llvm_gen_options {
     int fma;
     /* the processor and feature string LLVM compiles for; NULL: the host's own */
     const char *cpu, *cpu_features;
+    /* short rows' copies (LLVM_NARROW_COPY_PREFIX) are called, not defined: the process has
+     * them from llvm_gen_narrow_copy's objects (driver/cpu/cpu_backend.c), built once for the
+     * target and cached, so that a module does not compile them again; 0: a module holds its
+     * own (a library built ahead of time, objects ORC loads) */
+    int shared_copies;
 } llvm_gen_options;
+
+/* The names of the functions that copy short rows (codegen/cpu/llvm.c, narrow_copy_fn):
+ * "fusec_ncopy_in<bits>" and "fusec_ncopy_out<bits>", bits 8, 16, 32 or 64. */
+#define LLVM_NARROW_COPY_PREFIX "fusec_ncopy_"
 
 /* Units of work that keep the CPU's workers busy (plan_options.want_units): 64, as many threads
  * as a big host has, each with a unit or more; a 2-core host gains nothing from more, and each

@@ -21,9 +21,13 @@ typedef struct lg_mod {
     int f16c; /* the target converts f16 in hardware (x86 F16C, or not x86 at all) */
     int x86;
     int vector_bytes;
+    int shared_copies; /* llvm_gen_options.shared_copies */
     ir_arena *arena;
     ir_failure fail; /* generation goes on with placeholder values and fails at the end */
     int math_calls;  /* llvm_math_* calls emitted so far (inlined bodies: a loop's weight) */
+    /* the short rows' copy functions (codegen/cpu/llvm.c, narrow_copy_fn), by log2 of their
+     * elements' bytes and direction (in, out); NULL until a kernel calls one */
+    LLVMValueRef narrow_copies[4][2];
 } lg_mod;
 
 #define lg_fail(m, ...) ir_failure_set(&(m)->fail, __VA_ARGS__)

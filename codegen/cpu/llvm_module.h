@@ -16,6 +16,12 @@
 int llvm_gen_module(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_module_meta *meta,
                     const llvm_gen_options *opt, ir_arena *arena, char *err, size_t errlen);
 
+/* Generates into mod the short rows' copy function `name` (LLVM_NARROW_COPY_PREFIX...), with
+ * external linkage, for the target of opt: what modules built with opt->shared_copies call. 0,
+ * or -1 with a message in err (a name that is no copy function). */
+int llvm_gen_narrow_copy(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_gen_options *opt,
+                         const char *name, ir_arena *arena, char *err, size_t errlen);
+
 /* Before the O3 pipeline, with the math bitcode linked: in each kernel function that calls more
  * math than a budget, the calls of the largest math functions go to out-of-line copies, scalar
  * and vector (for vectors of vector_bytes and half that; none under two lanes), instead of

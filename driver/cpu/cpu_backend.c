@@ -8,7 +8,9 @@
  * codegen/cpu/llvm*.c, driver/cpu/cpu_jit.c) is loaded and builds the object. On x86-64 Linux
  * runtime/cpu/cpu_elf.c loads every object, built or found, so that a process that finds its
  * kernels in the cache never loads LLVM at all; elsewhere ORC LLJIT does (FUSEC_CPU_LOADER=orc|elf
- * forces either loader, for tests).
+ * forces either loader, for tests). Modules that fusec's loader loads call the short rows' copy
+ * functions instead of holding them: each is an object of its own, built once for the target,
+ * cached like a module and loaded once a process (copy_resolve).
  *
  * Launches are runtime/cpu/cpu_launch.c's (libfusec_rt), from a description of the planned
  * module (`describe`), as a library built ahead of time runs them.
@@ -22,6 +24,7 @@
 
 #if FUSEC_HAVE_LLVM
 
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +146,23 @@ static int build_cb(void *ctx, void **out, size_t *outlen) {
     return api->build(b->meta, b->opt, b->arena, out, outlen, &b->times, b->err, sizeof b->err);
 }
 
+/* A cache key's parts after the source: the options, the CPU, LLVM's version and fusec's. */
+static void key_common(const rt_backend_request *req, const llvm_gen_options *o, const char *arch,
+                       rt_cache_key *k) {
+    rt_cache_key_part_str(k, "options",
+                          ir_arena_printf(req->arena, "O3%s%s v%d%s",
+                                          o->fast_math ? " fast-math" : "", o->f16c ? " f16c" : "",
+                                          o->vector_bytes,
+                                          o->shared_copies ? " shared-copies" : ""));
+    rt_cache_key_part_str(k, "arch", arch);
+    rt_cache_key_part_str(k, "compiler", "LLVM " FUSEC_LLVM_VERSION);
+    /* the hash covers codegen/cpu/llvm*.[ch] (the math's source included) and driver/cpu/cpu_jit.c
+     */
+    rt_cache_key_part_str(k, "fusec",
+                          ir_arena_printf(req->arena, "%s/%s-%s", FUSEC_VERSION_STRING,
+                                          LLVM_CODEGEN_VERSION, LLVM_CODEGEN_SOURCE_HASH));
+}
+
 /* The cache key: the partitions (which decide the generated code, with the codegen and math
  * versions), the options, the host CPU, LLVM's version and fusec's. */
 static void make_key(const rt_backend_request *req, const llvm_gen_options *o, const char *arch,
@@ -157,17 +177,7 @@ static void make_key(const rt_backend_request *req, const llvm_gen_options *o, c
     }
     rt_cache_key_init(k, grp.data);
     rt_cache_key_part_str(k, "source", src.data);
-    rt_cache_key_part_str(k, "options",
-                          ir_arena_printf(req->arena, "O3%s%s v%d",
-                                          o->fast_math ? " fast-math" : "", o->f16c ? " f16c" : "",
-                                          o->vector_bytes));
-    rt_cache_key_part_str(k, "arch", arch);
-    rt_cache_key_part_str(k, "compiler", "LLVM " FUSEC_LLVM_VERSION);
-    /* the hash covers codegen/cpu/llvm*.[ch] (the math's source included) and driver/cpu/cpu_jit.c
-     */
-    rt_cache_key_part_str(k, "fusec",
-                          ir_arena_printf(req->arena, "%s/%s-%s", FUSEC_VERSION_STRING,
-                                          LLVM_CODEGEN_VERSION, LLVM_CODEGEN_SOURCE_HASH));
+    key_common(req, o, arch, k);
 }
 
 static void cpu_destroy(void *program) {
@@ -190,6 +200,106 @@ static void *elf_lookup(void *code, const char *name, char *err, size_t errlen) 
     return addr;
 }
 
+/* Which loader loads a module's objects: FUSEC_CPU_LOADER=orc|elf forces either (for tests). */
+static int use_elf_loader(void) {
+    const char *loader = getenv("FUSEC_CPU_LOADER");
+    if (loader && !strcmp(loader, "orc")) return 0;
+    return rt_elf_supported();
+}
+
+/* ---- the copy functions of short rows ----------------------------------------------------
+ * Modules that fusec's loader loads are built with shared_copies: their narrow kernels call the
+ * copy functions (LLVM_NARROW_COPY_PREFIX...) instead of holding them, and the loader finds
+ * them here (copy_resolve): each built once for its target (through the disk cache, keyed like
+ * a module) and loaded for the process's lifetime, behind a lock. */
+
+typedef struct copy_obj {
+    struct copy_obj *next;
+    char *key; /* the target (arch, vector bytes) and the function's name */
+    rt_elf *elf;
+    void *addr;
+} copy_obj;
+
+static pthread_mutex_t copies_lock = PTHREAD_MUTEX_INITIALIZER;
+static copy_obj *copies; /* never freed: the process's code may call them until it ends */
+
+typedef struct copy_ctx {
+    const rt_backend_request *req;
+    const llvm_gen_options *o;
+    const char *arch;
+    const char *name; /* the function being built */
+    rt_jit_times times;
+    char err[512];
+} copy_ctx;
+
+static int copy_build_cb(void *ctx, void **out, size_t *outlen) {
+    copy_ctx *c = ctx;
+    const rt_llvm_api *api = rt_llvm_open(c->err, sizeof c->err);
+    if (!api || api->init(c->err, sizeof c->err)) return -1;
+    return api->build_copy(c->name, c->o, c->req->arena, out, outlen, &c->times, c->err,
+                           sizeof c->err);
+}
+
+static fusec_status fetch_cached(const rt_backend_request *req, const rt_cache_key *key,
+                                 rt_cache_build_fn build, void *ctx, const char *build_err,
+                                 void **obj, size_t *len, char *err, size_t errlen);
+/* The address of copy function `name` for the target of c, built, found in the cache or loaded
+ * before; NULL with err. Called with copies_lock held. */
+static void *copy_get(copy_ctx *c, const char *key, char *err, size_t errlen) {
+    for (copy_obj *o = copies; o; o = o->next)
+        if (!strcmp(o->key, key)) return o->addr;
+    void *obj = NULL;
+    size_t len = 0;
+    const fusec_options *opt = c->req->opt;
+    if (opt && opt->no_cache) {
+        if (copy_build_cb(c, &obj, &len)) {
+            snprintf(err, errlen, "%s", c->err);
+            return NULL;
+        }
+    } else {
+        rt_backend_request quiet = *c->req; /* the module's fetch reports on the cache */
+        quiet.report = NULL;
+        rt_cache_key k;
+        rt_cache_key_init(&k, ir_arena_printf(c->req->arena, "cpu:%s", c->name));
+        rt_cache_key_part_str(&k, "source", c->name);
+        key_common(c->req, c->o, c->arch, &k);
+        if (fetch_cached(&quiet, &k, copy_build_cb, c, c->err, &obj, &len, err, errlen) != FUSEC_OK)
+            return NULL;
+    }
+    copy_obj *o = calloc(1, sizeof *o);
+    size_t kl = strlen(key) + 1;
+    if (o) o->key = malloc(kl);
+    if (o && o->key) {
+        memcpy(o->key, key, kl);
+        o->elf = rt_elf_load(obj, len, err, errlen);
+    } else {
+        snprintf(err, errlen, "out of memory");
+    }
+    free(obj);
+    if (o && o->elf && !(o->addr = rt_elf_lookup(o->elf, c->name)))
+        snprintf(err, errlen, "the object of %s lacks it", c->name);
+    if (!o || !o->addr) {
+        if (o) rt_elf_free(o->elf), free(o->key), free(o);
+        return NULL;
+    }
+    o->next = copies;
+    copies = o;
+    return o->addr;
+}
+
+/* rt_elf_resolver for a module's objects: the copy functions, for the module's target. */
+static void *copy_resolve(void *ctx, const char *name, int *failed, char *err, size_t errlen) {
+    copy_ctx *c = ctx;
+    if (strncmp(name, LLVM_NARROW_COPY_PREFIX, strlen(LLVM_NARROW_COPY_PREFIX)) != 0) return NULL;
+    char *key = ir_arena_printf(c->req->arena, "%s v%d %s", c->arch, c->o->vector_bytes, name);
+    c->name = name;
+    pthread_mutex_lock(&copies_lock);
+    void *addr = copy_get(c, key, err, errlen);
+    pthread_mutex_unlock(&copies_lock);
+    if (!addr) *failed = 1;
+    return addr;
+}
+
 /* Loads the object code (freed here): fusec's own loader where it runs (x86-64 Linux), else
  * LLVM's JIT. Not ORC where fusec's loader runs, even with LLVM in the process: its memory
  * manager maps code and read-only data apart, and in a process whose address space is crowded
@@ -197,14 +307,10 @@ static void *elf_lookup(void *code, const char *name, char *err, size_t errlen) 
  * relocation cannot reach; RuntimeDyld truncated it without a word and the kernel's first
  * constant load faulted (tests/package/test_torch_op.py, one cold run in five once the module
  * grew to 1.3 MB). fusec's loader maps an object in one piece and refuses a relocation out of
- * range. 0, or -1 with err. */
-static int load(cpu_program *p, void *obj, size_t len, char *err, size_t errlen) {
-    const char *loader = getenv("FUSEC_CPU_LOADER");
-    int use_elf = rt_elf_supported();
-    if (loader && !strcmp(loader, "elf") && rt_elf_supported()) use_elf = 1;
-    if (loader && !strcmp(loader, "orc")) use_elf = 0;
-    if (use_elf) {
-        p->elf = rt_elf_load(obj, len, err, errlen);
+ * range. cc: the module's target, for the copy functions. 0, or -1 with err. */
+static int load(cpu_program *p, void *obj, size_t len, copy_ctx *cc, char *err, size_t errlen) {
+    if (use_elf_loader()) {
+        p->elf = rt_elf_load_with(obj, len, copy_resolve, cc, err, errlen);
     } else {
         p->api = rt_llvm_open(err, errlen);
         if (p->api && p->api->init(err, errlen) == 0) p->jit = p->api->load(obj, len, err, errlen);
@@ -260,37 +366,27 @@ static int refused(const rt_cpu_target *cpu, char *msg, size_t len) {
     return 1;
 }
 
-/* The module's object code for the CPU of o and arch, from the cache or built (and cached):
- * *obj malloc'd. bc: the build's context, its times filled in when it built. */
-static fusec_status fetch_object(const rt_backend_request *req, const llvm_gen_options *o,
-                                 const char *arch, build_ctx *bc, void **obj, size_t *len,
-                                 char *err, size_t errlen) {
+/* The object code of key from the cache, or built by build(ctx) (and cached; build_err: its
+ * message on failure): *obj malloc'd. */
+static fusec_status fetch_cached(const rt_backend_request *req, const rt_cache_key *key,
+                                 rt_cache_build_fn build, void *ctx, const char *build_err,
+                                 void **obj, size_t *len, char *err, size_t errlen) {
     const fusec_options *opt = req->opt;
     int verbose = opt && opt->verbose && req->report;
-    if (opt && opt->no_cache) {
-        if (build_cb(bc, obj, len) != 0) {
-            snprintf(err, errlen, "%s", bc->err);
-            return FUSEC_ERR_COMPILER;
-        }
-        if (verbose) ir_buf_printf(req->report, "cpu: cache off\n");
-        return FUSEC_OK;
-    }
     rt_cache_config cfg = {opt ? opt->cache_dir : NULL, 0, 0, 0};
     rt_cache *cache = rt_cache_open(&cfg);
     if (!cache) {
         snprintf(err, errlen, "out of memory");
         return FUSEC_ERR_OUT_OF_MEMORY;
     }
-    rt_cache_key key;
-    make_key(req, o, arch, &key);
     rt_cache_info info;
-    rt_cache_status cs = rt_cache_get_or_build(cache, &key, build_cb, bc, obj, len, &info);
+    rt_cache_status cs = rt_cache_get_or_build(cache, key, build, ctx, obj, len, &info);
     const char *warn = rt_cache_warning(cache);
     if (warn && req->report) ir_buf_printf(req->report, "warning: %s\n", warn);
     if (verbose) ir_buf_printf(req->report, "cpu: cache %s\n", info.reason);
     rt_cache_close(cache);
     if (cs == RT_CACHE_BUILD_FAILED) {
-        snprintf(err, errlen, "%s", bc->err);
+        snprintf(err, errlen, "%s", build_err);
         return FUSEC_ERR_COMPILER;
     }
     if (cs != RT_CACHE_OK) {
@@ -299,6 +395,25 @@ static fusec_status fetch_object(const rt_backend_request *req, const llvm_gen_o
         return cs == RT_CACHE_NOMEM ? FUSEC_ERR_OUT_OF_MEMORY : FUSEC_ERR_INTERNAL;
     }
     return FUSEC_OK;
+}
+
+/* The module's object code for the CPU of o and arch, from the cache or built (and cached):
+ * *obj malloc'd. bc: the build's context, its times filled in when it built. */
+static fusec_status fetch_object(const rt_backend_request *req, const llvm_gen_options *o,
+                                 const char *arch, build_ctx *bc, void **obj, size_t *len,
+                                 char *err, size_t errlen) {
+    const fusec_options *opt = req->opt;
+    if (opt && opt->no_cache) {
+        if (build_cb(bc, obj, len) != 0) {
+            snprintf(err, errlen, "%s", bc->err);
+            return FUSEC_ERR_COMPILER;
+        }
+        if (opt->verbose && req->report) ir_buf_printf(req->report, "cpu: cache off\n");
+        return FUSEC_OK;
+    }
+    rt_cache_key key;
+    make_key(req, o, arch, &key);
+    return fetch_cached(req, &key, build_cb, bc, bc->err, obj, len, err, errlen);
 }
 
 static fusec_status cpu_compile(const rt_backend_request *req, void **program, char *err,
@@ -313,6 +428,7 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
     const char *arch;
     fusec_status st = plan_for_target(req, &meta, &o, &arch, err, errlen);
     if (st != FUSEC_OK) return st;
+    o.shared_copies = use_elf_loader();
     build_ctx bc = {meta, &o, req->arena, {0, 0, 0, 0}, ""};
     void *obj = NULL;
     size_t len = 0;
@@ -342,7 +458,8 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
         if (verbose) ir_buf_printf(req->report, "cpu: built, not loaded: %s\n", refusal);
         return FUSEC_OK;
     }
-    if (load(p, obj, len, err, errlen) ||
+    copy_ctx cc = {req, &o, arch, NULL, {0, 0, 0, 0}, ""};
+    if (load(p, obj, len, &cc, err, errlen) ||
         !(p->run = rt_cpu_program_new(desc, o.vector_bytes, p->jit ? jit_lookup : elf_lookup,
                                       p->jit ? (void *)p : (void *)p->elf, NULL, err, errlen))) {
         cpu_destroy(p);

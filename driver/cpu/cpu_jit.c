@@ -160,10 +160,17 @@ static LLVMTargetMachineRef target_machine(const llvm_gen_options *o, char *err,
     return tm;
 }
 
-/* Generates the planned module into a new module of ctx, laid out for tm. */
-static LLVMModuleRef generate(LLVMContextRef ctx, LLVMTargetMachineRef tm,
-                              const llvm_module_meta *meta, const llvm_gen_options *o,
-                              ir_arena *arena, char *err, size_t errlen) {
+/* What a build generates: a planned module (meta), or a copy function of short rows (copy: its
+ * name, llvm_gen_narrow_copy) that modules built with shared_copies call. */
+typedef struct gen_job {
+    const llvm_module_meta *meta;
+    const char *copy;
+} gen_job;
+
+/* Generates the job into a new module of ctx, laid out for tm. */
+static LLVMModuleRef generate(LLVMContextRef ctx, LLVMTargetMachineRef tm, const gen_job *job,
+                              const llvm_gen_options *o, ir_arena *arena, char *err,
+                              size_t errlen) {
     LLVMModuleRef mod = LLVMModuleCreateWithNameInContext("fusec", ctx);
     LLVMSetTarget(mod, host.triple);
     if (tm) {
@@ -171,7 +178,8 @@ static LLVMModuleRef generate(LLVMContextRef ctx, LLVMTargetMachineRef tm,
         LLVMSetModuleDataLayout(mod, dl);
         LLVMDisposeTargetData(dl);
     }
-    if (llvm_gen_module(ctx, mod, meta, o, arena, err, errlen) != 0) {
+    if ((job->copy ? llvm_gen_narrow_copy(ctx, mod, o, job->copy, arena, err, errlen)
+                   : llvm_gen_module(ctx, mod, job->meta, o, arena, err, errlen)) != 0) {
         LLVMDisposeModule(mod);
         return NULL;
     }
@@ -247,8 +255,8 @@ static int link_math(LLVMContextRef ctx, LLVMModuleRef mod, int fma, char *err, 
     return 0;
 }
 
-static int jit_build(const llvm_module_meta *meta, const llvm_gen_options *o, ir_arena *arena,
-                     void **obj, size_t *len, rt_jit_times *times, char *err, size_t errlen) {
+static int build_job(const gen_job *job, const llvm_gen_options *o, ir_arena *arena, void **obj,
+                     size_t *len, rt_jit_times *times, char *err, size_t errlen) {
     *obj = NULL;
     *len = 0;
     rt_jit_times tm_ = {0, 0, 0, 0};
@@ -264,11 +272,13 @@ static int jit_build(const llvm_module_meta *meta, const llvm_gen_options *o, ir
     if (!tm) goto done;
 
     double t0 = now_ms();
-    mod = generate(ctx, tm, meta, o, arena, err, errlen);
+    mod = generate(ctx, tm, job, o, arena, err, errlen);
     if (!mod) goto done;
     double t1 = now_ms();
-    if (link_math(ctx, mod, o->fma, err, errlen)) goto done;
-    llvm_outline_math(mod, o ? o->vector_bytes : 0);
+    if (!job->copy) {
+        if (link_math(ctx, mod, o->fma, err, errlen)) goto done;
+        llvm_outline_math(mod, o ? o->vector_bytes : 0);
+    }
     double t2 = now_ms();
     po = LLVMCreatePassBuilderOptions();
     LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
@@ -320,6 +330,18 @@ done:
     return rc;
 }
 
+static int jit_build(const llvm_module_meta *meta, const llvm_gen_options *o, ir_arena *arena,
+                     void **obj, size_t *len, rt_jit_times *times, char *err, size_t errlen) {
+    gen_job job = {meta, NULL};
+    return build_job(&job, o, arena, obj, len, times, err, errlen);
+}
+
+static int jit_build_copy(const char *name, const llvm_gen_options *o, ir_arena *arena, void **obj,
+                          size_t *len, rt_jit_times *times, char *err, size_t errlen) {
+    gen_job job = {NULL, name};
+    return build_job(&job, o, arena, obj, len, times, err, errlen);
+}
+
 static int jit_print_ir(const llvm_module_meta *meta, const llvm_gen_options *o, ir_arena *arena,
                         ir_buf *buf, char *err, size_t errlen) {
     if (jit_init(err, errlen)) return -1;
@@ -329,7 +351,8 @@ static int jit_print_ir(const llvm_module_meta *meta, const llvm_gen_options *o,
     LLVMTargetMachineRef tm = target_machine(o, err, errlen);
     int rc = -1;
     if (tm) {
-        LLVMModuleRef mod = generate(ctx, tm, meta, o, arena, err, errlen);
+        gen_job job = {meta, NULL};
+        LLVMModuleRef mod = generate(ctx, tm, &job, o, arena, err, errlen);
         if (mod && diag.error[0]) { /* as a build reports it (take_error's kin) */
             snprintf(err, errlen, "LLVM: %s", diag.error);
         } else if (mod) {
@@ -409,6 +432,7 @@ static const rt_llvm_api api = {
     .cpu_features = jit_cpu_features,
     .host_options = jit_host_options,
     .build = jit_build,
+    .build_copy = jit_build_copy,
     .print_ir = jit_print_ir,
     .load = jit_load,
     .lookup = jit_lookup,

@@ -21,7 +21,7 @@
 #include "codegen/cpu/llvm.h"
 #include "driver/aot/aot_write.h"
 
-#define RT_LLVM_API_VERSION  3
+#define RT_LLVM_API_VERSION  4
 #define RT_LLVM_MODULE_NAME  "libfusec_llvm.so"
 #define RT_LLVM_MODULE_ENTRY "fusec_llvm_module_api"
 
@@ -45,6 +45,11 @@ typedef struct rt_llvm_api {
     /* Object code for `meta`: *obj malloc'd (the caller frees it). 0, or -1 with err. */
     int (*build)(const llvm_module_meta *meta, const llvm_gen_options *o, ir_arena *arena,
                  void **obj, size_t *len, rt_jit_times *times, char *err, size_t errlen);
+    /* Object code of the copy function of short rows `name` (LLVM_NARROW_COPY_PREFIX...) for
+     * the target of o, with external linkage: what a module built with o->shared_copies calls.
+     * *obj malloc'd. 0, or -1 with err. */
+    int (*build_copy)(const char *name, const llvm_gen_options *o, ir_arena *arena, void **obj,
+                      size_t *len, rt_jit_times *times, char *err, size_t errlen);
     /* The module's LLVM IR as text, as generated (before the math is linked and O3). */
     int (*print_ir)(const llvm_module_meta *meta, const llvm_gen_options *o, ir_arena *arena,
                     ir_buf *out, char *err, size_t errlen);

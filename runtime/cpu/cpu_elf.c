@@ -201,6 +201,11 @@ static void loader_free(loader *L) {
 }
 
 rt_elf *rt_elf_load(const void *obj, size_t len, char *err, size_t errlen) {
+    return rt_elf_load_with(obj, len, NULL, NULL, err, errlen);
+}
+
+rt_elf *rt_elf_load_with(const void *obj, size_t len, rt_elf_resolver resolve, void *ctx, char *err,
+                         size_t errlen) {
     loader L;
     memset(&L, 0, sizeof L);
     L.obj = obj;
@@ -259,7 +264,10 @@ rt_elf *rt_elf_load(const void *obj, size_t len, char *err, size_t errlen) {
         const Elf64_Sym *s = &L.syms[i];
         if (s->st_shndx != SHN_UNDEF || !s->st_name) continue;
         const char *name = L.strtab + s->st_name;
-        void *a = dlsym(RTLD_DEFAULT, name);
+        int failed = 0;
+        void *a = resolve ? resolve(ctx, name, &failed, err, errlen) : NULL;
+        if (failed) goto fail;
+        if (!a) a = dlsym(RTLD_DEFAULT, name);
         if (!a) {
             bad(err, errlen, "needs a symbol the process lacks:", name);
             goto fail;
@@ -384,7 +392,12 @@ int rt_elf_supported(void) {
 }
 
 rt_elf *rt_elf_load(const void *obj, size_t len, char *err, size_t errlen) {
-    (void)obj, (void)len;
+    return rt_elf_load_with(obj, len, NULL, NULL, err, errlen);
+}
+
+rt_elf *rt_elf_load_with(const void *obj, size_t len, rt_elf_resolver resolve, void *ctx, char *err,
+                         size_t errlen) {
+    (void)obj, (void)len, (void)resolve, (void)ctx;
     snprintf(err, errlen, "loading cached object code without LLVM needs x86-64 Linux");
     return NULL;
 }
