@@ -1632,19 +1632,25 @@ static void fn_wrapper(lg_fn *g, const char *name, const LLVMTypeRef *ps, LLVMTy
 
 /* Opens the body: an entry block that only holds allocas (g->ab is positioned among them)
  * and branches to "start", where the builder is left; the parameters into g. */
+/* Starts function fn's code: an entry block for allocas (g->ab), the builder after it. */
+static void fn_entry(lg_fn *g, LLVMValueRef fn) {
+    lg_mod *m = g->m;
+    g->fn = fn;
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(m->ctx, fn, "entry");
+    LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(m->ctx, fn, "start");
+    LLVMPositionBuilderAtEnd(m->b, entry);
+    LLVMValueRef br = LLVMBuildBr(m->b, start);
+    g->ab = LLVMCreateBuilderInContext(m->ctx);
+    LLVMPositionBuilderBefore(g->ab, br);
+    LLVMPositionBuilderAtEnd(m->b, start);
+}
+
 static void fn_body_begin(lg_fn *g, LLVMValueRef body) {
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;
     const llvm_kplan *p = g->p;
     int32_t nb = p->pk->nbufs;
-    g->fn = body;
-    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(m->ctx, body, "entry");
-    LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(m->ctx, body, "start");
-    LLVMPositionBuilderAtEnd(b, entry);
-    LLVMValueRef br = LLVMBuildBr(b, start);
-    g->ab = LLVMCreateBuilderInContext(m->ctx);
-    LLVMPositionBuilderBefore(g->ab, br);
-    LLVMPositionBuilderAtEnd(b, start);
+    fn_entry(g, body);
 
     g->bufp = ir_arena_calloc(m->arena, (size_t)p->fm->plan->nbufs + 1, sizeof(*g->bufp));
     for (int32_t i = 0; i < nb; i++)
@@ -3240,6 +3246,12 @@ static int narrow_copy_slot(int bytes) {
     return bytes == 1 ? 0 : bytes == 2 ? 1 : bytes == 4 ? 2 : 3;
 }
 
+/* The name of the copy function of elements of `bytes`, in or out (LLVM_NARROW_COPY_PREFIX). */
+static const char *narrow_copy_name(lg_mod *m, int bytes, int out) {
+    return ir_arena_printf(m->arena, "%s%s%d", LLVM_NARROW_COPY_PREFIX, out ? "out" : "in",
+                           8 * bytes);
+}
+
 /* The function that copies a narrow unit's rows of elements of `bytes` into its copy in the
  * stack, or back with `out` (narrow_copy_rows):
  *     void fusec_ncopy_{in,out}<bits>(iN *tmp, iN *mem, i64 r0, i64 cw, i64 C, i64 end)
@@ -3255,9 +3267,8 @@ static LLVMValueRef narrow_copy_fn(lg_mod *m, int bytes, int out) {
     if (*fn) return *fn;
     LLVMTypeRef t = lg_storage_type(m, narrow_copy_dtype(bytes)), pt = LLVMPointerType(t, 0);
     LLVMTypeRef ps[6] = {pt, pt, m->t_i64, m->t_i64, m->t_i64, m->t_i64};
-    *fn = LLVMAddFunction(
-        m->mod, ir_arena_printf(m->arena, "fusec_ncopy_%s%d", out ? "out" : "in", 8 * bytes),
-        LLVMFunctionType(m->t_void, ps, 6, 0));
+    *fn = LLVMAddFunction(m->mod, narrow_copy_name(m, bytes, out),
+                          LLVMFunctionType(m->t_void, ps, 6, 0));
     if (!m->shared_copies) LLVMSetLinkage(*fn, LLVMInternalLinkage);
     add_attr(m, *fn, LLVMAttributeFunctionIndex, "nounwind");
     add_attr(m, *fn, LLVMAttributeFunctionIndex, "noinline");
@@ -3271,23 +3282,14 @@ static void narrow_copy_define(lg_mod *m, LLVMValueRef fn, int bytes, int out) {
     lg_fn h;
     memset(&h, 0, sizeof h);
     h.m = m;
-    h.fn = fn;
     h.colw = LG_NARROW_WIDTH;
     h.narrow_len = narrow_copy_len(m);
-    LLVMBuilderRef b = m->b;
-    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(m->ctx, fn, "entry");
-    LLVMBasicBlockRef start = LLVMAppendBasicBlockInContext(m->ctx, fn, "start");
-    LLVMPositionBuilderAtEnd(b, entry);
-    LLVMValueRef br = LLVMBuildBr(b, start);
-    h.ab = LLVMCreateBuilderInContext(m->ctx);
-    LLVMPositionBuilderBefore(h.ab, br);
-    LLVMPositionBuilderAtEnd(b, start);
+    fn_entry(&h, fn);
     h.dim[0] = LLVMGetParam(fn, 4);
     h.end = LLVMGetParam(fn, 5);
     narrow_copy_rows(&h, narrow_copy_dtype(bytes), LLVMGetParam(fn, 0), LLVMGetParam(fn, 1),
                      LLVMGetParam(fn, 2), LLVMGetParam(fn, 3), out);
-    LLVMBuildRetVoid(b);
-    LLVMDisposeBuilder(h.ab);
+    fn_end(&h);
 }
 
 /* Copies the unit's cw rows between buffer memory `mem` (rows r0 ... of C elements, row-major;
@@ -3792,29 +3794,20 @@ static void mod_init(lg_mod *m, LLVMContextRef ctx, LLVMModuleRef mod, const llv
 
 int llvm_gen_narrow_copy(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_gen_options *opt,
                          const char *name, ir_arena *arena, char *err, size_t errlen) {
-    size_t n = strlen(LLVM_NARROW_COPY_PREFIX);
-    int out = strncmp(name, LLVM_NARROW_COPY_PREFIX, n) ? -1
-              : !strncmp(name + n, "in", 2)             ? 0
-              : !strncmp(name + n, "out", 3)            ? 1
-                                                        : -1;
-    const char *bits = out < 0 ? "" : name + n + (out ? 3 : 2);
-    int bytes = !strcmp(bits, "8")    ? 1
-                : !strcmp(bits, "16") ? 2
-                : !strcmp(bits, "32") ? 4
-                : !strcmp(bits, "64") ? 8
-                                      : 0;
-    if (!bytes) {
-        snprintf(err, errlen, "internal error: '%s' is no copy function", name);
-        return -1;
-    }
     lg_mod m;
     mod_init(&m, ctx, mod, opt, arena, err, errlen);
-    m.shared_copies = 0;
-    LLVMValueRef fn = narrow_copy_fn(&m, bytes, out);
-    LLVMSetLinkage(fn, LLVMExternalLinkage);
-    narrow_copy_define(&m, fn, bytes, out);
+    for (int bytes = 1; bytes <= 8; bytes *= 2)
+        for (int out = 0; out < 2; out++) {
+            if (strcmp(name, narrow_copy_name(&m, bytes, out)) != 0) continue;
+            LLVMValueRef fn = narrow_copy_fn(&m, bytes, out);
+            LLVMSetLinkage(fn, LLVMExternalLinkage);
+            narrow_copy_define(&m, fn, bytes, out);
+            LLVMDisposeBuilder(m.b);
+            return m.fail.failed ? -1 : 0;
+        }
     LLVMDisposeBuilder(m.b);
-    return m.fail.failed ? -1 : 0;
+    snprintf(err, errlen, "internal error: '%s' is no copy function", name);
+    return -1;
 }
 
 int llvm_gen_module(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_module_meta *meta,

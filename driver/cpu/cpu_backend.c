@@ -228,7 +228,6 @@ typedef struct copy_ctx {
     const llvm_gen_options *o;
     const char *arch;
     const char *name; /* the function being built */
-    rt_jit_times times;
     char err[512];
 } copy_ctx;
 
@@ -236,7 +235,8 @@ static int copy_build_cb(void *ctx, void **out, size_t *outlen) {
     copy_ctx *c = ctx;
     const rt_llvm_api *api = rt_llvm_open(c->err, sizeof c->err);
     if (!api || api->init(c->err, sizeof c->err)) return -1;
-    return api->build_copy(c->name, c->o, c->req->arena, out, outlen, &c->times, c->err,
+    rt_jit_times times;
+    return api->build_copy(c->name, c->o, c->req->arena, out, outlen, &times, c->err,
                            sizeof c->err);
 }
 
@@ -250,22 +250,14 @@ static void *copy_get(copy_ctx *c, const char *key, char *err, size_t errlen) {
         if (!strcmp(o->key, key)) return o->addr;
     void *obj = NULL;
     size_t len = 0;
-    const fusec_options *opt = c->req->opt;
-    if (opt && opt->no_cache) {
-        if (copy_build_cb(c, &obj, &len)) {
-            snprintf(err, errlen, "%s", c->err);
-            return NULL;
-        }
-    } else {
-        rt_backend_request quiet = *c->req; /* the module's fetch reports on the cache */
-        quiet.report = NULL;
-        rt_cache_key k;
-        rt_cache_key_init(&k, ir_arena_printf(c->req->arena, "cpu:%s", c->name));
-        rt_cache_key_part_str(&k, "source", c->name);
-        key_common(c->req, c->o, c->arch, &k);
-        if (fetch_cached(&quiet, &k, copy_build_cb, c, c->err, &obj, &len, err, errlen) != FUSEC_OK)
-            return NULL;
-    }
+    rt_backend_request quiet = *c->req; /* the module's fetch reports on the cache */
+    quiet.report = NULL;
+    rt_cache_key k;
+    rt_cache_key_init(&k, ir_arena_printf(c->req->arena, "cpu:%s", c->name));
+    rt_cache_key_part_str(&k, "source", c->name);
+    key_common(c->req, c->o, c->arch, &k);
+    if (fetch_cached(&quiet, &k, copy_build_cb, c, c->err, &obj, &len, err, errlen) != FUSEC_OK)
+        return NULL;
     copy_obj *o = calloc(1, sizeof *o);
     size_t kl = strlen(key) + 1;
     if (o) o->key = malloc(kl);
@@ -367,12 +359,20 @@ static int refused(const rt_cpu_target *cpu, char *msg, size_t len) {
 }
 
 /* The object code of key from the cache, or built by build(ctx) (and cached; build_err: its
- * message on failure): *obj malloc'd. */
+ * message on failure; with the request's no_cache, built and not cached): *obj malloc'd. */
 static fusec_status fetch_cached(const rt_backend_request *req, const rt_cache_key *key,
                                  rt_cache_build_fn build, void *ctx, const char *build_err,
                                  void **obj, size_t *len, char *err, size_t errlen) {
     const fusec_options *opt = req->opt;
     int verbose = opt && opt->verbose && req->report;
+    if (opt && opt->no_cache) {
+        if (build(ctx, obj, len) != 0) {
+            snprintf(err, errlen, "%s", build_err);
+            return FUSEC_ERR_COMPILER;
+        }
+        if (verbose) ir_buf_printf(req->report, "cpu: cache off\n");
+        return FUSEC_OK;
+    }
     rt_cache_config cfg = {opt ? opt->cache_dir : NULL, 0, 0, 0};
     rt_cache *cache = rt_cache_open(&cfg);
     if (!cache) {
@@ -402,15 +402,6 @@ static fusec_status fetch_cached(const rt_backend_request *req, const rt_cache_k
 static fusec_status fetch_object(const rt_backend_request *req, const llvm_gen_options *o,
                                  const char *arch, build_ctx *bc, void **obj, size_t *len,
                                  char *err, size_t errlen) {
-    const fusec_options *opt = req->opt;
-    if (opt && opt->no_cache) {
-        if (build_cb(bc, obj, len) != 0) {
-            snprintf(err, errlen, "%s", bc->err);
-            return FUSEC_ERR_COMPILER;
-        }
-        if (opt->verbose && req->report) ir_buf_printf(req->report, "cpu: cache off\n");
-        return FUSEC_OK;
-    }
     rt_cache_key key;
     make_key(req, o, arch, &key);
     return fetch_cached(req, &key, build_cb, bc, bc->err, obj, len, err, errlen);
@@ -458,7 +449,7 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
         if (verbose) ir_buf_printf(req->report, "cpu: built, not loaded: %s\n", refusal);
         return FUSEC_OK;
     }
-    copy_ctx cc = {req, &o, arch, NULL, {0, 0, 0, 0}, ""};
+    copy_ctx cc = {req, &o, arch, NULL, ""};
     if (load(p, obj, len, &cc, err, errlen) ||
         !(p->run = rt_cpu_program_new(desc, o.vector_bytes, p->jit ? jit_lookup : elf_lookup,
                                       p->jit ? (void *)p : (void *)p->elf, NULL, err, errlen))) {
