@@ -1,5 +1,6 @@
 # tests/lib.sh: what the shell tests share, sourced after `set -u`: a temporary directory
-# removed at exit ($tmp), and check(), which counts passes and failures and names a failure.
+# removed at exit ($tmp), check(), which counts passes and failures and names a failure, and
+# require_cpu_backend.
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0 pass=0
@@ -9,5 +10,11 @@ check() { # check DESCRIPTION COMMAND...
     if "$@"; then pass=$((pass + 1)); else
         fail=$((fail + 1))
         echo "FAIL: $what"
+    fi
+}
+require_cpu_backend() { # exits 77 (skipped) where this build has no CPU backend
+    if "$FUSEC" --target=cpu --emit=plan "$1" 2>&1 | grep -q "not part of this build"; then
+        echo "no CPU backend"
+        exit 77
     fi
 }

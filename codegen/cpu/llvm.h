@@ -72,8 +72,9 @@ typedef void (*llvm_task_fn)(void *const *bufs, const int64_t *syms, int64_t beg
 /* A split column kernel's pieces and join take the launch's number of pieces in the flags'
  * bits from this one up (flags >> LLVM_TASK_PIECES_SHIFT). */
 #define LLVM_TASK_PIECES_SHIFT 8
-/* Reductions' results of at least this many bytes are written with streaming stores (the
- * runtime decides per kernel kind: driver/cpu/cpu_backend.c). */
+/* Results of at least this many bytes (or an eighth of the host's L3, where that is more) are
+ * written with streaming stores (the runtime decides per kernel kind and run length:
+ * runtime/cpu/cpu_launch.c, `streams`). */
 #define LLVM_STREAM_MIN_BYTES (8u << 20)
 
 /* A number of items: |outer| * ceil(|inner| / block), |s| the product of s's dims (the

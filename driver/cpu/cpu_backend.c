@@ -428,8 +428,11 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
     if (st != FUSEC_OK) return st;
     double t2 = rt_now_ms();
     if (verbose)
-        ir_buf_printf(req->report, "cpu: code for %s (%d-byte vectors)\n",
-                      cpu ? cpu->name : "this host's CPU", o.vector_bytes);
+        ir_buf_printf(req->report,
+                      "cpu: code for %s (%d-byte vectors); results of %.0f bytes or more "
+                      "stream\n",
+                      cpu ? cpu->name : "this host's CPU", o.vector_bytes,
+                      rt_cpu_stream_min_bytes());
     cpu_program *p = calloc(1, sizeof(*p));
     if (!p) {
         free(obj);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "runtime/clock.h"
 #include "runtime/cpu/threadpool.h"
@@ -55,19 +56,30 @@ struct rt_cpu_program {
     size_t block_bytes[CPU_KEPT_BLOCKS];
 };
 
-/* Results of at least LLVM_STREAM_MIN_BYTES are written with streaming stores: through an L1
+/* Results of at least stream_min bytes are written with streaming stores: through an L1
  * staging block, without the read-for-ownership of each line (a third of the traffic of a
  * kernel that reads and writes the same bytes), at the price of a second pass over each
- * block in L1. A kernel bound by memory gains; one bound by its arithmetic loses. So
+ * block in L1, and of the results' lines in the last-level cache, which a later read of them
+ * finds there. A kernel bound by memory gains; one bound by its arithmetic loses. So
  * reductions stream (a row's epilogue overlaps its writes with the next row's sweeps), and
  * element-wise kernels stream unless they evaluate a transcendental on a target without
  * AVX-512, where the arithmetic is the bound (bench/RESULTS.md, "The measurements behind the
- * code's constants"). FUSEC_CPU_STREAM_MIN_BYTES sets one threshold for every kernel, runs of
- * any length included (tests set 0 to stream everything). */
+ * code's constants"). stream_min is LLVM_STREAM_MIN_BYTES, or an eighth of the last-level
+ * cache where that is more: on a Xeon whose L3 is 300 MB, results of 16 and 32 MB took 3-30%
+ * longer streamed than stored plainly (GELU, bias + ReLU, layernorm; softmax, bound by its
+ * arithmetic, as long), and from 48 MB most took 5-31% less (bench/RESULTS.md, "Streaming
+ * and the size of the L3"); with the 32 MB L3 of a Zen core complex it stays 8 MB.
+ * FUSEC_CPU_STREAM_MIN_BYTES sets one threshold for every kernel, runs of any length included
+ * (tests set 0 to stream everything). */
 static pthread_once_t stream_once = PTHREAD_ONCE_INIT;
 static double stream_min_override = -1;
+static double stream_min = LLVM_STREAM_MIN_BYTES;
 
 static void stream_init(void) {
+#ifdef _SC_LEVEL3_CACHE_SIZE
+    long llc = sysconf(_SC_LEVEL3_CACHE_SIZE); /* 0 or -1 where the C library cannot tell */
+    if (llc > 0 && (double)llc / 8 > stream_min) stream_min = (double)llc / 8;
+#endif
     const char *e = getenv("FUSEC_CPU_STREAM_MIN_BYTES");
     char *end = NULL;
     /* read in the "C" locale, so that 1.5e6 means the same under de_DE */
@@ -97,6 +109,11 @@ static void stream_init(void) {
  * "The ends of element-wise runs"). Such runs stream from this length on. */
 #define CPU_STREAM_MIN_SPLIT_RUN_BYTES 1024
 
+double rt_cpu_stream_min_bytes(void) {
+    pthread_once(&stream_once, stream_init);
+    return stream_min_override >= 0 ? stream_min_override : stream_min;
+}
+
 /* Whether a launch of km over `elems` elements streams its results. */
 static int streams(const llvm_kernel_meta *km, int vector_bytes, int64_t elems,
                    const int64_t *syms) {
@@ -110,7 +127,7 @@ static int streams(const llvm_kernel_meta *km, int vector_bytes, int64_t elems,
     int64_t min_run =
         km->kind == IR_KERNEL_ROW_REDUCTION ? CPU_STREAM_MIN_ROW_BYTES : CPU_STREAM_MIN_RUN_BYTES;
     if (elementwise && run % 32 != 0 && run < CPU_STREAM_MIN_SPLIT_RUN_BYTES) return 0;
-    return bytes >= (double)LLVM_STREAM_MIN_BYTES && run >= min_run;
+    return bytes >= stream_min && run >= min_run;
 }
 
 /* ---- programs ------------------------------------------------------------------------------ */

@@ -69,6 +69,11 @@ void rt_cpu_program_free(rt_cpu_program *p); /* NULL is accepted */
 fusec_status rt_cpu_run(rt_cpu_program *p, int func, const ir_tensor *args, const int64_t *syms,
                         char *err, size_t errlen);
 
+/* The bytes of results from which a launch streams them (runs long enough, as cpu_launch.c
+ * says): FUSEC_CPU_STREAM_MIN_BYTES where set, else the larger of LLVM_STREAM_MIN_BYTES and an
+ * eighth of the host's L3. */
+double rt_cpu_stream_min_bytes(void);
+
 /* The median time of moving `bytes` bytes as a plain copy on every thread (rt_backend's
  * copy_time). */
 fusec_status rt_cpu_copy_time(size_t bytes, int reps, double *median_ms, char *err, size_t errlen);

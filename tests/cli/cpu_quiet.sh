@@ -10,10 +10,7 @@ set -u
 # shellcheck source=tests/lib.sh
 source "$FUSEC_SRC/tests/lib.sh"
 src="$FUSEC_SRC/tests/programs/cpu_dtypes.fuse"
-if "$FUSEC" --target=cpu --emit=plan "$src" 2>&1 | grep -q "not part of this build"; then
-    echo "no CPU backend"
-    exit 77
-fi
+require_cpu_backend "$src"
 check "a cold CPU build of cpu_dtypes.fuse succeeds" \
     "$FUSEC" --target=cpu --no-cache "$src" 2>"$tmp/err"
 check "and prints nothing to stderr" test ! -s "$tmp/err"
