@@ -24,7 +24,10 @@ build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 # The whole suite, then the whole suite again under ASan+UBSan (built with clang, which also
-# builds and runs the libFuzzer target of the compiler).
+# builds and runs the libFuzzer target of the compiler). The sanitizer pass starts from the
+# kernel cache the plain pass filled: the objects are the same (the key is the program, the
+# options and the code generator's source), and LLVM, which builds them, is not instrumented;
+# tests/cli/codegen_all.sh runs fusec's code generator there over every program instead.
 test: test-fast test-asan
 
 test-fast: build
@@ -33,6 +36,8 @@ test-fast: build
 test-asan: deps
 	CC=clang cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DFUSEC_SANITIZE=ON -DFUSEC_FUZZ=ON $(CMAKE_FLAGS)
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	if [ -d $(BUILD)/test-cache ]; then mkdir -p $(ASAN_BUILD)/test-cache && \
+		cp -R $(BUILD)/test-cache/. $(ASAN_BUILD)/test-cache/; fi
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(TEST_JOBS)
 
 # The GPU suite alone (tests/gpu: every program on CUDA against the reference, plans, two
