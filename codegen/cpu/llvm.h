@@ -48,7 +48,7 @@
 #include "ir/ir.h"
 
 /* Changes whenever generated code changes for the same partition: part of cache keys. */
-#define LLVM_CODEGEN_VERSION "llvm-cpu-33"
+#define LLVM_CODEGEN_VERSION "llvm-cpu-34"
 
 /* Elements per chunk of a full reduction: a constant, so that the summation order depends on
  * the shape only (not on the number of threads). */
