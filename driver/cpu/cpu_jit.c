@@ -259,9 +259,10 @@ static int link_math(LLVMContextRef ctx, LLVMModuleRef mod, int fma, char *err, 
  * loops, the max's integer keys) at the target's full width, the width fusec plans with.
  * LLVM's tuning for Intel's AVX-512 CPUs (and x86-64-v4) prefers 256-bit vectors, so those
  * loops ran at half width beside fusec's own 512-bit ones: on a Xeon (model 207) GELU over 2^22
- * and 2^26 floats took 1.44x and 1.22x as long, softmax and layernorm 1.06-1.18x
- * (bench/RESULTS.md, "Vectors of the target's width"). The bits do not change: no loop LLVM
- * vectorizes reassociates float arithmetic. */
+ * and 2^26 floats took 1.3x and 1.15x as long, softmax and layernorm up to 1.08x (both builds
+ * in one process: bench/RESULTS.md, "Vectors of the target's width"). The bits do not change:
+ * no loop LLVM vectorizes reassociates float arithmetic. Where LLVM's choice is the target's
+ * width already (Zen, AVX2, SSE), the objects are byte for byte the same. */
 static void prefer_width(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_gen_options *o) {
     if (!o || o->vector_bytes <= 0) return;
     char bits[16];
