@@ -64,7 +64,7 @@ def signature(header, prefix, fn):
     """The parameters and results of fn from the comment above its entry point."""
     text = open(header).read()
     m = re.search(r"/\* fn " + re.escape(fn) + r"\((.*?)\) -> (.*?) \*/\s*int " +
-                  re.escape(prefix + "_" + fn) + r"\(", text, re.S)
+                  re.escape(prefix + "_" + fn) + r"\(([^)]*)\)", text, re.S)
     if not m:
         die(f"{header} has no entry point {prefix}_{fn}")
     params = [parse_tensor(p.split(":", 1)[1]) for p in split_top(m.group(1))]
@@ -72,8 +72,7 @@ def signature(header, prefix, fn):
     if res.startswith("("):
         res = res[1:-1]
     results = [parse_tensor(r) for r in split_top(res)]
-    proto = text[m.end() - len(prefix + "_" + fn) - 5:].split(";", 1)[0]
-    syms = re.findall(r"int64_t (\w+)", proto)
+    syms = re.findall(r"int64_t (\w+)", m.group(3))
     return params, results, syms
 
 

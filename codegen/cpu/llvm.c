@@ -1630,9 +1630,8 @@ static void fn_wrapper(lg_fn *g, const char *name, const LLVMTypeRef *ps, LLVMTy
     LLVMBuildRetVoid(b);
 }
 
-/* Opens the body: an entry block that only holds allocas (g->ab is positioned among them)
- * and branches to "start", where the builder is left; the parameters into g. */
-/* Starts function fn's code: an entry block for allocas (g->ab), the builder after it. */
+/* Starts function fn's code: an entry block that only holds allocas (g->ab is positioned among
+ * them) and branches to "start", where the builder is left. */
 static void fn_entry(lg_fn *g, LLVMValueRef fn) {
     lg_mod *m = g->m;
     g->fn = fn;
@@ -1645,6 +1644,7 @@ static void fn_entry(lg_fn *g, LLVMValueRef fn) {
     LLVMPositionBuilderAtEnd(m->b, start);
 }
 
+/* Opens the body (fn_entry), the parameters into g. */
 static void fn_body_begin(lg_fn *g, LLVMValueRef body) {
     lg_mod *m = g->m;
     LLVMBuilderRef b = m->b;

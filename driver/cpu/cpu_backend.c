@@ -60,6 +60,12 @@ static int cpu_available(char *why, size_t whylen) {
     return 0;
 }
 
+/* The LLVM module, loaded and initialized (LLVM's targets registered); NULL with err. */
+static const rt_llvm_api *llvm_ready(char *err, size_t errlen) {
+    const rt_llvm_api *api = rt_llvm_open(err, errlen);
+    return api && api->init(err, errlen) == 0 ? api : NULL;
+}
+
 /* The options and the identity of the CPU the code is for (a cache key part): a named CPU's
  * from the table; the host's from CPUID where fusec can load objects itself (so a cache hit
  * needs no LLVM), else from LLVM. */
@@ -86,8 +92,8 @@ static int target_setup(const rt_backend_request *req, llvm_gen_options *o, cons
         *arch = rt_cpu_host_id();
         return 0;
     }
-    const rt_llvm_api *api = rt_llvm_open(err, errlen);
-    if (!api || api->init(err, errlen)) return -1;
+    const rt_llvm_api *api = llvm_ready(err, errlen);
+    if (!api) return -1;
     api->host_options(o);
     *arch = ir_arena_printf(req->arena, "%s %s", api->cpu_name(), api->cpu_features());
     return 0;
@@ -117,8 +123,8 @@ static fusec_status cpu_emit(const rt_backend_request *req, fusec_emit kind, ir_
         snprintf(err, errlen, "the cpu backend emits LLVM IR and its plan only");
         return FUSEC_ERR_UNSUPPORTED;
     }
-    const rt_llvm_api *api = rt_llvm_open(err, errlen);
-    if (!api || api->init(err, errlen)) return FUSEC_ERR_UNSUPPORTED;
+    const rt_llvm_api *api = llvm_ready(err, errlen);
+    if (!api) return FUSEC_ERR_UNSUPPORTED;
     llvm_module_meta *meta;
     llvm_gen_options o;
     const char *arch;
@@ -141,8 +147,8 @@ typedef struct build_ctx {
 /* Builds on a miss: only now is LLVM loaded. */
 static int build_cb(void *ctx, void **out, size_t *outlen) {
     build_ctx *b = ctx;
-    const rt_llvm_api *api = rt_llvm_open(b->err, sizeof b->err);
-    if (!api || api->init(b->err, sizeof b->err)) return -1;
+    const rt_llvm_api *api = llvm_ready(b->err, sizeof b->err);
+    if (!api) return -1;
     return api->build(b->meta, b->opt, b->arena, out, outlen, &b->times, b->err, sizeof b->err);
 }
 
@@ -233,8 +239,8 @@ typedef struct copy_ctx {
 
 static int copy_build_cb(void *ctx, void **out, size_t *outlen) {
     copy_ctx *c = ctx;
-    const rt_llvm_api *api = rt_llvm_open(c->err, sizeof c->err);
-    if (!api || api->init(c->err, sizeof c->err)) return -1;
+    const rt_llvm_api *api = llvm_ready(c->err, sizeof c->err);
+    if (!api) return -1;
     rt_jit_times times;
     return api->build_copy(c->name, c->o, c->req->arena, out, outlen, &times, c->err,
                            sizeof c->err);
@@ -304,8 +310,8 @@ static int load(cpu_program *p, void *obj, size_t len, copy_ctx *cc, char *err, 
     if (use_elf_loader()) {
         p->elf = rt_elf_load_with(obj, len, copy_resolve, cc, err, errlen);
     } else {
-        p->api = rt_llvm_open(err, errlen);
-        if (p->api && p->api->init(err, errlen) == 0) p->jit = p->api->load(obj, len, err, errlen);
+        p->api = llvm_ready(err, errlen);
+        if (p->api) p->jit = p->api->load(obj, len, err, errlen);
     }
     free(obj);
     return p->jit || p->elf ? 0 : -1;
