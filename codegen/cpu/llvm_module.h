@@ -29,6 +29,11 @@ int llvm_gen_narrow_copy(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_gen_o
  * calls are many (llvm_outline.c). */
 void llvm_outline_math(LLVMModuleRef mod, int vector_bytes);
 
+/* Whether fn is a function of the math: linked from the bitcode (llvm_math_...) or an
+ * out-of-line copy of one. Any kernel may call it; no kernel owns it (a build split across
+ * threads gives each part its own copy, driver/cpu/cpu_jit.c). */
+int llvm_is_math_fn(LLVMValueRef fn);
+
 /* After the O3 pipeline: the hints made into prefetches of their vectors' first lanes (in
  * scalar loops, removed). The hint's declarations are left unused; the caller's globaldce pass
  * deletes them. */

@@ -58,6 +58,11 @@ static int is_math(LLVMValueRef fn) {
            strncmp(LLVMGetValueName(fn), MATH_PREFIX, strlen(MATH_PREFIX)) == 0;
 }
 
+int llvm_is_math_fn(LLVMValueRef fn) {
+    const char *name = LLVMGetValueName(fn);
+    return is_math(fn) || strncmp(name, OUTLINE_NAME, strlen(OUTLINE_NAME)) == 0;
+}
+
 /* The function a call instruction calls directly, or NULL. */
 static LLVMValueRef callee_of(LLVMValueRef in) {
     if (!LLVMIsACallInst(in)) return NULL;

@@ -47,7 +47,8 @@
 typedef struct cpu_program {
     const rt_llvm_api *api; /* with jit */
     rt_jit *jit;            /* loaded by LLVM's JIT, or */
-    rt_elf *elf;            /* by fusec's own loader */
+    rt_elf **elf;           /* by fusec's own loader: an object, or each of a split build's */
+    int nelf;
     rt_cpu_program *run;
 } cpu_program;
 
@@ -191,7 +192,9 @@ static void cpu_destroy(void *program) {
     if (!p) return;
     rt_cpu_program_free(p->run);
     if (p->jit) p->api->free(p->jit);
-    rt_elf_free(p->elf);
+    for (int i = 0; i < p->nelf; i++)
+        rt_elf_free(p->elf[i]);
+    free(p->elf);
     free(p);
 }
 
@@ -201,7 +204,10 @@ static void *jit_lookup(void *code, const char *name, char *err, size_t errlen) 
 }
 
 static void *elf_lookup(void *code, const char *name, char *err, size_t errlen) {
-    void *addr = rt_elf_lookup(code, name);
+    const cpu_program *p = code;
+    void *addr = NULL;
+    for (int i = 0; i < p->nelf && !addr; i++)
+        addr = rt_elf_lookup(p->elf[i], name);
     if (!addr) snprintf(err, errlen, "cached object code lacks %s", name);
     return addr;
 }
@@ -298,6 +304,36 @@ static void *copy_resolve(void *ctx, const char *name, int *failed, char *err, s
     return addr;
 }
 
+/* The objects of a cached blob into objs and lens: the parts of a split build (cpu_jit.h), or
+ * the blob itself. Their number, or -1 with err when the blob's parts do not fit in it. */
+static int unpack(const void *blob, size_t len, const void **objs, size_t *lens, char *err,
+                  size_t errlen) {
+    const unsigned char *b = blob;
+    if (len < 16 || memcmp(b, RT_JIT_OBJS_MAGIC, 8) != 0) {
+        objs[0] = blob;
+        lens[0] = len;
+        return 1;
+    }
+    uint64_t n;
+    memcpy(&n, b + 8, 8);
+    if (n < 1 || n > RT_JIT_OBJS_MAX || len < RT_JIT_OBJS_HEADER(n)) goto bad;
+    size_t at = RT_JIT_OBJS_HEADER(n);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t l;
+        memcpy(&l, b + 16 + 8 * i, 8);
+        at = RT_JIT_OBJS_ALIGN(at);
+        if (at > len || l > len - at) goto bad;
+        objs[i] = b + at;
+        lens[i] = (size_t)l;
+        at += (size_t)l;
+    }
+    return (int)n;
+bad:
+    snprintf(err, errlen, "cached object code: a blob of parts that do not fit in its %zu bytes",
+             len);
+    return -1;
+}
+
 /* Loads the object code (freed here): fusec's own loader where it runs (x86-64 Linux), else
  * LLVM's JIT. Not ORC where fusec's loader runs, even with LLVM in the process: its memory
  * manager maps code and read-only data apart, and in a process whose address space is crowded
@@ -307,14 +343,24 @@ static void *copy_resolve(void *ctx, const char *name, int *failed, char *err, s
  * grew to 1.3 MB). fusec's loader maps an object in one piece and refuses a relocation out of
  * range. cc: the module's target, for the copy functions. 0, or -1 with err. */
 static int load(cpu_program *p, void *obj, size_t len, copy_ctx *cc, char *err, size_t errlen) {
-    if (use_elf_loader()) {
-        p->elf = rt_elf_load_with(obj, len, copy_resolve, cc, err, errlen);
-    } else {
+    const void *objs[RT_JIT_OBJS_MAX];
+    size_t lens[RT_JIT_OBJS_MAX];
+    int n = unpack(obj, len, objs, lens, err, errlen);
+    if (n > 0 && use_elf_loader()) {
+        if ((p->elf = calloc((size_t)n, sizeof *p->elf)))
+            for (p->nelf = 0; p->nelf < n; p->nelf++)
+                if (!(p->elf[p->nelf] = rt_elf_load_with(objs[p->nelf], lens[p->nelf], copy_resolve,
+                                                         cc, err, errlen)))
+                    break;
+        if (!p->elf) snprintf(err, errlen, "out of memory");
+    } else if (n == 1) {
         p->api = llvm_ready(err, errlen);
         if (p->api) p->jit = p->api->load(obj, len, err, errlen);
+    } else if (n > 1) {
+        snprintf(err, errlen, "cached object code in %d parts needs fusec's loader", n);
     }
     free(obj);
-    return p->jit || p->elf ? 0 : -1;
+    return p->jit || (p->nelf && p->nelf == n) ? 0 : -1;
 }
 
 /* What a launch needs of the planned module (runtime/cpu/cpu_launch.h), in `arena`. */
@@ -460,8 +506,8 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
     }
     copy_ctx cc = {req, &o, arch, NULL, ""};
     if (load(p, obj, len, &cc, err, errlen) ||
-        !(p->run = rt_cpu_program_new(desc, o.vector_bytes, p->jit ? jit_lookup : elf_lookup,
-                                      p->jit ? (void *)p : (void *)p->elf, NULL, err, errlen))) {
+        !(p->run = rt_cpu_program_new(desc, o.vector_bytes, p->jit ? jit_lookup : elf_lookup, p,
+                                      NULL, err, errlen))) {
         cpu_destroy(p);
         return FUSEC_ERR_COMPILER;
     }
@@ -474,8 +520,10 @@ static fusec_status cpu_compile(const rt_backend_request *req, void **program, c
                           bc.times.gen, bc.times.link, bc.times.opt, bc.times.emit);
         ir_buf_printf(req->report,
                       "cpu: plan %.3f ms, build or cache %.3f ms, load %.3f ms (%zu bytes of "
-                      "object code, loaded by %s)\n",
-                      t1 - t0, t2 - t1, t3 - t2, len, p->elf ? "fusec" : "LLVM ORC LLJIT");
+                      "object code%s, loaded by %s)\n",
+                      t1 - t0, t2 - t1, t3 - t2, len,
+                      p->nelf > 1 ? ir_arena_printf(req->arena, " in %d parts", p->nelf) : "",
+                      p->nelf ? "fusec" : "LLVM ORC LLJIT");
     }
     *program = p;
     return st;

@@ -10,7 +10,9 @@
  * run (LLVMRunPasses "mergefunc,default<O3>": identical kernel bodies, such as the layers of
  * a chain, merged into one first, so that O3 and code generation see each once; 100 softmax
  * layers with their gradient built in 1.1 s instead of 9.8) with a target machine for the host CPU
- * (its name and features) or the CPU the options name; the object file emitted to memory. Loading
+ * (its name and features) or the CPU the options name; the object file emitted to memory. A
+ * module of several kernels for fusec's own loader is optimized and emitted in parts on several
+ * threads (below, "a build split across threads"). Loading
  * follows LLVM's OrcV2CBindingsBasicUsage: an LLJIT, a process symbol generator on its main
  * JITDylib (for the few libm calls of f64 math), the object added under a resource tracker, symbols
  * looked up, and everything disposed of in reverse order.
@@ -20,9 +22,11 @@
 #include "driver/cpu/cpu_jit.h"
 
 #include "codegen/cpu/llvm_module.h"
+#include "driver/cpu/cpu_jit_split.h"
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/BitReader.h>
+#include <llvm-c/BitWriter.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
@@ -37,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* codegen/cpu/llvm_math.c as bitcode: generated into the build tree by CMake */
 extern const unsigned char llvm_math_bitcode[];
@@ -273,6 +278,189 @@ static void prefer_width(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_gen_o
         if (!LLVMIsDeclaration(f)) LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, a);
 }
 
+/* O3 (after `first`, a pass list or ""), the generator's passes after it, and code generation:
+ * the object into *obj (malloc'd) and *len. 0, or -1 with err. */
+static int optimize_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *first,
+                         const jit_diag *diag, void **obj, size_t *len, rt_jit_times *tm_,
+                         char *err, size_t errlen) {
+    int rc = -1;
+    LLVMMemoryBufferRef out = NULL;
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
+    LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
+    LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
+    /* no unrolling beyond the vectorizer's interleaving: the bodies are long (inlined math),
+     * unrolling them gains nothing measurable and doubles the compile time */
+    LLVMPassBuilderOptionsSetLoopUnrolling(po, 0);
+    char pipeline[64];
+    snprintf(pipeline, sizeof pipeline, "%s%sdefault<O3>", first, *first ? "," : "");
+    double t0 = now_ms();
+    if (take_error(LLVMRunPasses(mod, pipeline, tm, po), "LLVM O3 pipeline", err, errlen))
+        goto done;
+    llvm_lower_prefetch_hints(mod);
+    llvm_release_used(mod);
+    if (take_error(LLVMRunPasses(mod, "globaldce", tm, po), "LLVM globaldce", err, errlen))
+        goto done;
+    double t1 = now_ms();
+    char *msg = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &out)) {
+        take_message(msg, "LLVM code generation", err, errlen);
+        out = NULL;
+        goto done;
+    }
+    tm_->opt = t1 - t0;
+    tm_->emit = now_ms() - t1;
+    if (diag->error[0]) {
+        snprintf(err, errlen, "LLVM: %s", diag->error);
+        goto done;
+    }
+    size_t n = LLVMGetBufferSize(out);
+    if (!(*obj = malloc(n ? n : 1))) {
+        snprintf(err, errlen, "out of memory");
+        goto done;
+    }
+    memcpy(*obj, LLVMGetBufferStart(out), n);
+    *len = n;
+    rc = 0;
+done:
+    if (out) LLVMDisposeMemoryBuffer(out);
+    LLVMDisposePassBuilderOptions(po);
+    return rc;
+}
+
+/* ---- a build split across threads ---------------------------------------------------------
+ * A module with several kernels that share nothing but the math (a file's functions, a
+ * gradient and its forward, kernels split into pieces) is built in parts, one a thread
+ * (cpu_jit_split.c): each part's thread parses the module's bitcode (after mergefunc, so
+ * identical kernels stay one) into a context of its own, deletes the other parts' kernels,
+ * and optimizes and emits what is left; the objects go into one blob (cpu_jit.h) that fusec's
+ * loader loads together. The code of each kernel is what a whole build makes of it. Threads:
+ * FUSEC_CPU_BUILD_THREADS, else the CPUs online, at most JIT_SPLIT_MAX_PARTS. */
+
+typedef struct split_part {
+    const void *bc;
+    size_t bclen;
+    const jit_split *plan;
+    int part;
+    const llvm_gen_options *o;
+    void *obj;
+    size_t len;
+    rt_jit_times times;
+    char err[512];
+    int rc;
+} split_part;
+
+static void *part_build(void *arg) {
+    split_part *s = arg;
+    s->rc = -1;
+    LLVMContextRef ctx = LLVMContextCreate();
+    jit_diag diag = {{0}};
+    LLVMContextSetDiagnosticHandler(ctx, jit_diagnostic, &diag);
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(s->bc, s->bclen, "fusec.bc", 0);
+    LLVMModuleRef mod = NULL;
+    LLVMTargetMachineRef tm = NULL;
+    if (LLVMParseBitcodeInContext2(ctx, buf, &mod) || !mod) {
+        snprintf(s->err, sizeof s->err, "internal error: a part's bitcode does not parse");
+        mod = NULL;
+    } else if ((tm = target_machine(s->o, s->err, sizeof s->err))) {
+        jit_split_keep(mod, s->plan, s->part);
+        s->rc =
+            optimize_emit(mod, tm, "", &diag, &s->obj, &s->len, &s->times, s->err, sizeof s->err);
+    }
+    LLVMDisposeMemoryBuffer(buf);
+    if (mod) LLVMDisposeModule(mod);
+    if (tm) LLVMDisposeTargetMachine(tm);
+    LLVMContextDispose(ctx);
+    return NULL;
+}
+
+/* FUSEC_CPU_BUILD_THREADS when it is 1 to 256 in decimal digits (as FUSEC_NUM_THREADS), else
+ * the CPUs online; at most JIT_SPLIT_MAX_PARTS. */
+static int build_threads(void) {
+    const char *env = getenv("FUSEC_CPU_BUILD_THREADS");
+    long n = 0;
+    if (env && *env && strlen(env) <= 3 && strspn(env, "0123456789") == strlen(env))
+        n = strtol(env, NULL, 10);
+    if (n < 1 || n > 256) n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n < 1) n = 1;
+    return n > JIT_SPLIT_MAX_PARTS ? JIT_SPLIT_MAX_PARTS : (int)n;
+}
+
+/* Builds mod (mergefunc run) in the parts of plan, on threads (the last part on this one). */
+static int build_split(LLVMModuleRef mod, const jit_split *plan, const llvm_gen_options *o,
+                       void **obj, size_t *len, rt_jit_times *tm_, char *err, size_t errlen) {
+    LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(mod);
+    if (!bc) {
+        snprintf(err, errlen, "internal error: the module's bitcode could not be written");
+        return -1;
+    }
+    split_part parts[JIT_SPLIT_MAX_PARTS];
+    pthread_t th[JIT_SPLIT_MAX_PARTS];
+    int started[JIT_SPLIT_MAX_PARTS] = {0};
+    for (int i = 0; i < plan->nparts; i++) {
+        split_part p = {LLVMGetBufferStart(bc),
+                        LLVMGetBufferSize(bc),
+                        plan,
+                        i,
+                        o,
+                        NULL,
+                        0,
+                        {0, 0, 0, 0},
+                        "",
+                        -1};
+        parts[i] = p;
+    }
+    for (int i = 0; i + 1 < plan->nparts; i++)
+        started[i] = pthread_create(&th[i], NULL, part_build, &parts[i]) == 0;
+    for (int i = 0; i < plan->nparts; i++) /* this thread: the last, and any not started */
+        if (i + 1 == plan->nparts || !started[i]) part_build(&parts[i]);
+    int rc = 0;
+    void *objs[JIT_SPLIT_MAX_PARTS];
+    size_t lens[JIT_SPLIT_MAX_PARTS];
+    for (int i = 0; i < plan->nparts; i++) {
+        if (started[i]) pthread_join(th[i], NULL);
+        if (parts[i].rc && !rc) {
+            snprintf(err, errlen, "%s", parts[i].err);
+            rc = -1;
+        }
+        objs[i] = parts[i].obj;
+        lens[i] = parts[i].len;
+        if (parts[i].times.opt > tm_->opt) tm_->opt = parts[i].times.opt;
+        if (parts[i].times.emit > tm_->emit) tm_->emit = parts[i].times.emit;
+    }
+    LLVMDisposeMemoryBuffer(bc);
+    if (!rc && jit_objs_pack(objs, lens, plan->nparts, obj, len)) {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+    }
+    for (int i = 0; i < plan->nparts; i++)
+        free(objs[i]);
+    return rc;
+}
+
+/* The whole module in parts when it has kernels enough (and is for fusec's loader), else as
+ * one: the object (or the blob of the parts' objects) into *obj. */
+static int optimize_module(LLVMModuleRef mod, LLVMTargetMachineRef tm, const gen_job *job,
+                           const llvm_gen_options *o, const jit_diag *diag, void **obj, size_t *len,
+                           rt_jit_times *tm_, char *err, size_t errlen) {
+    int threads = job->meta && o && o->shared_copies ? build_threads() : 1;
+    if (threads < 2) return optimize_emit(mod, tm, "mergefunc", diag, obj, len, tm_, err, errlen);
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    int bad = take_error(LLVMRunPasses(mod, "mergefunc", tm, po), "LLVM mergefunc", err, errlen);
+    LLVMDisposePassBuilderOptions(po);
+    if (bad) return -1;
+    jit_split plan;
+    int nparts = jit_split_plan(mod, threads, &plan);
+    if (nparts < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (nparts < 2) return optimize_emit(mod, tm, "", diag, obj, len, tm_, err, errlen);
+    int rc = build_split(mod, &plan, o, obj, len, tm_, err, errlen);
+    jit_split_free(&plan);
+    return rc;
+}
+
 static int build_job(const gen_job *job, const llvm_gen_options *o, ir_arena *arena, void **obj,
                      size_t *len, rt_jit_times *times, char *err, size_t errlen) {
     *obj = NULL;
@@ -284,8 +472,6 @@ static int build_job(const gen_job *job, const llvm_gen_options *o, ir_arena *ar
     jit_diag diag = {{0}};
     LLVMContextSetDiagnosticHandler(ctx, jit_diagnostic, &diag);
     LLVMModuleRef mod = NULL;
-    LLVMMemoryBufferRef out = NULL;
-    LLVMPassBuilderOptionsRef po = NULL;
     LLVMTargetMachineRef tm = target_machine(o, err, errlen);
     if (!tm) goto done;
 
@@ -299,50 +485,12 @@ static int build_job(const gen_job *job, const llvm_gen_options *o, ir_arena *ar
     }
     prefer_width(ctx, mod, o);
     double t2 = now_ms();
-    po = LLVMCreatePassBuilderOptions();
-    LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
-    LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
-    LLVMPassBuilderOptionsSetLoopInterleaving(po, 1);
-    /* no unrolling beyond the vectorizer's interleaving: the bodies are long (inlined math),
-     * unrolling them gains nothing measurable and doubles the compile time */
-    LLVMPassBuilderOptionsSetLoopUnrolling(po, 0);
-    if (take_error(LLVMRunPasses(mod, "mergefunc,default<O3>", tm, po), "LLVM O3 pipeline", err,
-                   errlen))
-        goto done;
-    llvm_lower_prefetch_hints(mod);
-    llvm_release_used(mod);
-    if (take_error(LLVMRunPasses(mod, "globaldce", tm, po), "LLVM globaldce", err, errlen))
-        goto done;
-    double t3 = now_ms();
-    char *msg = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &out)) {
-        take_message(msg, "LLVM code generation", err, errlen);
-        out = NULL;
-        goto done;
-    }
-    double t4 = now_ms();
-    if (diag.error[0]) {
-        snprintf(err, errlen, "LLVM: %s", diag.error);
-        goto done;
-    }
-    size_t n = LLVMGetBufferSize(out);
-    void *p = malloc(n ? n : 1);
-    if (!p) {
-        snprintf(err, errlen, "out of memory");
-        goto done;
-    }
-    memcpy(p, LLVMGetBufferStart(out), n);
-    *obj = p; /* owned by the caller now */
-    *len = n;
+    if (optimize_module(mod, tm, job, o, &diag, obj, len, &tm_, err, errlen)) goto done;
     tm_.gen = t1 - t0;
     tm_.link = t2 - t1;
-    tm_.opt = t3 - t2;
-    tm_.emit = t4 - t3;
     rc = 0;
 done:
     if (times) *times = tm_;
-    if (out) LLVMDisposeMemoryBuffer(out);
-    if (po) LLVMDisposePassBuilderOptions(po);
     if (mod) LLVMDisposeModule(mod);
     if (tm) LLVMDisposeTargetMachine(tm);
     LLVMContextDispose(ctx);

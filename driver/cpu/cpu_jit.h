@@ -21,11 +21,23 @@
 #include "codegen/cpu/llvm.h"
 #include "driver/aot/aot_write.h"
 
-#define RT_LLVM_API_VERSION  4
+#define RT_LLVM_API_VERSION  5
 #define RT_LLVM_MODULE_NAME  "libfusec_llvm.so"
 #define RT_LLVM_MODULE_ENTRY "fusec_llvm_module_api"
 
-/* Phase timings of one build, in milliseconds. */
+/* A build split across threads (driver/cpu/cpu_jit_split.c) is several objects in one blob:
+ * RT_JIT_OBJS_MAGIC (8 bytes), the number of objects n (a uint64), their n lengths (uint64s),
+ * then each object from an offset that is a multiple of 16 (the loader reads an object's
+ * headers in place). Anything else is one object. Only modules built for fusec's own loader
+ * (llvm_gen_options.shared_copies) are split: LLVM's JIT and libraries built ahead of time
+ * take one object. */
+#define RT_JIT_OBJS_MAGIC     "FUSECOBJ"
+#define RT_JIT_OBJS_MAX       8 /* parts, at most */
+#define RT_JIT_OBJS_HEADER(n) (16 + 8 * (size_t)(n))
+#define RT_JIT_OBJS_ALIGN(at) (((at) + 15) & ~(size_t)15)
+
+/* Phase timings of one build, in milliseconds (a split build's optimization and code
+ * generation: those of its slowest part). */
 typedef struct rt_jit_times {
     double gen, link, opt, emit;
 } rt_jit_times;

@@ -1,0 +1,187 @@
+/* driver/cpu/cpu_jit_split.c: a module's kernels in parts that share nothing but the math, for
+ * a build across threads (driver/cpu/cpu_jit.c), and the blob that holds the parts' objects.
+ *
+ * A part is a set of kernels with every internal function they call: kernels that reach the
+ * same non-math function (a body mergefunc made shared, a kernel's pieces and their join) are
+ * one group, found by union-find over the references between defined functions. The math
+ * (llvm_is_math_fn) is nobody's: every part keeps its own copy, inlined or out of line, and
+ * globaldce drops what a part does not call. Groups go to parts largest first, each to the part
+ * with the fewest instructions so far. Everything here runs on the LLVM module before O3
+ * (and after mergefunc), in the build's thread, except jit_split_keep, which each part's thread
+ * runs on its own copy of the module.
+ */
+#include "driver/cpu/cpu_jit_split.h"
+
+#include "codegen/cpu/llvm_module.h"
+#include "driver/cpu/cpu_jit.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Instructions a part should have at least: below, the copy of the module and the math that
+ * every part optimizes again cost more than the threads save. */
+#define PART_MIN_INSTS 1500
+
+static int root_of(int *up, int i) {
+    while (up[i] != i)
+        i = up[i] = up[up[i]];
+    return i;
+}
+
+/* The index of the kernel function fn among fns[0 .. n), or -1 (the math, a declaration). */
+static int index_of(LLVMValueRef *fns, int n, LLVMValueRef fn) {
+    for (int i = 0; i < n; i++)
+        if (fns[i] == fn) return i;
+    return -1;
+}
+
+/* Joins f's group with that of every kernel function its instructions name (called, or used
+ * as a value, also inside a constant expression). */
+static void join_references(LLVMValueRef *fns, int n, int *up, int f) {
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fns[f]); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in)) {
+            int nops = LLVMGetNumOperands(in);
+            for (int k = 0; k < nops; k++) {
+                LLVMValueRef op = LLVMGetOperand(in, (unsigned)k);
+                if (op && LLVMIsAConstantExpr(op) && LLVMGetNumOperands(op) > 0)
+                    op = LLVMGetOperand(op, 0);
+                if (!op || !LLVMIsAFunction(op)) continue;
+                int g = index_of(fns, n, op);
+                if (g >= 0) up[root_of(up, g)] = root_of(up, f);
+            }
+        }
+}
+
+static int instructions(LLVMValueRef fn) {
+    int n = 0;
+    for (LLVMBasicBlockRef bb = LLVMGetFirstBasicBlock(fn); bb; bb = LLVMGetNextBasicBlock(bb))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(bb); in; in = LLVMGetNextInstruction(in))
+            n++;
+    return n;
+}
+
+/* Assigns groups (roots in up, weights in w) to at most max parts: part[i] for function i. */
+static int assign(int n, int *up, const int *w, int max, int *part) {
+    int *gw = calloc((size_t)n, sizeof *gw), *gpart = malloc((size_t)n * sizeof *gpart);
+    int load[JIT_SPLIT_MAX_PARTS] = {0}, nparts = 0;
+    if (!gw || !gpart) {
+        free(gw), free(gpart);
+        return 1;
+    }
+    for (int i = 0; i < n; i++)
+        gw[root_of(up, i)] += w[i];
+    for (int i = 0; i < n; i++)
+        gpart[i] = -1;
+    for (;;) { /* the heaviest group left, to the lightest part */
+        int best = -1;
+        for (int i = 0; i < n; i++)
+            if (root_of(up, i) == i && gpart[i] < 0 && (best < 0 || gw[i] > gw[best])) best = i;
+        if (best < 0) break;
+        int p = 0;
+        for (int k = 1; k < max; k++)
+            if (load[k] < load[p]) p = k;
+        gpart[best] = p;
+        load[p] += gw[best];
+        if (p + 1 > nparts) nparts = p + 1;
+    }
+    for (int i = 0; i < n; i++)
+        part[i] = gpart[root_of(up, i)];
+    free(gw), free(gpart);
+    return nparts;
+}
+
+int jit_split_plan(LLVMModuleRef mod, int max_parts, jit_split *s) {
+    memset(s, 0, sizeof *s);
+    if (max_parts > JIT_SPLIT_MAX_PARTS) max_parts = JIT_SPLIT_MAX_PARTS;
+    int n = 0, total = 0;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
+        if (!LLVMIsDeclaration(fn) && !llvm_is_math_fn(fn)) n++;
+    if (max_parts < 2 || n < 2) return 1;
+    LLVMValueRef *fns = calloc((size_t)n, sizeof *fns);
+    int *up = calloc((size_t)n, sizeof *up), *w = calloc((size_t)n, sizeof *w);
+    int *part = calloc((size_t)n, sizeof *part);
+    char **names = calloc((size_t)n, sizeof *names);
+    int nparts = 1;
+    if (!fns || !up || !w || !part || !names) goto done;
+    int i = 0;
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
+        if (!LLVMIsDeclaration(fn) && !llvm_is_math_fn(fn)) fns[i++] = fn;
+    for (i = 0; i < n; i++) {
+        up[i] = i;
+        total += w[i] = instructions(fns[i]);
+    }
+    for (i = 0; i < n; i++)
+        join_references(fns, n, up, i);
+    if (total / PART_MIN_INSTS < max_parts) max_parts = total / PART_MIN_INSTS;
+    if (max_parts < 2 || (nparts = assign(n, up, w, max_parts, part)) < 2) goto done;
+    for (i = 0; i < n; i++) {
+        size_t len = 0;
+        const char *name = LLVMGetValueName2(fns[i], &len);
+        if (!(names[i] = malloc(len + 1))) {
+            nparts = -1;
+            goto done;
+        }
+        memcpy(names[i], name, len);
+        names[i][len] = 0;
+    }
+    s->n = n;
+    s->names = names;
+    s->part = part;
+    s->nparts = nparts;
+    names = NULL;
+    part = NULL;
+done:
+    if (names)
+        for (i = 0; i < n; i++)
+            free(names[i]);
+    free(names), free(part), free(fns), free(up), free(w);
+    return nparts;
+}
+
+void jit_split_keep(LLVMModuleRef mod, const jit_split *s, int part) {
+    for (LLVMValueRef fn = LLVMGetFirstFunction(mod), next; fn; fn = next) {
+        next = LLVMGetNextFunction(fn);
+        if (LLVMIsDeclaration(fn) || llvm_is_math_fn(fn)) continue;
+        const char *name = LLVMGetValueName(fn);
+        for (int i = 0; i < s->n; i++)
+            if (s->part[i] != part && !strcmp(s->names[i], name)) {
+                /* the other parts' functions are named only by one another (jit_split_plan):
+                 * the uses left are in functions that go too */
+                LLVMReplaceAllUsesWith(fn, LLVMGetUndef(LLVMTypeOf(fn)));
+                LLVMDeleteFunction(fn);
+                break;
+            }
+    }
+}
+
+void jit_split_free(jit_split *s) {
+    for (int i = 0; s->names && i < s->n; i++)
+        free(s->names[i]);
+    free(s->names);
+    free(s->part);
+    memset(s, 0, sizeof *s);
+}
+
+int jit_objs_pack(void *const *objs, const size_t *lens, int n, void **out, size_t *outlen) {
+    size_t at = RT_JIT_OBJS_HEADER(n);
+    for (int i = 0; i < n; i++)
+        at = RT_JIT_OBJS_ALIGN(at) + lens[i];
+    unsigned char *p = malloc(at);
+    if (!p) return -1;
+    memset(p, 0, at);
+    memcpy(p, RT_JIT_OBJS_MAGIC, 8);
+    uint64_t count = (uint64_t)n;
+    memcpy(p + 8, &count, 8);
+    at = RT_JIT_OBJS_HEADER(n);
+    for (int i = 0; i < n; i++) {
+        uint64_t len = lens[i];
+        memcpy(p + 16 + 8 * (size_t)i, &len, 8);
+        at = RT_JIT_OBJS_ALIGN(at);
+        memcpy(p + at, objs[i], lens[i]);
+        at += lens[i];
+    }
+    *out = p;
+    *outlen = at;
+    return 0;
+}
