@@ -334,6 +334,22 @@ bad:
     return -1;
 }
 
+/* rt_elf_resolver for the parts of a split build: what the parts loaded before define (a
+ * kernel's entry, in the last part, calls its bodies in the others), then the copy functions. */
+typedef struct parts_ctx {
+    const cpu_program *p;
+    copy_ctx *cc;
+} parts_ctx;
+
+static void *parts_resolve(void *ctx, const char *name, int *failed, char *err, size_t errlen) {
+    parts_ctx *c = ctx;
+    for (int i = 0; i < c->p->nelf; i++) {
+        void *addr = rt_elf_lookup(c->p->elf[i], name);
+        if (addr) return addr;
+    }
+    return copy_resolve(c->cc, name, failed, err, errlen);
+}
+
 /* Loads the object code (freed here): fusec's own loader where it runs (x86-64 Linux), else
  * LLVM's JIT. Not ORC where fusec's loader runs, even with LLVM in the process: its memory
  * manager maps code and read-only data apart, and in a process whose address space is crowded
@@ -347,10 +363,11 @@ static int load(cpu_program *p, void *obj, size_t len, copy_ctx *cc, char *err, 
     size_t lens[RT_JIT_OBJS_MAX];
     int n = unpack(obj, len, objs, lens, err, errlen);
     if (n > 0 && use_elf_loader()) {
+        parts_ctx pc = {p, cc};
         if ((p->elf = calloc((size_t)n, sizeof *p->elf)))
             for (p->nelf = 0; p->nelf < n; p->nelf++)
-                if (!(p->elf[p->nelf] = rt_elf_load_with(objs[p->nelf], lens[p->nelf], copy_resolve,
-                                                         cc, err, errlen)))
+                if (!(p->elf[p->nelf] = rt_elf_load_with(objs[p->nelf], lens[p->nelf],
+                                                         parts_resolve, &pc, err, errlen)))
                     break;
         if (!p->elf) snprintf(err, errlen, "out of memory");
     } else if (n == 1) {

@@ -278,13 +278,10 @@ static void prefer_width(LLVMContextRef ctx, LLVMModuleRef mod, const llvm_gen_o
         if (!LLVMIsDeclaration(f)) LLVMAddAttributeAtIndex(f, LLVMAttributeFunctionIndex, a);
 }
 
-/* O3 (after `first`, a pass list or ""), the generator's passes after it, and code generation:
- * the object into *obj (malloc'd) and *len. 0, or -1 with err. */
-static int optimize_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *first,
-                         const jit_diag *diag, void **obj, size_t *len, rt_jit_times *tm_,
-                         char *err, size_t errlen) {
-    int rc = -1;
-    LLVMMemoryBufferRef out = NULL;
+/* O3 (after `first`, a pass list or ""), then the generator's passes after it. 0, or -1 with
+ * err. */
+static int optimize(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *first,
+                    rt_jit_times *tm_, char *err, size_t errlen) {
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
     LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
     LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
@@ -295,37 +292,46 @@ static int optimize_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char 
     char pipeline[64];
     snprintf(pipeline, sizeof pipeline, "%s%sdefault<O3>", first, *first ? "," : "");
     double t0 = now_ms();
-    if (take_error(LLVMRunPasses(mod, pipeline, tm, po), "LLVM O3 pipeline", err, errlen))
-        goto done;
-    llvm_lower_prefetch_hints(mod);
-    llvm_release_used(mod);
-    if (take_error(LLVMRunPasses(mod, "globaldce", tm, po), "LLVM globaldce", err, errlen))
-        goto done;
-    double t1 = now_ms();
-    char *msg = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &out)) {
-        take_message(msg, "LLVM code generation", err, errlen);
-        out = NULL;
-        goto done;
+    int rc = take_error(LLVMRunPasses(mod, pipeline, tm, po), "LLVM O3 pipeline", err, errlen);
+    if (!rc) {
+        llvm_lower_prefetch_hints(mod);
+        llvm_release_used(mod);
+        rc = take_error(LLVMRunPasses(mod, "globaldce", tm, po), "LLVM globaldce", err, errlen);
     }
-    tm_->opt = t1 - t0;
-    tm_->emit = now_ms() - t1;
+    LLVMDisposePassBuilderOptions(po);
+    tm_->opt = now_ms() - t0;
+    return rc;
+}
+
+/* Code generation: the object into *obj (malloc'd) and *len. 0, or -1 with err. */
+static int emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, const jit_diag *diag, void **obj,
+                size_t *len, rt_jit_times *tm_, char *err, size_t errlen) {
+    LLVMMemoryBufferRef out = NULL;
+    char *msg = NULL;
+    double t0 = now_ms();
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &out))
+        return take_message(msg, "LLVM code generation", err, errlen);
+    tm_->emit = now_ms() - t0;
+    int rc = -1;
+    size_t n = LLVMGetBufferSize(out);
     if (diag->error[0]) {
         snprintf(err, errlen, "LLVM: %s", diag->error);
-        goto done;
-    }
-    size_t n = LLVMGetBufferSize(out);
-    if (!(*obj = malloc(n ? n : 1))) {
+    } else if (!(*obj = malloc(n ? n : 1))) {
         snprintf(err, errlen, "out of memory");
-        goto done;
+    } else {
+        memcpy(*obj, LLVMGetBufferStart(out), n);
+        *len = n;
+        rc = 0;
     }
-    memcpy(*obj, LLVMGetBufferStart(out), n);
-    *len = n;
-    rc = 0;
-done:
-    if (out) LLVMDisposeMemoryBuffer(out);
-    LLVMDisposePassBuilderOptions(po);
+    LLVMDisposeMemoryBuffer(out);
     return rc;
+}
+
+static int optimize_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char *first,
+                         const jit_diag *diag, void **obj, size_t *len, rt_jit_times *tm_,
+                         char *err, size_t errlen) {
+    if (optimize(mod, tm, first, tm_, err, errlen)) return -1;
+    return emit(mod, tm, diag, obj, len, tm_, err, errlen);
 }
 
 /* ---- a build split across threads ---------------------------------------------------------
@@ -334,7 +340,11 @@ done:
  * (cpu_jit_split.c): each part's thread parses the module's bitcode (after mergefunc, so
  * identical kernels stay one) into a context of its own, deletes the other parts' kernels,
  * and optimizes and emits what is left; the objects go into one blob (cpu_jit.h) that fusec's
- * loader loads together. The code of each kernel is what a whole build makes of it. Threads:
+ * loader loads together. The code of each kernel is what a whole build makes of it. A module of
+ * one group (one kernel, usually) is optimized whole and only its code generation split
+ * (optimize_codegen_split): its bodies' code is then the same operations, though registers and
+ * the order of independent instructions may differ (bitcode does not keep the order of LLVM's
+ * use lists; softmax and layernorm ran as fast, bench/RESULTS.md). Threads:
  * FUSEC_CPU_BUILD_THREADS, else the CPUs online, at most JIT_SPLIT_MAX_PARTS. */
 
 typedef struct split_part {
@@ -342,6 +352,7 @@ typedef struct split_part {
     size_t bclen;
     const jit_split *plan;
     int part;
+    int codegen_only; /* the module is optimized: code generation alone */
     const llvm_gen_options *o;
     void *obj;
     size_t len;
@@ -362,7 +373,16 @@ static void *part_build(void *arg) {
     if (LLVMParseBitcodeInContext2(ctx, buf, &mod) || !mod) {
         snprintf(s->err, sizeof s->err, "internal error: a part's bitcode does not parse");
         mod = NULL;
-    } else if ((tm = target_machine(s->o, s->err, sizeof s->err))) {
+    } else if ((tm = target_machine(s->o, s->err, sizeof s->err)) && s->codegen_only) {
+        jit_codegen_keep(mod, s->plan, s->part);
+        /* the math's out-of-line copies that this part's functions do not call */
+        LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+        s->rc = take_error(LLVMRunPasses(mod, "globaldce", tm, po), "LLVM globaldce", s->err,
+                           sizeof s->err);
+        LLVMDisposePassBuilderOptions(po);
+        if (!s->rc)
+            s->rc = emit(mod, tm, &diag, &s->obj, &s->len, &s->times, s->err, sizeof s->err);
+    } else if (tm) {
         jit_split_keep(mod, s->plan, s->part);
         s->rc =
             optimize_emit(mod, tm, "", &diag, &s->obj, &s->len, &s->times, s->err, sizeof s->err);
@@ -386,9 +406,11 @@ static int build_threads(void) {
     return n > JIT_SPLIT_MAX_PARTS ? JIT_SPLIT_MAX_PARTS : (int)n;
 }
 
-/* Builds mod (mergefunc run) in the parts of plan, on threads (the last part on this one). */
-static int build_split(LLVMModuleRef mod, const jit_split *plan, const llvm_gen_options *o,
-                       void **obj, size_t *len, rt_jit_times *tm_, char *err, size_t errlen) {
+/* Builds mod (mergefunc run) in the parts of plan, on threads (the last part on this one); with
+ * codegen_only, mod is optimized and the parts only generate code. */
+static int build_split(LLVMModuleRef mod, const jit_split *plan, int codegen_only,
+                       const llvm_gen_options *o, void **obj, size_t *len, rt_jit_times *tm_,
+                       char *err, size_t errlen) {
     LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(mod);
     if (!bc) {
         snprintf(err, errlen, "internal error: the module's bitcode could not be written");
@@ -398,16 +420,13 @@ static int build_split(LLVMModuleRef mod, const jit_split *plan, const llvm_gen_
     pthread_t th[JIT_SPLIT_MAX_PARTS];
     int started[JIT_SPLIT_MAX_PARTS] = {0};
     for (int i = 0; i < plan->nparts; i++) {
-        split_part p = {LLVMGetBufferStart(bc),
-                        LLVMGetBufferSize(bc),
-                        plan,
-                        i,
-                        o,
-                        NULL,
-                        0,
-                        {0, 0, 0, 0},
-                        "",
-                        -1};
+        split_part p = {.bc = LLVMGetBufferStart(bc),
+                        .bclen = LLVMGetBufferSize(bc),
+                        .plan = plan,
+                        .part = i,
+                        .codegen_only = codegen_only,
+                        .o = o,
+                        .rc = -1};
         parts[i] = p;
     }
     for (int i = 0; i + 1 < plan->nparts; i++)
@@ -425,7 +444,7 @@ static int build_split(LLVMModuleRef mod, const jit_split *plan, const llvm_gen_
         }
         objs[i] = parts[i].obj;
         lens[i] = parts[i].len;
-        if (parts[i].times.opt > tm_->opt) tm_->opt = parts[i].times.opt;
+        if (!codegen_only && parts[i].times.opt > tm_->opt) tm_->opt = parts[i].times.opt;
         if (parts[i].times.emit > tm_->emit) tm_->emit = parts[i].times.emit;
     }
     LLVMDisposeMemoryBuffer(bc);
@@ -435,6 +454,27 @@ static int build_split(LLVMModuleRef mod, const jit_split *plan, const llvm_gen_
     }
     for (int i = 0; i < plan->nparts; i++)
         free(objs[i]);
+    return rc;
+}
+
+/* One group of kernels (one kernel, usually): optimized whole, then its code generated in
+ * parts where its bodies are large enough (jit_codegen_plan: a kernel's row body, short-row
+ * body and one-element body apart, its entry with the last). */
+static int optimize_codegen_split(LLVMModuleRef mod, LLVMTargetMachineRef tm,
+                                  const llvm_gen_options *o, int threads, const jit_diag *diag,
+                                  void **obj, size_t *len, rt_jit_times *tm_, char *err,
+                                  size_t errlen) {
+    if (optimize(mod, tm, "", tm_, err, errlen)) return -1;
+    jit_split plan;
+    int nparts = jit_codegen_plan(mod, threads, &plan);
+    if (nparts < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (nparts < 2) return emit(mod, tm, diag, obj, len, tm_, err, errlen);
+    jit_codegen_export(mod, &plan);
+    int rc = build_split(mod, &plan, 1, o, obj, len, tm_, err, errlen);
+    jit_split_free(&plan);
     return rc;
 }
 
@@ -455,8 +495,9 @@ static int optimize_module(LLVMModuleRef mod, LLVMTargetMachineRef tm, const gen
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (nparts < 2) return optimize_emit(mod, tm, "", diag, obj, len, tm_, err, errlen);
-    int rc = build_split(mod, &plan, o, obj, len, tm_, err, errlen);
+    if (nparts < 2)
+        return optimize_codegen_split(mod, tm, o, threads, diag, obj, len, tm_, err, errlen);
+    int rc = build_split(mod, &plan, 0, o, obj, len, tm_, err, errlen);
     jit_split_free(&plan);
     return rc;
 }

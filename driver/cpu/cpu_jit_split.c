@@ -9,6 +9,11 @@
  * with the fewest instructions so far. Everything here runs on the LLVM module before O3
  * (and after mergefunc), in the build's thread, except jit_split_keep, which each part's thread
  * runs on its own copy of the module.
+ *
+ * A module of one group (a kernel) is optimized whole, and its code generation alone is split
+ * (jit_codegen_plan): the entries out of the groups, all in the last part, which calls into the
+ * others; the bodies made external and hidden for that (jit_codegen_export), and declared where
+ * called from another part (jit_codegen_keep).
  */
 #include "driver/cpu/cpu_jit_split.h"
 
@@ -61,10 +66,13 @@ static int instructions(LLVMValueRef fn) {
     return n;
 }
 
-/* Assigns groups (roots in up, weights in w) to at most max parts: part[i] for function i. */
-static int assign(int n, int *up, const int *w, int max, int *part) {
+/* Assigns groups (roots in up, weights in w) to at most max parts, the last of which holds
+ * `preload` already: part[i] for function i. The number of parts used (the preloaded one
+ * counted), or 1 when out of memory. */
+static int assign(int n, int *up, const int *w, int max, int preload, int *part) {
     int *gw = calloc((size_t)n, sizeof *gw), *gpart = malloc((size_t)n * sizeof *gpart);
-    int load[JIT_SPLIT_MAX_PARTS] = {0}, nparts = 0;
+    int load[JIT_SPLIT_MAX_PARTS] = {0}, nparts = preload ? max : 0;
+    load[max - 1] = preload;
     if (!gw || !gpart) {
         free(gw), free(gpart);
         return 1;
@@ -91,20 +99,62 @@ static int assign(int n, int *up, const int *w, int max, int *part) {
     return nparts;
 }
 
-int jit_split_plan(LLVMModuleRef mod, int max_parts, jit_split *s) {
+/* A kernel's entry: the exported function a launch looks up (every other kernel function is
+ * internal until jit_codegen_export). */
+static int is_entry(LLVMValueRef fn) {
+    return LLVMGetLinkage(fn) == LLVMExternalLinkage;
+}
+
+/* Numbers the parts in use 0, 1, ... in their order (the last, an entries' part, stays last). */
+static int compact(int n, int *part, int max) {
+    int map[JIT_SPLIT_MAX_PARTS], used[JIT_SPLIT_MAX_PARTS] = {0}, k = 0;
+    for (int i = 0; i < n; i++)
+        used[part[i]] = 1;
+    for (int p = 0; p < max; p++)
+        map[p] = used[p] ? k++ : -1;
+    for (int i = 0; i < n; i++)
+        part[i] = map[part[i]];
+    return k;
+}
+
+/* Keeps the names of fns and their parts in s. 0, or -1 when out of memory. */
+static int keep_names(LLVMValueRef *fns, int n, int *part, int nparts, jit_split *s) {
+    char **names = calloc((size_t)n, sizeof *names);
+    for (int i = 0; names && i < n; i++) {
+        size_t len = 0;
+        const char *name = LLVMGetValueName2(fns[i], &len);
+        if (!(names[i] = malloc(len + 1))) {
+            for (int k = 0; k < i; k++)
+                free(names[k]);
+            free(names);
+            return -1;
+        }
+        memcpy(names[i], name, len);
+        names[i][len] = 0;
+    }
+    if (!names) return -1;
+    s->n = n;
+    s->names = names;
+    s->part = part;
+    s->nparts = nparts;
+    return 0;
+}
+
+/* The plan of either split: the kernel functions in groups (union-find over their
+ * references), the groups in at most max_parts parts; with entries_apart, the entries out of
+ * the groups and all in the last part (they call into the other parts; nothing calls them). */
+static int plan(LLVMModuleRef mod, int max_parts, int entries_apart, jit_split *s) {
     memset(s, 0, sizeof *s);
     if (max_parts > JIT_SPLIT_MAX_PARTS) max_parts = JIT_SPLIT_MAX_PARTS;
-    int n = 0, total = 0;
+    int n = 0, total = 0, entries = 0;
     for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
         if (!LLVMIsDeclaration(fn) && !llvm_is_math_fn(fn)) n++;
     if (max_parts < 2 || n < 2) return 1;
     LLVMValueRef *fns = calloc((size_t)n, sizeof *fns);
     int *up = calloc((size_t)n, sizeof *up), *w = calloc((size_t)n, sizeof *w);
     int *part = calloc((size_t)n, sizeof *part);
-    char **names = calloc((size_t)n, sizeof *names);
-    int nparts = 1;
-    if (!fns || !up || !w || !part || !names) goto done;
-    int i = 0;
+    int nparts = 1, i = 0;
+    if (!fns || !up || !w || !part) goto done;
     for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn))
         if (!LLVMIsDeclaration(fn) && !llvm_is_math_fn(fn)) fns[i++] = fn;
     for (i = 0; i < n; i++) {
@@ -112,47 +162,94 @@ int jit_split_plan(LLVMModuleRef mod, int max_parts, jit_split *s) {
         total += w[i] = instructions(fns[i]);
     }
     for (i = 0; i < n; i++)
-        join_references(fns, n, up, i);
+        if (!entries_apart || !is_entry(fns[i])) join_references(fns, n, up, i);
     if (total / PART_MIN_INSTS < max_parts) max_parts = total / PART_MIN_INSTS;
-    if (max_parts < 2 || (nparts = assign(n, up, w, max_parts, part)) < 2) goto done;
-    for (i = 0; i < n; i++) {
-        size_t len = 0;
-        const char *name = LLVMGetValueName2(fns[i], &len);
-        if (!(names[i] = malloc(len + 1))) {
-            nparts = -1;
-            goto done;
-        }
-        memcpy(names[i], name, len);
-        names[i][len] = 0;
-    }
-    s->n = n;
-    s->names = names;
-    s->part = part;
-    s->nparts = nparts;
-    names = NULL;
-    part = NULL;
-done:
-    if (names)
+    if (max_parts < 2) goto done;
+    if (entries_apart) /* each entry its own group, weighed into the last part beforehand */
         for (i = 0; i < n; i++)
-            free(names[i]);
-    free(names), free(part), free(fns), free(up), free(w);
-    return nparts;
+            if (is_entry(fns[i])) {
+                entries += w[i];
+                w[i] = 0;
+            }
+    nparts = assign(n, up, w, max_parts, entries, part);
+    if (entries_apart)
+        for (i = 0; i < n; i++)
+            if (is_entry(fns[i])) part[i] = max_parts - 1;
+    nparts = compact(n, part, max_parts);
+    if (nparts >= 2 && keep_names(fns, n, part, nparts, s) == 0)
+        part = NULL;
+    else if (nparts >= 2)
+        nparts = -1;
+done:
+    free(part), free(fns), free(up), free(w);
+    return nparts < 2 && nparts >= 0 ? 1 : nparts;
 }
 
-void jit_split_keep(LLVMModuleRef mod, const jit_split *s, int part) {
+int jit_split_plan(LLVMModuleRef mod, int max_parts, jit_split *s) {
+    return plan(mod, max_parts, 0, s);
+}
+
+int jit_codegen_plan(LLVMModuleRef mod, int max_parts, jit_split *s) {
+    return plan(mod, max_parts, 1, s);
+}
+
+void jit_codegen_export(LLVMModuleRef mod, const jit_split *s) {
+    for (int i = 0; i < s->n; i++) {
+        LLVMValueRef fn = LLVMGetNamedFunction(mod, s->names[i]);
+        if (!fn || is_entry(fn)) continue;
+        LLVMSetLinkage(fn, LLVMExternalLinkage);
+        LLVMSetVisibility(fn, LLVMHiddenVisibility);
+    }
+}
+
+/* The part this plan gives the function named `name`, or -1 (not a kernel function). */
+static int part_of(const jit_split *s, const char *name) {
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->names[i], name)) return s->part[i];
+    return -1;
+}
+
+/* fn made a declaration of the same name, type and calling convention (LLVM-C has no call to
+ * drop a body): a new function takes its uses and, once fn is deleted, its name. */
+static void to_declaration(LLVMModuleRef mod, LLVMValueRef fn) {
+    size_t len = 0;
+    const char *name = LLVMGetValueName2(fn, &len);
+    char buf[256];
+    if (len >= sizeof buf) return; /* left defined: a copy, never called across parts */
+    memcpy(buf, name, len);
+    LLVMValueRef decl = LLVMAddFunction(mod, "", LLVMGlobalGetValueType(fn));
+    LLVMSetFunctionCallConv(decl, LLVMGetFunctionCallConv(fn));
+    LLVMReplaceAllUsesWith(fn, decl);
+    LLVMDeleteFunction(fn);
+    LLVMSetValueName2(decl, buf, len);
+    LLVMSetVisibility(decl, LLVMHiddenVisibility);
+}
+
+/* Deletes the other parts' kernel functions from mod; with `declare`, those that this part's
+ * functions call become declarations instead (code generation's parts: an entry calls its
+ * bodies in the parts before). Without it, the other parts' functions are named only by one
+ * another (jit_split_plan): the uses left are in functions that go too. */
+static void keep_part(LLVMModuleRef mod, const jit_split *s, int part, int declare) {
     for (LLVMValueRef fn = LLVMGetFirstFunction(mod), next; fn; fn = next) {
         next = LLVMGetNextFunction(fn);
         if (LLVMIsDeclaration(fn) || llvm_is_math_fn(fn)) continue;
-        const char *name = LLVMGetValueName(fn);
-        for (int i = 0; i < s->n; i++)
-            if (s->part[i] != part && !strcmp(s->names[i], name)) {
-                /* the other parts' functions are named only by one another (jit_split_plan):
-                 * the uses left are in functions that go too */
-                LLVMReplaceAllUsesWith(fn, LLVMGetUndef(LLVMTypeOf(fn)));
-                LLVMDeleteFunction(fn);
-                break;
-            }
+        int p = part_of(s, LLVMGetValueName(fn));
+        if (p < 0 || p == part) continue;
+        if (declare && LLVMGetFirstUse(fn)) {
+            to_declaration(mod, fn);
+        } else {
+            LLVMReplaceAllUsesWith(fn, LLVMGetUndef(LLVMTypeOf(fn)));
+            LLVMDeleteFunction(fn);
+        }
     }
+}
+
+void jit_codegen_keep(LLVMModuleRef mod, const jit_split *s, int part) {
+    keep_part(mod, s, part, 1);
+}
+
+void jit_split_keep(LLVMModuleRef mod, const jit_split *s, int part) {
+    keep_part(mod, s, part, 0);
 }
 
 void jit_split_free(jit_split *s) {

@@ -1,12 +1,15 @@
 /* tests/unit/test_cpu_build_threads.c: a CPU module built across threads (driver/cpu/cpu_jit.c,
- * cpu_jit_split.c) runs as the module built whole. A module of five row kernels (softmax,
- * layernorm, rmsnorm, logsumexp, and softmax's gradient) is built with
+ * cpu_jit_split.c) runs as the module built whole. Two programs: five row kernels (softmax,
+ * layernorm, rmsnorm, logsumexp, and softmax's gradient), which are optimized in parts, and
+ * softmax alone, whose one kernel is optimized whole and its code generated in parts (its row
+ * body, short-row body and one-element body apart, the entry last). Each is built with
  * FUSEC_CPU_BUILD_THREADS=1 and =3, each into its own cold cache, and then once more from the
- * second cache (the parts' blob loaded as it was stored). Checked: the threaded build says it
- * made several parts and the whole one none (fusec_module_report, verbose); every function
- * writes the same bits in the three modules, over rows of 64 and of 1000 (short rows have a
- * body of their own), into results poisoned first. Skipped (77) when the build has no CPU
- * backend, and where fusec's own loader does not load (LLVM's JIT takes one object). */
+ * second cache (the parts' blob loaded as it was stored), every build in a process of its own.
+ * Checked: the threaded build says it made several parts and the whole one none
+ * (fusec_module_report, verbose); every function writes the same bits in the three modules,
+ * over rows of 64 and of 1000 (short rows have a body of their own), into results poisoned
+ * first. Skipped (77) when the build has no CPU backend, and where fusec's own loader does not
+ * load (LLVM's JIT takes one object). */
 #include "fusec.h"
 
 #include <stdint.h>
@@ -64,6 +67,15 @@ static float in[3][R * MAXC];
 typedef float results[3][NFNS][NCOLS][R * MAXC];
 static results *out;
 
+/* softmax alone: SRC's first function */
+static const char SRC_ONE[] = "fn softmax(x: f32[R, C]) -> f32[R, C] {\n"
+                              "    let e = exp(x - max(x, axis=1));\n"
+                              "    return e / sum(e, axis=1);\n"
+                              "}\n";
+
+static const char *src = SRC; /* the program of this run */
+static int nfns = NFNS;       /* FNS[0 .. nfns) are its functions */
+
 static fusec_module *build(const char *threads, const char *cache, int *parts) {
     setenv("FUSEC_CPU_BUILD_THREADS", threads, 1);
     fusec_options o;
@@ -72,7 +84,7 @@ static fusec_module *build(const char *threads, const char *cache, int *parts) {
     o.cache_dir = cache;
     o.verbose = 1;
     fusec_module *m = NULL;
-    fusec_status st = fusec_module_compile_string("threads.fuse", SRC, strlen(SRC), &o, &m);
+    fusec_status st = fusec_module_compile_string("threads.fuse", src, strlen(src), &o, &m);
     if (st == FUSEC_OK) st = fusec_module_build(m);
     CHECK_MSG(st == FUSEC_OK, "%s", fusec_module_message(m));
     const char *rep = m ? fusec_module_report(m) : NULL;
@@ -83,7 +95,7 @@ static fusec_module *build(const char *threads, const char *cache, int *parts) {
 }
 
 static void run_all(fusec_module *m, int b) {
-    for (int f = 0; f < NFNS; f++)
+    for (int f = 0; f < nfns; f++)
         for (int c = 0; c < NCOLS; c++) {
             int64_t C = COLS[c];
             int64_t mat[2] = {R, C}, vec[1] = {C}, col[2] = {R, 1};
@@ -104,35 +116,11 @@ static void run_all(fusec_module *m, int b) {
         }
 }
 
-int main(void) {
-    char why[512];
-    if (!rt_backend_cpu.available(why, sizeof why)) {
-        printf("the cpu backend is not available: %s; skipping\n", why);
-        return 77;
-    }
-    char dir[] = "/tmp/fusec-threads-XXXXXX";
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        return 1;
-    }
-    char whole[64], split[64];
-    snprintf(whole, sizeof whole, "%s/whole", dir);
-    snprintf(split, sizeof split, "%s/split", dir);
-    uint32_t s = 12345;
-    for (int k = 0; k < 3; k++)
-        for (int i = 0; i < R * MAXC; i++) {
-            s = s * 1664525u + 1013904223u;
-            in[k][i] = ((float)(s >> 8) / 16777216.0f - 0.5f) * 8.0f + (k ? 0.0f : 0.001f);
-        }
-
+/* The three builds of the program (src, nfns) and the checks. 77 where LLVM's JIT loads. */
+static int check_program(const char *whole, const char *split) {
     int parts[3];
     const char *threads[3] = {"1", "3", "3"};
     const char *caches[3] = {whole, split, split};
-    out = mmap(NULL, sizeof *out, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (out == MAP_FAILED) {
-        perror("mmap");
-        return 1;
-    }
     for (int b = 0; b < 3; b++) {
         int fd[2];
         if (pipe(fd) != 0) return 1;
@@ -155,18 +143,16 @@ int main(void) {
         if (pid > 0) waitpid(pid, &status, 0);
         CHECK_MSG(pid > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0,
                   "the build with %s threads failed", threads[b]);
-        if (parts[b] < 0) {
-            printf("this host loads CPU code with LLVM's JIT: skipping\n");
-            return 77;
-        }
+        if (parts[b] < 0) return 77;
     }
-    printf("parts: whole %d, threaded %d, from the cache %d\n", parts[0], parts[1], parts[2]);
+    printf("%d function(s): parts whole %d, threaded %d, from the cache %d\n", nfns, parts[0],
+           parts[1], parts[2]);
     CHECK_MSG(parts[0] == 1, "FUSEC_CPU_BUILD_THREADS=1 built %d parts", parts[0]);
     CHECK_MSG(parts[1] >= 2, "FUSEC_CPU_BUILD_THREADS=3 built %d parts", parts[1]);
     CHECK_MSG(parts[2] == parts[1], "the cached blob holds %d parts, the build made %d", parts[2],
               parts[1]);
     for (int b = 1; b < 3; b++)
-        for (int f = 0; f < NFNS; f++)
+        for (int f = 0; f < nfns; f++)
             for (int c = 0; c < NCOLS; c++) {
                 size_t n = (size_t)R * (size_t)(FNS[f].out_cols ? 1 : COLS[c]);
                 CHECK_MSG(memcmp((*out)[0][f][c], (*out)[b][f][c], n * sizeof(float)) == 0,
@@ -181,8 +167,44 @@ int main(void) {
                 CHECK_MSG(!poisoned, "%s C=%lld: %d results left unwritten", FNS[f].name,
                           (long long)COLS[c], poisoned);
             }
+    return 0;
+}
+
+int main(void) {
+    char why[512];
+    if (!rt_backend_cpu.available(why, sizeof why)) {
+        printf("the cpu backend is not available: %s; skipping\n", why);
+        return 77;
+    }
+    char dir[] = "/tmp/fusec-threads-XXXXXX";
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        return 1;
+    }
+    char whole[64], split[64];
+    snprintf(whole, sizeof whole, "%s/whole", dir);
+    snprintf(split, sizeof split, "%s/split", dir);
+    uint32_t s = 12345;
+    for (int k = 0; k < 3; k++)
+        for (int i = 0; i < R * MAXC; i++) {
+            s = s * 1664525u + 1013904223u;
+            in[k][i] = ((float)(s >> 8) / 16777216.0f - 0.5f) * 8.0f + (k ? 0.0f : 0.001f);
+        }
+    out = mmap(NULL, sizeof *out, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (out == MAP_FAILED) {
+        perror("mmap");
+        return 1;
+    }
+    int rc = check_program(whole, split);
+    src = SRC_ONE;
+    nfns = 1;
+    if (rc == 0) rc = check_program(whole, split);
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-    return check_exit("test_cpu_build_threads");
+    if (rc == 77) {
+        printf("this host loads CPU code with LLVM's JIT: skipping\n");
+        return 77;
+    }
+    return rc ? rc : check_exit("test_cpu_build_threads");
 }
