@@ -341,18 +341,20 @@ static int optimize_emit(LLVMModuleRef mod, LLVMTargetMachineRef tm, const char 
  * identical kernels stay one) into a context of its own, deletes the other parts' kernels,
  * and optimizes and emits what is left; the objects go into one blob (cpu_jit.h) that fusec's
  * loader loads together. The code of each kernel is what a whole build makes of it. A module of
- * one group (one kernel, usually) is optimized whole and only its code generation split
- * (optimize_codegen_split): its bodies' code is then the same operations, though registers and
- * the order of independent instructions may differ (bitcode does not keep the order of LLVM's
- * use lists; softmax and layernorm ran as fast, bench/RESULTS.md). Threads:
- * FUSEC_CPU_BUILD_THREADS, else the CPUs online, at most JIT_SPLIT_MAX_PARTS. */
+ * one group (one kernel, usually) is split the same way between its bodies (jit_bodies_plan: the
+ * row body, the short-row body and the one-element body apart, the entry in the last part,
+ * whose object the loader loads last, resolving its calls to the others): external bodies are
+ * optimized without O3's work across their calls, so their code differs a little from a whole
+ * build's (softmax's row body 2338 instructions against 2361), the same IEEE operations (the
+ * same bits), and they ran as fast (bench/RESULTS.md). Threads: FUSEC_CPU_BUILD_THREADS, else
+ * the CPUs online, at most JIT_SPLIT_MAX_PARTS. */
 
 typedef struct split_part {
     const void *bc;
     size_t bclen;
     const jit_split *plan;
     int part;
-    int codegen_only; /* the module is optimized: code generation alone */
+    int bodies; /* a split of one kernel's bodies (jit_bodies_plan), else of kernels */
     const llvm_gen_options *o;
     void *obj;
     size_t len;
@@ -373,17 +375,11 @@ static void *part_build(void *arg) {
     if (LLVMParseBitcodeInContext2(ctx, buf, &mod) || !mod) {
         snprintf(s->err, sizeof s->err, "internal error: a part's bitcode does not parse");
         mod = NULL;
-    } else if ((tm = target_machine(s->o, s->err, sizeof s->err)) && s->codegen_only) {
-        jit_codegen_keep(mod, s->plan, s->part);
-        /* the math's out-of-line copies that this part's functions do not call */
-        LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
-        s->rc = take_error(LLVMRunPasses(mod, "globaldce", tm, po), "LLVM globaldce", s->err,
-                           sizeof s->err);
-        LLVMDisposePassBuilderOptions(po);
-        if (!s->rc)
-            s->rc = emit(mod, tm, &diag, &s->obj, &s->len, &s->times, s->err, sizeof s->err);
-    } else if (tm) {
-        jit_split_keep(mod, s->plan, s->part);
+    } else if ((tm = target_machine(s->o, s->err, sizeof s->err))) {
+        if (s->bodies)
+            jit_bodies_keep(mod, s->plan, s->part);
+        else
+            jit_split_keep(mod, s->plan, s->part);
         s->rc =
             optimize_emit(mod, tm, "", &diag, &s->obj, &s->len, &s->times, s->err, sizeof s->err);
     }
@@ -407,8 +403,8 @@ static int build_threads(void) {
 }
 
 /* Builds mod (mergefunc run) in the parts of plan, on threads (the last part on this one); with
- * codegen_only, mod is optimized and the parts only generate code. */
-static int build_split(LLVMModuleRef mod, const jit_split *plan, int codegen_only,
+ * bodies, plan is jit_bodies_plan's (and mod exports the bodies). */
+static int build_split(LLVMModuleRef mod, const jit_split *plan, int bodies,
                        const llvm_gen_options *o, void **obj, size_t *len, rt_jit_times *tm_,
                        char *err, size_t errlen) {
     LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(mod);
@@ -424,7 +420,7 @@ static int build_split(LLVMModuleRef mod, const jit_split *plan, int codegen_onl
                         .bclen = LLVMGetBufferSize(bc),
                         .plan = plan,
                         .part = i,
-                        .codegen_only = codegen_only,
+                        .bodies = bodies,
                         .o = o,
                         .rc = -1};
         parts[i] = p;
@@ -444,7 +440,7 @@ static int build_split(LLVMModuleRef mod, const jit_split *plan, int codegen_onl
         }
         objs[i] = parts[i].obj;
         lens[i] = parts[i].len;
-        if (!codegen_only && parts[i].times.opt > tm_->opt) tm_->opt = parts[i].times.opt;
+        if (parts[i].times.opt > tm_->opt) tm_->opt = parts[i].times.opt;
         if (parts[i].times.emit > tm_->emit) tm_->emit = parts[i].times.emit;
     }
     LLVMDisposeMemoryBuffer(bc);
@@ -454,27 +450,6 @@ static int build_split(LLVMModuleRef mod, const jit_split *plan, int codegen_onl
     }
     for (int i = 0; i < plan->nparts; i++)
         free(objs[i]);
-    return rc;
-}
-
-/* One group of kernels (one kernel, usually): optimized whole, then its code generated in
- * parts where its bodies are large enough (jit_codegen_plan: a kernel's row body, short-row
- * body and one-element body apart, its entry with the last). */
-static int optimize_codegen_split(LLVMModuleRef mod, LLVMTargetMachineRef tm,
-                                  const llvm_gen_options *o, int threads, const jit_diag *diag,
-                                  void **obj, size_t *len, rt_jit_times *tm_, char *err,
-                                  size_t errlen) {
-    if (optimize(mod, tm, "", tm_, err, errlen)) return -1;
-    jit_split plan;
-    int nparts = jit_codegen_plan(mod, threads, &plan);
-    if (nparts < 0) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    if (nparts < 2) return emit(mod, tm, diag, obj, len, tm_, err, errlen);
-    jit_codegen_export(mod, &plan);
-    int rc = build_split(mod, &plan, 1, o, obj, len, tm_, err, errlen);
-    jit_split_free(&plan);
     return rc;
 }
 
@@ -495,9 +470,17 @@ static int optimize_module(LLVMModuleRef mod, LLVMTargetMachineRef tm, const gen
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    if (nparts < 2)
-        return optimize_codegen_split(mod, tm, o, threads, diag, obj, len, tm_, err, errlen);
-    int rc = build_split(mod, &plan, 0, o, obj, len, tm_, err, errlen);
+    int bodies = 0;
+    if (nparts < 2) { /* one group: its bodies in parts, if they are large enough */
+        bodies = 1;
+        if ((nparts = jit_bodies_plan(mod, threads, &plan)) >= 2) jit_bodies_export(mod, &plan);
+    }
+    if (nparts < 0) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (nparts < 2) return optimize_emit(mod, tm, "", diag, obj, len, tm_, err, errlen);
+    int rc = build_split(mod, &plan, bodies, o, obj, len, tm_, err, errlen);
     jit_split_free(&plan);
     return rc;
 }

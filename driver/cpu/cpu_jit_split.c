@@ -10,10 +10,10 @@
  * (and after mergefunc), in the build's thread, except jit_split_keep, which each part's thread
  * runs on its own copy of the module.
  *
- * A module of one group (a kernel) is optimized whole, and its code generation alone is split
- * (jit_codegen_plan): the entries out of the groups, all in the last part, which calls into the
- * others; the bodies made external and hidden for that (jit_codegen_export), and declared where
- * called from another part (jit_codegen_keep).
+ * A module of one group (a kernel) is split between its bodies (jit_bodies_plan): the entries
+ * out of the groups, all in the last part, which calls into the others; the bodies made
+ * external and hidden for that (jit_bodies_export), and declared where called from another
+ * part (jit_bodies_keep).
  */
 #include "driver/cpu/cpu_jit_split.h"
 
@@ -100,7 +100,7 @@ static int assign(int n, int *up, const int *w, int max, int preload, int *part)
 }
 
 /* A kernel's entry: the exported function a launch looks up (every other kernel function is
- * internal until jit_codegen_export). */
+ * internal until jit_bodies_export). */
 static int is_entry(LLVMValueRef fn) {
     return LLVMGetLinkage(fn) == LLVMExternalLinkage;
 }
@@ -189,11 +189,11 @@ int jit_split_plan(LLVMModuleRef mod, int max_parts, jit_split *s) {
     return plan(mod, max_parts, 0, s);
 }
 
-int jit_codegen_plan(LLVMModuleRef mod, int max_parts, jit_split *s) {
+int jit_bodies_plan(LLVMModuleRef mod, int max_parts, jit_split *s) {
     return plan(mod, max_parts, 1, s);
 }
 
-void jit_codegen_export(LLVMModuleRef mod, const jit_split *s) {
+void jit_bodies_export(LLVMModuleRef mod, const jit_split *s) {
     for (int i = 0; i < s->n; i++) {
         LLVMValueRef fn = LLVMGetNamedFunction(mod, s->names[i]);
         if (!fn || is_entry(fn)) continue;
@@ -226,8 +226,8 @@ static void to_declaration(LLVMModuleRef mod, LLVMValueRef fn) {
 }
 
 /* Deletes the other parts' kernel functions from mod; with `declare`, those that this part's
- * functions call become declarations instead (code generation's parts: an entry calls its
- * bodies in the parts before). Without it, the other parts' functions are named only by one
+ * functions call become declarations instead (a split of bodies: an entry calls its bodies in
+ * the parts before). Without it, the other parts' functions are named only by one
  * another (jit_split_plan): the uses left are in functions that go too. */
 static void keep_part(LLVMModuleRef mod, const jit_split *s, int part, int declare) {
     for (LLVMValueRef fn = LLVMGetFirstFunction(mod), next; fn; fn = next) {
@@ -244,7 +244,7 @@ static void keep_part(LLVMModuleRef mod, const jit_split *s, int part, int decla
     }
 }
 
-void jit_codegen_keep(LLVMModuleRef mod, const jit_split *s, int part) {
+void jit_bodies_keep(LLVMModuleRef mod, const jit_split *s, int part) {
     keep_part(mod, s, part, 1);
 }
 

@@ -26,16 +26,16 @@ int jit_split_plan(LLVMModuleRef mod, int max_parts, jit_split *s);
 void jit_split_keep(LLVMModuleRef mod, const jit_split *s, int part);
 void jit_split_free(jit_split *s);
 
-/* After O3, code generation alone in parts: the kernels' internal functions (their bodies) in
- * groups as above, every entry in the last part, which calls into the others (its object is
- * loaded last, so that the loader finds what it calls). The number of parts, 1, or -1. */
-int jit_codegen_plan(LLVMModuleRef mod, int max_parts, jit_split *s);
+/* One group's bodies in parts: the kernels' internal functions (their bodies) in groups as
+ * above, every entry in the last part, which calls into the others (its object is loaded last,
+ * so that the loader finds what it calls). The number of parts, 1, or -1. */
+int jit_bodies_plan(LLVMModuleRef mod, int max_parts, jit_split *s);
 /* Makes the planned internal functions of mod external and hidden, as a call from another
  * part's object needs them, before its bitcode goes to the parts. */
-void jit_codegen_export(LLVMModuleRef mod, const jit_split *s);
+void jit_bodies_export(LLVMModuleRef mod, const jit_split *s);
 /* In a part's copy: the other parts' functions that this part calls become declarations, the
  * rest are deleted. */
-void jit_codegen_keep(LLVMModuleRef mod, const jit_split *s, int part);
+void jit_bodies_keep(LLVMModuleRef mod, const jit_split *s, int part);
 
 /* The n objects in one blob (RT_JIT_OBJS_MAGIC, cpu_jit.h): *out malloc'd. 0, or -1 when out of
  * memory. */

@@ -1,8 +1,8 @@
 /* tests/unit/test_cpu_build_threads.c: a CPU module built across threads (driver/cpu/cpu_jit.c,
  * cpu_jit_split.c) runs as the module built whole. Two programs: five row kernels (softmax,
- * layernorm, rmsnorm, logsumexp, and softmax's gradient), which are optimized in parts, and
- * softmax alone, whose one kernel is optimized whole and its code generated in parts (its row
- * body, short-row body and one-element body apart, the entry last). Each is built with
+ * layernorm, rmsnorm, logsumexp, and softmax's gradient), which are built in parts, and
+ * softmax alone, whose one kernel is split between its bodies (its row body, short-row body and
+ * one-element body apart, the entry last). Each is built with
  * FUSEC_CPU_BUILD_THREADS=1 and =3, each into its own cold cache, and then once more from the
  * second cache (the parts' blob loaded as it was stored), every build in a process of its own.
  * Checked: the threaded build says it made several parts and the whole one none
