@@ -465,16 +465,10 @@ static int optimize_module(LLVMModuleRef mod, LLVMTargetMachineRef tm, const gen
     LLVMDisposePassBuilderOptions(po);
     if (bad) return -1;
     jit_split plan;
-    int nparts = jit_split_plan(mod, threads, &plan);
-    if (nparts < 0) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    int bodies = 0;
-    if (nparts < 2) { /* one group: its bodies in parts, if they are large enough */
-        bodies = 1;
-        if ((nparts = jit_bodies_plan(mod, threads, &plan)) >= 2) jit_bodies_export(mod, &plan);
-    }
+    int nparts = jit_split_plan(mod, threads, &plan), bodies = nparts == 1;
+    /* one group: its bodies in parts, where they are large enough */
+    if (bodies && (nparts = jit_bodies_plan(mod, threads, &plan)) >= 2)
+        jit_bodies_export(mod, &plan);
     if (nparts < 0) {
         snprintf(err, errlen, "out of memory");
         return -1;
