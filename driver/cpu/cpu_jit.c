@@ -11,8 +11,8 @@
  * a chain, merged into one first, so that O3 and code generation see each once; 100 softmax
  * layers with their gradient built in 1.1 s instead of 9.8) with a target machine for the host CPU
  * (its name and features) or the CPU the options name; the object file emitted to memory. A
- * module of several kernels for fusec's own loader is optimized and emitted in parts on several
- * threads (below, "a build split across threads"). Loading
+ * module for fusec's own loader is optimized and emitted in parts on several threads, its
+ * kernels or one kernel's bodies (below, "a build split across threads"). Loading
  * follows LLVM's OrcV2CBindingsBasicUsage: an LLJIT, a process symbol generator on its main
  * JITDylib (for the few libm calls of f64 math), the object added under a resource tracker, symbols
  * looked up, and everything disposed of in reverse order.

@@ -67,15 +67,14 @@ static int instructions(LLVMValueRef fn) {
 }
 
 /* Assigns groups (roots in up, weights in w) to at most max parts, the last of which holds
- * `preload` already: part[i] for function i. The number of parts used (the preloaded one
- * counted), or 1 when out of memory. */
-static int assign(int n, int *up, const int *w, int max, int preload, int *part) {
+ * `preload` already: part[i] for function i (left as it is, all 0, when out of memory). */
+static void assign(int n, int *up, const int *w, int max, int preload, int *part) {
     int *gw = calloc((size_t)n, sizeof *gw), *gpart = malloc((size_t)n * sizeof *gpart);
-    int load[JIT_SPLIT_MAX_PARTS] = {0}, nparts = preload ? max : 0;
+    int load[JIT_SPLIT_MAX_PARTS] = {0};
     load[max - 1] = preload;
     if (!gw || !gpart) {
         free(gw), free(gpart);
-        return 1;
+        return;
     }
     for (int i = 0; i < n; i++)
         gw[root_of(up, i)] += w[i];
@@ -91,12 +90,10 @@ static int assign(int n, int *up, const int *w, int max, int preload, int *part)
             if (load[k] < load[p]) p = k;
         gpart[best] = p;
         load[p] += gw[best];
-        if (p + 1 > nparts) nparts = p + 1;
     }
     for (int i = 0; i < n; i++)
         part[i] = gpart[root_of(up, i)];
     free(gw), free(gpart);
-    return nparts;
 }
 
 /* A kernel's entry: the exported function a launch looks up (every other kernel function is
@@ -171,7 +168,7 @@ static int plan(LLVMModuleRef mod, int max_parts, int entries_apart, jit_split *
                 entries += w[i];
                 w[i] = 0;
             }
-    nparts = assign(n, up, w, max_parts, entries, part);
+    assign(n, up, w, max_parts, entries, part);
     if (entries_apart)
         for (i = 0; i < n; i++)
             if (is_entry(fns[i])) part[i] = max_parts - 1;
@@ -214,15 +211,16 @@ static int part_of(const jit_split *s, const char *name) {
 static void to_declaration(LLVMModuleRef mod, LLVMValueRef fn) {
     size_t len = 0;
     const char *name = LLVMGetValueName2(fn, &len);
-    char buf[256];
-    if (len >= sizeof buf) return; /* left defined: a copy, never called across parts */
-    memcpy(buf, name, len);
+    char *copy = malloc(len + 1); /* fn's name goes with it */
+    if (!copy) return;            /* fn stays defined: this part calls its own copy */
+    memcpy(copy, name, len);
     LLVMValueRef decl = LLVMAddFunction(mod, "", LLVMGlobalGetValueType(fn));
     LLVMSetFunctionCallConv(decl, LLVMGetFunctionCallConv(fn));
     LLVMReplaceAllUsesWith(fn, decl);
     LLVMDeleteFunction(fn);
-    LLVMSetValueName2(decl, buf, len);
+    LLVMSetValueName2(decl, copy, len);
     LLVMSetVisibility(decl, LLVMHiddenVisibility);
+    free(copy);
 }
 
 /* Deletes the other parts' kernel functions from mod; with `declare`, those that this part's
