@@ -5,7 +5,9 @@
  * The programs are the ways a result can be written before its parameter's last read: a
  * later kernel reads it (early), a later sweep of the same row kernel (sweeps), another part
  * of the same combined launch (combined), and, where nothing can go wrong, an AdamW step
- * updating its parameters and both moments in place in one kernel. */
+ * updating its parameters and both moments in place in one kernel, and a row kernel whose final
+ * sweep reads the very input it overwrites (norm). The row kernels run on values of a narrow
+ * range and on values so spread that their quotients reach the bottom of the float range. */
 #include "fusec.h"
 
 #include <math.h>
@@ -24,6 +26,9 @@ static const char *SRC =
     "fn sweeps(x: f32[R, C]) -> (f32[R, C], f32[R, C]) {\n"
     "    let e = exp(x - max(x, axis=1));\n"
     "    return x * 2.0, e / sum(e, axis=1);\n"
+    "}\n"
+    "fn norm(x: f32[R, C]) -> f32[R, C] {\n"
+    "    return x / sum(abs(x), axis=1);\n"
     "}\n"
     "fn combined(x: f32[N], y: f32[M]) -> (f32[N], f32[M]) {\n"
     "    return x * 2.0, y + 1.0;\n"
@@ -138,6 +143,10 @@ static void test_target(fusec_target t, const char *name, int no_fuse) {
     char tag[64];
     snprintf(tag, sizeof tag, "%s%s", name, no_fuse ? " --no-fuse" : "");
     float *x = values(N, 2), *xr = values(R * C, 4), *y = values(N, 2);
+    float *xw = values(R * C, 60); /* softmax: e^(x - max) down to 0 */
+    float *xt = values(R * C, 4);
+    for (int64_t i = 0; i < R * C; i += 3)
+        xt[i] *= 1e-25f; /* norm: quotients down to 1e-28 */
     float *p = values(N, 1), *g = values(N, 1), *mo = values(N, 0.1f), *v = values(N, 0.1f);
     for (int64_t i = 0; i < N; i++)
         v[i] = fabsf(v[i]);
@@ -145,6 +154,7 @@ static void test_target(fusec_target t, const char *name, int no_fuse) {
     call early = {"early", 1, 2, {N}, {N, N}, {{N}}, {{N}, {N}}, {1}, {1, 1}, {0, -1, -1}};
     call sweeps = {"sweeps",         1,   2,      {R * C},    {R * C, R * C}, {{R, C}},
                    {{R, C}, {R, C}}, {2}, {2, 2}, {0, -1, -1}};
+    call norm = {"norm", 1, 1, {R * C}, {R * C}, {{R, C}}, {{R, C}}, {2}, {2}, {0, -1, -1}};
     call comb = {"combined", 2,          2,      {N, N}, {N, N},
                  {{N}, {N}}, {{N}, {N}}, {1, 1}, {1, 1}, {1, 0, -1}};
     call adam = {"adamw",
@@ -157,15 +167,18 @@ static void test_target(fusec_target t, const char *name, int no_fuse) {
                  {1, 1, 1, 1, 0, 0},
                  {1, 1, 1},
                  {0, 2, 3}};
-    float *in_early[] = {x}, *in_sweeps[] = {xr}, *in_comb[] = {x, y},
-          *in_adam[] = {p, g, mo, v, &lr, &step};
+    float *in_early[] = {x}, *in_sweeps[] = {xr}, *in_wide[] = {xw}, *in_tiny[] = {xt},
+          *in_norm[] = {xr}, *in_comb[] = {x, y}, *in_adam[] = {p, g, mo, v, &lr, &step};
     for (int plan = 0; plan < 3; plan++) {
         run_call(m, &early, in_early, plan, tag);
         run_call(m, &sweeps, in_sweeps, plan, tag);
+        run_call(m, &sweeps, in_wide, plan, tag);
+        run_call(m, &norm, in_norm, plan, tag);
+        run_call(m, &norm, in_tiny, plan, tag);
         run_call(m, &comb, in_comb, plan, tag);
         run_call(m, &adam, in_adam, plan, tag);
     }
-    free(x), free(xr), free(y), free(p), free(g), free(mo), free(v);
+    free(x), free(xr), free(xw), free(xt), free(y), free(p), free(g), free(mo), free(v);
     fusec_module_free(m);
 }
 
