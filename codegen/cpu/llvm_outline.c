@@ -351,10 +351,7 @@ static void fewer_in_flight(LLVMValueRef fn, long calls) {
 void llvm_outline_math(LLVMModuleRef mod, int vector_bytes) {
     callee c[MAX_CALLEES];
     for (LLVMValueRef fn = LLVMGetFirstFunction(mod); fn; fn = LLVMGetNextFunction(fn)) {
-        const char *name = LLVMGetValueName(fn);
-        if (LLVMIsDeclaration(fn) || is_math(fn) ||
-            strncmp(name, OUTLINE_NAME, strlen(OUTLINE_NAME)) == 0)
-            continue;
+        if (LLVMIsDeclaration(fn) || llvm_is_math_fn(fn)) continue;
         long total, outlined_calls = 0;
         int n = math_callees(fn, c, &total);
         while (total > INLINE_BUDGET) {

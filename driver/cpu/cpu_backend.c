@@ -203,11 +203,16 @@ static void *jit_lookup(void *code, const char *name, char *err, size_t errlen) 
     return p->api->lookup(p->jit, name, err, errlen);
 }
 
-static void *elf_lookup(void *code, const char *name, char *err, size_t errlen) {
-    const cpu_program *p = code;
+/* Symbol `name` in the objects p has loaded (a split build's parts in order), or NULL. */
+static void *parts_lookup(const cpu_program *p, const char *name) {
     void *addr = NULL;
     for (int i = 0; i < p->nelf && !addr; i++)
         addr = rt_elf_lookup(p->elf[i], name);
+    return addr;
+}
+
+static void *elf_lookup(void *code, const char *name, char *err, size_t errlen) {
+    void *addr = parts_lookup(code, name);
     if (!addr) snprintf(err, errlen, "cached object code lacks %s", name);
     return addr;
 }
@@ -343,11 +348,8 @@ typedef struct parts_ctx {
 
 static void *parts_resolve(void *ctx, const char *name, int *failed, char *err, size_t errlen) {
     parts_ctx *c = ctx;
-    for (int i = 0; i < c->p->nelf; i++) {
-        void *addr = rt_elf_lookup(c->p->elf[i], name);
-        if (addr) return addr;
-    }
-    return copy_resolve(c->cc, name, failed, err, errlen);
+    void *addr = parts_lookup(c->p, name);
+    return addr ? addr : copy_resolve(c->cc, name, failed, err, errlen);
 }
 
 /* Loads the object code (freed here): fusec's own loader where it runs (x86-64 Linux), else
