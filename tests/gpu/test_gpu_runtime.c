@@ -32,9 +32,9 @@ static const char *SRC =
     "    return x * 2.0, sum(x, axis=1);\n"
     "}\n";
 
-/* elements of gelu's input, rows of softmax's; a tenth and a fifth on the emulated GPU
- * (FUSEC_GPU_TEST_QUICK=1), which runs every thread of every block on the CPU with ASan's checks
- * (the grids still hold more blocks than its few SMs) */
+/* elements of gelu's input, rows of softmax's; a tenth and a fifth with FUSEC_GPU_TEST_QUICK=1
+ * (the emulated GPU, which runs every thread of every block on the CPU with ASan's checks, and
+ * compute-sanitizer): the grids still hold more blocks than a GPU has SMs, or the emulated one */
 static int N = 1000003, R = 333;
 #define C 1031
 
