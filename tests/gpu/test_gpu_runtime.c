@@ -34,7 +34,7 @@ static const char *SRC =
 
 /* elements of gelu's input, rows of softmax's; a tenth and a fifth with FUSEC_GPU_TEST_QUICK=1
  * (the emulated GPU, which runs every thread of every block on the CPU with ASan's checks, and
- * compute-sanitizer): the grids still hold more blocks than a GPU has SMs, or the emulated one */
+ * compute-sanitizer): the grids still hold many blocks, more than the emulated GPU's SMs */
 static int N = 1000003, R = 333;
 #define C 1031
 
