@@ -41,9 +41,25 @@ def sh(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
-def fusec_bench(fusec, prog, fn, dims, target, reps, no_fuse=False, extra=()):
+_NO_COLD = {}
+
+
+def no_cold_flag(fusec):
+    """["--no-cold-compile"] where this fusec has it (an older build, as an A/B run may pass
+    with --fusec, has not): each bench then builds through the cache, so a sweep of sizes
+    builds once, not once without the cache a size (an NVRTC build each on a GPU)."""
+    if fusec not in _NO_COLD:
+        h = sh([fusec, "--help"])
+        _NO_COLD[fusec] = ["--no-cold-compile"] if "--no-cold-compile" in h.stdout + h.stderr else []
+    return _NO_COLD[fusec]
+
+
+def fusec_bench(fusec, prog, fn, dims, target, reps, no_fuse=False, extra=(), cold=False):
+    """One `fusec bench` as JSON; cold: with its cold compile timed (compile_cold_ms)."""
     args = [fusec, "bench", os.path.join(PROGRAMS, prog), "-f", fn, "--reps", str(reps),
             "--format", "json", f"--target={target}", *extra]
+    if not cold:
+        args += no_cold_flag(fusec)
     for k, v in dims.items():
         args += ["--dim", f"{k}={v}"]
     if no_fuse:
@@ -442,7 +458,7 @@ def measure(a, targets, anchor):
                       f"{gbps:>8.2f} {rec['pct_of_copy']:>6.1f}% {copy_gbps:>9.1f}")
         lat = compile_latency(a.fusec, target)
         inproc = fusec_bench(a.fusec, os.path.join(ROOT, "examples", "gelu.fuse"), "gelu",
-                             {"N": 1024}, target, 3)
+                             {"N": 1024}, target, 3, cold=True)
         if inproc:
             lat.update(inprocess_cold_ms=inproc["compile_cold_ms"],
                        inprocess_cached_ms=inproc["compile_cached_ms"])

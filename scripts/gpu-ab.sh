@@ -39,9 +39,12 @@ b() { # BUNDLE ROUND FILE FN ARGS... (FILE from the bundle's src/)
     name=$(basename "$v")
     [[ $DRY == 1 ]] && set -- $(dry_args "$@")
     # one kernel cache for both: its keys hold the generated source, so the bundles share
-    # only what they generate alike (a dry run's two copies of one tree build each kernel once)
+    # only what they generate alike (a dry run's two copies of one tree build each kernel once);
+    # a bundle whose fusec has --no-cold-compile uses it (no NVRTC build a call without the cache)
+    local nocold=()
+    "$v/bin/fusec" --help 2>&1 | grep -q -- --no-cold-compile && nocold=(--no-cold-compile)
     if out=$(FUSEC_CACHE_DIR=${TMPDIR:-/tmp}/cache-ab timeout 60 "${PRE[@]}" "$v/bin/fusec" bench \
-        "$v/src/$file" -f "$fn" --target=cuda --format json "$@") &&
+        "$v/src/$file" -f "$fn" --target=cuda --format json ${nocold[@]+"${nocold[@]}"} "$@") &&
         [[ $out == '{'* ]]; then
         echo "{\"bundle\": \"$name\", \"round\": $r, \"args\": \"$fn $*\", ${out#\{}" >>"$J"
         echo "$name r$r $fn $*: $(python3 -c 'import json,sys; o=json.loads(sys.argv[1]); print(o["median_ms"], "ms", o["pct_of_copy"], "% of copy")' "$out")"

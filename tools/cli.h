@@ -41,6 +41,7 @@ typedef struct cli {
     int reps;           /* bench --reps */
     const char *format; /* bench --format table|json */
     int plan;           /* bench --launch=plan: through a plan (a CUDA graph) */
+    int no_cold;        /* bench --no-cold-compile: no build without the cache, no cold time */
     int all;            /* run --target=all: on every target, compared bit for bit */
 } cli;
 

@@ -24,7 +24,7 @@ static const char usage_text[] =
     "usage: fusec [OPTIONS] FILE.fuse...            compile every function\n"
     "       fusec run FILE.fuse -f FN [--in NAME=IN.npy]... [--out OUT.npy]... [OPTIONS]\n"
     "       fusec bench FILE.fuse -f FN --dim NAME=SIZE... [--reps K] [--format table|json]\n"
-    "                   [--launch=stream|plan]\n"
+    "                   [--launch=stream|plan] [--no-cold-compile]\n"
     "       fusec cache stats | clear\n"
     "\n"
     "options:\n"
@@ -63,6 +63,9 @@ static const char usage_text[] =
     "  --reps K                    (bench) timed runs, median reported (default 20)\n"
     "  --format table|json         (bench) output format\n"
     "  --launch=stream|plan        (bench) launch on a stream, or through a plan (a CUDA graph)\n"
+    "  --no-cold-compile           (bench) skip the build without the cache that times a cold\n"
+    "                              compile (compile_cold_ms null): a sweep of sizes then\n"
+    "                              builds once, through the cache\n"
     "  --help                      this text\n"
     "  --version                   the version\n"
     "\n"
@@ -258,6 +261,8 @@ static int parse_args(int argc, char **argv, cli *c) {
             if (!v || (strcmp(v, "stream") && strcmp(v, "plan")))
                 return cli_usage_error("--launch is stream or plan, got '%s'", v ? v : "");
             c->plan = !strcmp(v, "plan");
+        } else if (!strcmp(a, "--no-cold-compile")) {
+            c->no_cold = 1;
         } else if (a[0] == '-' && a[1] != 0) {
             return cli_usage_error("unknown option '%s'", a);
         } else {

@@ -25,6 +25,25 @@ assert d["fused"] is False and d["kernels"] == 5, d
 assert d["bytes"] == 2 * 3 * 7 * 4, d
 ' "$out"
 
+# --no-cold-compile: no build without the cache (a sweep of sizes builds once), no cold time;
+# without it each bench builds once more, without the cache, to time a cold compile
+if "$FUSEC" --target=cpu --no-cache "$ex/gelu.fuse" >/dev/null 2>&1; then
+    b=(bench "$ex/gelu.fuse" -f gelu --dim N=1001 --reps 3 --target=cpu -v --format json)
+    "$FUSEC" "${b[@]}" >"$tmp/cold.json" 2>"$tmp/cold.err"
+    check "bench builds without the cache to time it: $(cat "$tmp/cold.err")" \
+        grep -q "cpu: build:" "$tmp/cold.err"
+    "$FUSEC" "${b[@]}" --no-cold-compile >"$tmp/warm.json" 2>"$tmp/warm.err"
+    check "--no-cold-compile exits 0: $(cat "$tmp/warm.err")" test $? -eq 0
+    check "--no-cold-compile builds nothing on a warm cache: $(cat "$tmp/warm.err")" \
+        bash -c "! grep -q 'cpu: build:' '$tmp/warm.err'"
+    check "--no-cold-compile reports no cold time, a cached one" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["compile_cold_ms"] is None and d["compile_cached_ms"] >= 0, d
+assert json.load(open(sys.argv[2]))["compile_cold_ms"] > 0
+' "$tmp/warm.json" "$tmp/cold.json"
+fi
+
 "$FUSEC" bench "$ex/softmax.fuse" -f softmax --dim R=3 --target=ref >/dev/null 2>"$tmp/err"
 check "a missing --dim exits 1" test $? -eq 1
 check "a missing --dim is named" grep -q "dim 'C'" "$tmp/err"
