@@ -18,6 +18,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from nocold import no_cold_flag  # noqa: E402  (bench/, this script's directory)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -48,7 +50,7 @@ def one(fusec, cpu, prog, fn, dims, reps, cache):
     if cpu != "native":
         env["FUSEC_CPU"] = cpu
     args = [fusec, "bench", os.path.join(HERE, "programs", prog), "-f", fn, "--target=cpu",
-            "--reps", str(reps), "--format", "json"]
+            "--reps", str(reps), "--format", "json", *no_cold_flag(fusec)]
     for k, v in dims.items():
         args += ["--dim", f"{k}={v}"]
     p = subprocess.run(args, capture_output=True, text=True, env=env, timeout=600)

@@ -19,6 +19,8 @@ import os
 import statistics
 import subprocess
 import sys
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from nocold import no_cold_flag  # noqa: E402  (bench/, this script's directory)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = os.path.join(HERE, "programs")
@@ -36,7 +38,7 @@ PROG = {"softmax": ("rows.fuse", "softmax", "RC"), "layernorm": ("rows.fuse", "l
 def fusec_time(a, kind, dtype, shape):
     prog, fn, dims = PROG[kind]
     args = [a.fusec, "bench", os.path.join(PROGRAMS, prog), "-f", fn, "--target=cpu",
-            "--reps", str(a.reps), "--format", "json"]
+            "--reps", str(a.reps), "--format", "json", *no_cold_flag(a.fusec)]
     for d, n in zip(dims, shape):
         args += ["--dim", f"{d}={n}"]
     if a.cpu:

@@ -26,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 import time
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from nocold import no_cold_flag  # noqa: E402  (bench/, this script's directory)
 
 SRC = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROG = os.path.join(SRC, "bench", "programs", "grad.fuse")
@@ -33,7 +35,7 @@ PROG = os.path.join(SRC, "bench", "programs", "grad.fuse")
 
 def fusec_bench(fusec, fn, dims, target, reps, no_fuse):
     args = [fusec, "bench", PROG, "-f", fn, f"--target={target}", "--reps", str(reps),
-            "--format", "json"] + (["--no-fuse"] if no_fuse else [])
+            "--format", "json", *no_cold_flag(fusec)] + (["--no-fuse"] if no_fuse else [])
     for k, v in dims.items():
         args += ["--dim", f"{k}={v}"]
     p = subprocess.run(args, capture_output=True, text=True)

@@ -31,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 import time
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+from nocold import no_cold_flag  # noqa: E402  (bench/, this script's directory)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -39,19 +41,6 @@ PROGRAMS = os.path.join(HERE, "programs")
 
 def sh(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
-
-
-_NO_COLD = {}
-
-
-def no_cold_flag(fusec):
-    """["--no-cold-compile"] where this fusec has it (an older build, as an A/B run may pass
-    with --fusec, has not): each bench then builds through the cache, so a sweep of sizes
-    builds once, not once without the cache a size (an NVRTC build each on a GPU)."""
-    if fusec not in _NO_COLD:
-        h = sh([fusec, "--help"])
-        _NO_COLD[fusec] = ["--no-cold-compile"] if "--no-cold-compile" in h.stdout + h.stderr else []
-    return _NO_COLD[fusec]
 
 
 def fusec_bench(fusec, prog, fn, dims, target, reps, no_fuse=False, extra=(), cold=False):
