@@ -157,6 +157,7 @@ static int parse_args(int argc, char **argv, cli *c) {
     int first = 1;
     c->reps = 20;
     c->format = "table";
+    const char *bench_opt = NULL; /* the first option only bench takes, for the error */
     if (argc > 1 &&
         (!strcmp(argv[1], "run") || !strcmp(argv[1], "bench") || !strcmp(argv[1], "cache"))) {
         c->command = argv[1];
@@ -247,6 +248,7 @@ static int parse_args(int argc, char **argv, cli *c) {
             c->dims[c->ndims].name = strndup(v, (size_t)(eq - v));
             c->dims[c->ndims++].size = n;
         } else if ((v = option_value(argc, argv, &i, "--reps", &m)) || m) {
+            bench_opt = bench_opt ? bench_opt : "--reps";
             char *end = NULL;
             long n = v ? strtol(v, &end, 10) : 0;
             if (!v || *end || n < 1 || n > 1000000)
@@ -254,14 +256,17 @@ static int parse_args(int argc, char **argv, cli *c) {
                                        v ? v : "");
             c->reps = (int)n;
         } else if ((v = option_value(argc, argv, &i, "--format", &m)) || m) {
+            bench_opt = bench_opt ? bench_opt : "--format";
             if (!v || (strcmp(v, "table") && strcmp(v, "json")))
                 return cli_usage_error("--format is table or json, got '%s'", v ? v : "");
             c->format = v;
         } else if ((v = option_value(argc, argv, &i, "--launch", &m)) || m) {
+            bench_opt = bench_opt ? bench_opt : "--launch";
             if (!v || (strcmp(v, "stream") && strcmp(v, "plan")))
                 return cli_usage_error("--launch is stream or plan, got '%s'", v ? v : "");
             c->plan = !strcmp(v, "plan");
         } else if (!strcmp(a, "--no-cold-compile")) {
+            bench_opt = bench_opt ? bench_opt : "--no-cold-compile";
             c->no_cold = 1;
         } else if (a[0] == '-' && a[1] != 0) {
             return cli_usage_error("unknown option '%s'", a);
@@ -275,8 +280,9 @@ static int parse_args(int argc, char **argv, cli *c) {
     if (c->all && (c->opt.no_fuse || c->opt.cpu || c->opt.arch))
         return cli_usage_error("%s", "--target=all runs fused and --no-fuse, at each CPU level "
                                      "the host has, itself: no --no-fuse, --cpu or --arch");
-    if (c->ndims && !(c->command && !strcmp(c->command, "bench")))
-        return cli_usage_error("%s", "--dim goes with bench");
+    int bench = c->command && !strcmp(c->command, "bench");
+    if (c->ndims && !bench) return cli_usage_error("%s", "--dim goes with bench");
+    if (bench_opt && !bench) return cli_usage_error("%s goes with bench", bench_opt);
     return 0;
 }
 

@@ -202,6 +202,11 @@ expect(["bench", SOFTMAX, "-f", "softmax", "--target=ref", "--dim", "R=2", "--di
         "--dim", "N=4"], 2, "symbolic dim 'N'")
 expect(["run", GELU, "-f", "gelu", "--target=ref", "--in", "x=" + x, "--dim", "N=5"], 2,
        "--dim goes with bench")
+# bench's other options too, rather than ignored
+for opt in (["--reps", "3"], ["--format", "json"], ["--launch=plan"], ["--no-cold-compile"]):
+    expect(["run", GELU, "-f", "gelu", "--target=ref", "--in", "x=" + x] + opt, 2,
+           f"{opt[0].split('=')[0]} goes with bench")
+expect([GELU, "--target=ref", "--reps", "3"], 2, "--reps goes with bench")
 
 # FUSEC_NUM_THREADS: a count from 1 to 256, else a usage error naming it (the library
 # itself ignores a bad value: tests/unit/test_threadpool.c)
