@@ -184,8 +184,8 @@ int cli_bench(cli *c) {
     }
     fusec_module_free(m);
     m = NULL;
-    /* fill the cache, then time a compile that finds it */
-    if (!c->opt.no_cache) {
+    /* fill the cache (--no-cold-compile's first build did), then time a compile that finds it */
+    if (!c->opt.no_cache && !c->no_cold) {
         st = compile_timed(c->files[0], &opt, &m, &r.compile_cached_ms);
         fusec_module_free(m);
         m = NULL;

@@ -151,6 +151,12 @@ static int find_dim(const cli *c, const char *name, size_t n) {
     return -1;
 }
 
+/* Keeps the first option only bench takes that the command line gives (*seen), for the usage
+ * error when the command is not bench. */
+static void note_bench_opt(const char **seen, const char *name) {
+    if (!*seen) *seen = name;
+}
+
 static int parse_args(int argc, char **argv, cli *c) {
     memset(c, 0, sizeof(*c));
     fusec_options_init(&c->opt);
@@ -236,6 +242,7 @@ static int parse_args(int argc, char **argv, cli *c) {
             if (c->nouts == MAX_BINDINGS) return cli_usage_error("too many %s options", "--out");
             c->outs[c->nouts++] = v;
         } else if ((v = option_value(argc, argv, &i, "--dim", &m)) || m) {
+            note_bench_opt(&bench_opt, "--dim");
             const char *eq = v ? strchr(v, '=') : NULL;
             char *end = NULL;
             long long n = eq ? strtoll(eq + 1, &end, 10) : -1;
@@ -248,7 +255,7 @@ static int parse_args(int argc, char **argv, cli *c) {
             c->dims[c->ndims].name = strndup(v, (size_t)(eq - v));
             c->dims[c->ndims++].size = n;
         } else if ((v = option_value(argc, argv, &i, "--reps", &m)) || m) {
-            bench_opt = bench_opt ? bench_opt : "--reps";
+            note_bench_opt(&bench_opt, "--reps");
             char *end = NULL;
             long n = v ? strtol(v, &end, 10) : 0;
             if (!v || *end || n < 1 || n > 1000000)
@@ -256,17 +263,17 @@ static int parse_args(int argc, char **argv, cli *c) {
                                        v ? v : "");
             c->reps = (int)n;
         } else if ((v = option_value(argc, argv, &i, "--format", &m)) || m) {
-            bench_opt = bench_opt ? bench_opt : "--format";
+            note_bench_opt(&bench_opt, "--format");
             if (!v || (strcmp(v, "table") && strcmp(v, "json")))
                 return cli_usage_error("--format is table or json, got '%s'", v ? v : "");
             c->format = v;
         } else if ((v = option_value(argc, argv, &i, "--launch", &m)) || m) {
-            bench_opt = bench_opt ? bench_opt : "--launch";
+            note_bench_opt(&bench_opt, "--launch");
             if (!v || (strcmp(v, "stream") && strcmp(v, "plan")))
                 return cli_usage_error("--launch is stream or plan, got '%s'", v ? v : "");
             c->plan = !strcmp(v, "plan");
         } else if (!strcmp(a, "--no-cold-compile")) {
-            bench_opt = bench_opt ? bench_opt : "--no-cold-compile";
+            note_bench_opt(&bench_opt, "--no-cold-compile");
             c->no_cold = 1;
         } else if (a[0] == '-' && a[1] != 0) {
             return cli_usage_error("unknown option '%s'", a);
@@ -281,7 +288,6 @@ static int parse_args(int argc, char **argv, cli *c) {
         return cli_usage_error("%s", "--target=all runs fused and --no-fuse, at each CPU level "
                                      "the host has, itself: no --no-fuse, --cpu or --arch");
     int bench = c->command && !strcmp(c->command, "bench");
-    if (c->ndims && !bench) return cli_usage_error("%s", "--dim goes with bench");
     if (bench_opt && !bench) return cli_usage_error("%s goes with bench", bench_opt);
     return 0;
 }
