@@ -2087,6 +2087,88 @@ static void group_gather(lg_fn *g, lg_rows *rs, int s) {
     }
 }
 
+/* Prefetches bytes [from, to) of `base` (an i8*) a cache line at a time, for writing or for
+ * reading: a loop of its own, one prefetch an iteration (group_prefetch, narrow_prefetch). */
+static void prefetch_lines(lg_fn *g, LLVMValueRef base, LLVMValueRef from, LLVMValueRef to,
+                           int write) {
+    lg_loop L;
+    LLVMValueRef at = loop_begin(g, &L, from, to, "line");
+    LLVMValueRef p = LLVMBuildInBoundsGEP2(g->m->b, g->m->t_i8, base, &at, 1, "");
+    if (write)
+        lg_prefetch_write(g->m, p);
+    else
+        lg_prefetch_read(g->m, p);
+    loop_end(g, &L, ci64(g->m, LG_LINE), -1);
+}
+
+/* Whether group_prefetch fetches access i's lines for writing (store 1) or reading (0): the
+ * first access of its buffer of that kind that runs along the rows and varies from row to
+ * row (a weight every row reads is in cache already). */
+static int group_prefetched(const lg_fn *g, int32_t i, int store) {
+    const plan_kernel *pk = g->p->pk;
+    const plan_access *a = &pk->acc[i];
+    if (a->buf == PLAN_NO_BUF || a->store != store || !(a->present & 1u) ||
+        !((a->present >> (pk->naxes - 1)) & 1))
+        return 0;
+    for (int32_t j = 0; j < i; j++)
+        if (pk->acc[j].buf == a->buf && pk->acc[j].store == store) return 0;
+    return 1;
+}
+
+/* The next group's rows, fetched while this one computes, where rows have at most
+ * LG_GROUP_PREFETCH_BYTES: each line of every buffer the group reads along its rows, and of
+ * every buffer it writes so where its stores are plain (a line a streaming store writes whole
+ * need not be read), so that the reads for ownership come early too. Once the rows are not
+ * in the L3 (too large for it, or other work has left it), the hardware's prefetchers do not
+ * keep up with short rows read four side by side: from memory, softmax over rows of 32 to 128
+ * took 1.16-1.42x as long without these, and 1.02-1.22x from the L3. Over rows of 256 they
+ * gained a tenth from memory but cost 7% from the L3 (a group's 128 prefetches at once), and
+ * do not run there (bench/RESULTS.md, "A group's next rows"). Past the task's last rows there
+ * is nothing to fetch. */
+#define LG_GROUP_PREFETCH_BYTES 512
+static void group_prefetch(lg_fn *g, const lg_rows *rs, LLVMValueRef row, const int *kept, int nk,
+                           LLVMValueRef rowlen) {
+    lg_mod *m = g->m;
+    LLVMBuilderRef b = m->b;
+    const llvm_kplan *p = g->p;
+    LLVMValueRef next = LLVMBuildNSWAdd(b, row, ci64(m, rs->n), "");
+    int es = 0; /* the widest element among the buffers fetched */
+    for (int32_t i = 0; i < p->pk->nacc; i++)
+        if (group_prefetched(g, i, p->pk->acc[i].store)) {
+            int e = (int)ir_dtypes[p->fm->plan->bufs[p->pk->acc[i].buf].dtype].bytes;
+            es = e > es ? e : es;
+        }
+    if (!es) return;
+    LLVMValueRef in_task =
+        LLVMBuildICmp(b, LLVMIntSLE, LLVMBuildNSWAdd(b, next, ci64(m, rs->n), ""), g->end, "");
+    LLVMValueRef short_rows =
+        LLVMBuildICmp(b, LLVMIntSLE, rowlen, ci64(m, LG_GROUP_PREFETCH_BYTES / es), "");
+    LLVMBasicBlockRef after = if_begin(g, LLVMBuildAnd(b, in_task, short_rows, ""));
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 0 the reads, pass 1 the writes, which streaming kernels skip */
+        LLVMBasicBlockRef plain = pass ? if_begin(g, LLVMBuildNot(b, g->stream, "")) : NULL;
+        lg_loop R;
+        LLVMValueRef r =
+            loop_begin(g, &R, next, LLVMBuildNSWAdd(b, next, ci64(m, rs->n), ""), "ahead");
+        LLVMValueRef *nb = new_bases(g, NULL);
+        add_offsets(g, nb, r, kept, nk);
+        for (int32_t i = 0; i < p->pk->nacc; i++) {
+            const plan_access *a = &p->pk->acc[i];
+            if (!group_prefetched(g, i, pass)) continue;
+            ir_dtype dt = p->fm->plan->bufs[a->buf].dtype;
+            LLVMValueRef base =
+                LLVMBuildInBoundsGEP2(b, lg_storage_type(m, dt), g->bufp[a->buf], &nb[i], 1, "");
+            base = LLVMBuildBitCast(b, base, m->t_i8p, "");
+            LLVMValueRef bytes =
+                LLVMBuildNSWMul(b, rowlen, ci64(m, (int64_t)ir_dtypes[dt].bytes), "");
+            prefetch_lines(g, base, ci64(m, 0), bytes, pass);
+        }
+        loop_end(g, &R, ci64(m, 1), -1);
+        if (plain) if_end(g, plain);
+    }
+    if_end(g, after);
+}
+
 /* The group of rows from `row`: every sweep, the reductions' results and the per-result
  * values after them. */
 static void row_group(lg_fn *g, lg_rows *rs, LLVMValueRef row, const int *kept, int nk,
@@ -2103,6 +2185,7 @@ static void row_group(lg_fn *g, lg_rows *rs, LLVMValueRef row, const int *kept, 
                         nk);
         }
     }
+    if (rs->n > 1) group_prefetch(g, rs, row, kept, nk, rowlen);
     scope_enter(g);
     for (int k = 0; k < rs->n; k++) {
         rows_enter(g, rs, k);
@@ -3083,15 +3166,7 @@ static void narrow_prefetch(lg_fn *g, ir_dtype dt, LLVMValueRef mem, LLVMValueRe
     LLVMValueRef row = along ? LLVMBuildNSWMul(b, g->dim[0], es, "") : es;
     LLVMValueRef from = LLVMBuildNSWMul(b, r0, row, "");
     LLVMValueRef to = LLVMBuildNSWAdd(b, from, LLVMBuildNSWMul(b, n, row, ""), "");
-    LLVMValueRef base = LLVMBuildBitCast(b, mem, m->t_i8p, "");
-    lg_loop L;
-    LLVMValueRef at = loop_begin(g, &L, from, to, "line");
-    LLVMValueRef p = LLVMBuildInBoundsGEP2(b, m->t_i8, base, &at, 1, "");
-    if (write)
-        lg_prefetch_write(m, p);
-    else
-        lg_prefetch_read(m, p);
-    loop_end(g, &L, ci64(m, LG_LINE), -1);
+    prefetch_lines(g, LLVMBuildBitCast(b, mem, m->t_i8p, ""), from, to, write);
 }
 
 /* Rows of 9 to 16 elements (halves = 1) or 17 to 32 (halves = 2) of the unit's copy, 16 rows

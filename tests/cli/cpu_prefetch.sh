@@ -13,23 +13,29 @@ set -u
 : "${FUSEC:?}" "${FUSEC_SRC:?}"
 # shellcheck source=tests/lib.sh
 source "$FUSEC_SRC/tests/lib.sh"
-command -v objdump >/dev/null || { echo "no objdump"; exit 77; }
+command -v objdump >/dev/null && command -v ld >/dev/null || { echo "no objdump or ld"; exit 77; }
 loops="$FUSEC_SRC/tests/cli/prefetch_loops.py"
 
-# the object code of `FUSEC_CPU=CPU fusec --target=cpu FILE`, disassembled (the ELF part of
-# the module's cache entry: the one that holds its task functions, "f0_...", not the short rows'
-# copy functions beside it); building needs no CPU of that kind, only running would. Returns 1
-# where fusec fails, 2 where its cache does not hold the module as one entry.
+# the object code of `FUSEC_CPU=CPU fusec --target=cpu FILE`, disassembled (the module's cache
+# entry: the one that holds its task functions, "f0_...", not the short rows' copy functions
+# beside it; its objects, one or more parts built on as many threads, linked into one by
+# `ld -r` so that no two functions share an address); building needs no CPU of that kind, only
+# running would. Returns 1 where fusec fails, 2 where its cache does not hold the module as
+# one entry.
 disassemble() { # disassemble CPU FILE.fuse OUT
     local dir="$tmp/cache-$1-$(basename "$2" .fuse)"
     FUSEC_CPU=$1 "$FUSEC" --target=cpu --cache-dir="$dir" "$2" >/dev/null 2>&1 || return 1
-    python3 - "$dir" "$3.o" <<'EOF' || return 2
+    python3 - "$dir" "$3.part" <<'EOF' || return 2
 import glob, sys
 entries = [e for e in glob.glob(sys.argv[1] + "/e-*.bin") if b"f0_" in open(e, "rb").read()]
 assert len(entries) == 1, entries
 data = open(entries[0], "rb").read()
-open(sys.argv[2], "wb").write(data[data.index(b"\x7fELF"):])
+starts = [i for i in range(len(data)) if data.startswith(b"\x7fELF", i)]
+for k, s in enumerate(starts):
+    end = starts[k + 1] if k + 1 < len(starts) else len(data)
+    open(f"{sys.argv[2]}{k}.o", "wb").write(data[s:end])
 EOF
+    ld -r -o "$3.o" "$3".part*.o || return 2
     objdump -d --no-show-raw-insn "$3.o" >"$3.s"
 }
 
@@ -62,9 +68,11 @@ for cpu in "${cpus[@]}"; do
     check "$cpu: softmax builds" disassemble "$cpu" "$FUSEC_SRC/examples/softmax.fuse" "$s"
     check "$cpu: the softmax object names no prefetch hint" \
         bash -c "! grep -q fusec_prefetch '$s.o'"
-    # the exp loop: prefetches among its vector arithmetic, one per line of what it loads
+    # the exp loop: prefetches among its vector arithmetic, one per line of what it loads;
+    # rows in groups (of 64, say) fetch the next group's a line at a time, for reading and
+    # for writing (codegen/cpu/llvm.c, group_prefetch)
     check "$cpu: softmax's prefetches ($(grep -c prefetch "$s.s") of them)" \
-        python3 "$loops" "$s.s" '^v?(fmadd|fnmadd|mul)\w*ps'
+        python3 "$loops" "$s.s" '^v?(fmadd|fnmadd|mul)\w*ps' --group
     check "$cpu: the column sum builds" disassemble "$cpu" "$tmp/colsum.fuse" "$c"
     check "$cpu: the column sum's prefetches ($(grep -c prefetch "$c.s") of them)" \
         python3 "$loops" "$c.s" '^v?add\w*ps'

@@ -15,12 +15,18 @@ and registers LLVM picked for the CPU the code was built for:
 - no prefetch address was just moved out of a vector register (vmovq / vpextrq): addresses
   are scalars on the loop's index.
 
-One kind of loop is exempt: a narrow kernel's (short rows run as columns, a function
-`*.narrow.body`) fetches its next unit's rows a line at a time in a loop of its own, which
-must then hold one prefetch and nothing but scalar loop control.
+Two kinds of loop are exempt: a narrow kernel's (short rows run as columns, a function
+`*.narrow.body`) fetches its next unit's rows a line at a time in a loop of its own, and so
+does a row kernel (`*.body`) for the next group of its short rows; such a loop must hold one
+prefetch and nothing but scalar loop control.
 
-Usage: prefetch_loops.py FILE.s REGEX. Prints what it found; exit 1 with the reason when a
-property fails."""
+With --group, the row kernel must also have such loops for its next group, for a kernel whose
+rows are grouped, short and stored plainly (softmax over rows of 64): at least two (its reads'
+and its writes'), one of them reading (prefetcht0) and, where the CPU has prefetchw (any
+prefetchw in the file: a narrow kernel's writes use it too), one writing (prefetchw).
+
+Usage: prefetch_loops.py FILE.s REGEX [--group]. Prints what it found; exit 1 with the reason
+when a property fails."""
 import re
 import sys
 
@@ -151,8 +157,9 @@ def same_address(insns, i, j):
     return True
 
 
-def main(path, arith):
+def main(path, arith, group=False):
     insns, funcs = parse(path)
+    group_ops = []
     pf = [i for i, (_, op, _) in enumerate(insns) if op.startswith("prefetch")]
     if not pf:
         print("no prefetch instructions")
@@ -169,11 +176,17 @@ def main(path, arith):
             return 1
     for (t, b), idx in sorted(loops.items()):
         body = [x for x in insns if t <= x[0] <= b]
-        if function_at(funcs, t).endswith(".narrow.body"):
+        fn = function_at(funcs, t)
+        if fn.endswith(".narrow.body"):
             if not line_loop(body, len(idx)):
                 print(f"the narrow kernel's loop {t:x}-{b:x} is not one prefetch a line")
                 return 1
             print(f"loop {t:x}-{b:x}: a narrow kernel's next unit, a line at a time")
+            continue
+        if fn.endswith(".body") and line_loop(body, len(idx)):
+            op = insns[idx[0]][1]
+            group_ops.append(op)
+            print(f"loop {t:x}-{b:x}: a row kernel's next group, a line at a time ({op})")
             continue
         if not any(re.search(arith, op) for _, op, _ in body):
             print(f"the loop {t:x}-{b:x} with {len(idx)} prefetches does no {arith}")
@@ -189,8 +202,15 @@ def main(path, arith):
             print(f"the loop {t:x}-{b:x} has {len(idx)} prefetches for {loaded} bytes of loads "
                   f"(one per 64-byte line expected)")
             return 1
+    if group:
+        want = {"prefetcht0", "prefetchw"} if any(insns[i][1] == "prefetchw" for i in pf) else {
+            "prefetcht0"}
+        if len(group_ops) < 2 or not want <= set(group_ops):
+            print(f"the row kernel's next group is not fetched for reading and for writing "
+                  f"(its line loops: {sorted(group_ops) or 'none'})")
+            return 1
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(sys.argv[1], sys.argv[2], "--group" in sys.argv[3:]))
