@@ -2103,11 +2103,11 @@ static void prefetch_lines(lg_fn *g, LLVMValueRef base, LLVMValueRef from, LLVMV
 
 /* Whether group_prefetch fetches access i's lines for writing (store 1) or reading (0): the
  * first access of its buffer of that kind that runs along the rows and varies from row to
- * row (a weight every row reads is in cache already). */
-static int group_prefetched(const lg_fn *g, int32_t i, int store) {
+ * row, along a kept axis (`kept`, their bits; a weight every row reads is in cache already). */
+static int group_prefetched(const lg_fn *g, int32_t i, int store, uint32_t kept) {
     const plan_kernel *pk = g->p->pk;
     const plan_access *a = &pk->acc[i];
-    if (a->buf == PLAN_NO_BUF || a->store != store || !(a->present & 1u) ||
+    if (a->buf == PLAN_NO_BUF || a->store != store || !(a->present & kept) ||
         !((a->present >> (pk->naxes - 1)) & 1))
         return 0;
     for (int32_t j = 0; j < i; j++)
@@ -2120,11 +2120,11 @@ static int group_prefetched(const lg_fn *g, int32_t i, int store) {
  * every buffer it writes so where its stores are plain (a line a streaming store writes whole
  * need not be read), so that the reads for ownership come early too. Once the rows are not
  * in the L3 (too large for it, or other work has left it), the hardware's prefetchers do not
- * keep up with short rows read four side by side: from memory, softmax over rows of 32 to 128
- * took 1.16-1.42x as long without these, and 1.02-1.22x from the L3. Over rows of 256 they
- * gained a tenth from memory but cost 7% from the L3 (a group's 128 prefetches at once), and
- * do not run there (bench/RESULTS.md, "A group's next rows"). Past the task's last rows there
- * is nothing to fetch. */
+ * keep up with short rows read four side by side: softmax and layernorm over rows of 64 and
+ * 128 took 1.16-1.44x as long without these from memory, and up to 1.33x from an L3 that other
+ * work shares. Over rows of 256 they gained a tenth from memory but cost 7% from the L3 (a
+ * group's 128 prefetches at once), and do not run there (bench/RESULTS.md, "A group's next
+ * rows"). Past the task's last rows there is nothing to fetch. */
 #define LG_GROUP_PREFETCH_BYTES 512
 static void group_prefetch(lg_fn *g, const lg_rows *rs, LLVMValueRef row, const int *kept, int nk,
                            LLVMValueRef rowlen) {
@@ -2132,9 +2132,12 @@ static void group_prefetch(lg_fn *g, const lg_rows *rs, LLVMValueRef row, const 
     LLVMBuilderRef b = m->b;
     const llvm_kplan *p = g->p;
     LLVMValueRef next = LLVMBuildNSWAdd(b, row, ci64(m, rs->n), "");
+    uint32_t km = 0;
+    for (int i = 0; i < nk; i++)
+        km |= 1u << kept[i];
     int es = 0; /* the widest element among the buffers fetched */
     for (int32_t i = 0; i < p->pk->nacc; i++)
-        if (group_prefetched(g, i, p->pk->acc[i].store)) {
+        if (group_prefetched(g, i, p->pk->acc[i].store, km)) {
             int e = (int)ir_dtypes[p->fm->plan->bufs[p->pk->acc[i].buf].dtype].bytes;
             es = e > es ? e : es;
         }
@@ -2154,7 +2157,7 @@ static void group_prefetch(lg_fn *g, const lg_rows *rs, LLVMValueRef row, const 
         add_offsets(g, nb, r, kept, nk);
         for (int32_t i = 0; i < p->pk->nacc; i++) {
             const plan_access *a = &p->pk->acc[i];
-            if (!group_prefetched(g, i, pass)) continue;
+            if (!group_prefetched(g, i, pass, km)) continue;
             ir_dtype dt = p->fm->plan->bufs[a->buf].dtype;
             LLVMValueRef base =
                 LLVMBuildInBoundsGEP2(b, lg_storage_type(m, dt), g->bufp[a->buf], &nb[i], 1, "");
