@@ -2147,26 +2147,28 @@ static void group_prefetch(lg_fn *g, const lg_rows *rs, LLVMValueRef row, const 
     LLVMValueRef short_rows =
         LLVMBuildICmp(b, LLVMIntSLE, rowlen, ci64(m, LG_GROUP_PREFETCH_BYTES / es), "");
     LLVMBasicBlockRef after = if_begin(g, LLVMBuildAnd(b, in_task, short_rows, ""));
+    /* the group's rows lie one after another in each buffer (its offsets grow by a row or not
+     * at all from one row to the next): the lines from its first row's start to its last
+     * row's end, or none where they wrap (a buffer that varies along an inner kept axis only) */
+    LLVMValueRef *first = new_bases(g, NULL), *last = new_bases(g, NULL);
+    add_offsets(g, first, next, kept, nk);
+    add_offsets(g, last, LLVMBuildNSWAdd(b, next, ci64(m, rs->n - 1), ""), kept, nk);
     for (int pass = 0; pass < 2; pass++) {
         /* pass 0 the reads, pass 1 the writes, which streaming kernels skip */
         LLVMBasicBlockRef plain = pass ? if_begin(g, LLVMBuildNot(b, g->stream, "")) : NULL;
-        lg_loop R;
-        LLVMValueRef r =
-            loop_begin(g, &R, next, LLVMBuildNSWAdd(b, next, ci64(m, rs->n), ""), "ahead");
-        LLVMValueRef *nb = new_bases(g, NULL);
-        add_offsets(g, nb, r, kept, nk);
         for (int32_t i = 0; i < p->pk->nacc; i++) {
             const plan_access *a = &p->pk->acc[i];
             if (!group_prefetched(g, i, pass, km)) continue;
             ir_dtype dt = p->fm->plan->bufs[a->buf].dtype;
-            LLVMValueRef base =
-                LLVMBuildInBoundsGEP2(b, lg_storage_type(m, dt), g->bufp[a->buf], &nb[i], 1, "");
-            base = LLVMBuildBitCast(b, base, m->t_i8p, "");
-            LLVMValueRef bytes =
-                LLVMBuildNSWMul(b, rowlen, ci64(m, (int64_t)ir_dtypes[dt].bytes), "");
-            prefetch_lines(g, base, ci64(m, 0), bytes, pass);
+            LLVMValueRef eb = ci64(m, (int64_t)ir_dtypes[dt].bytes);
+            LLVMValueRef base = LLVMBuildBitCast(
+                b,
+                LLVMBuildInBoundsGEP2(b, lg_storage_type(m, dt), g->bufp[a->buf], &first[i], 1, ""),
+                m->t_i8p, "");
+            LLVMValueRef span =
+                LLVMBuildNSWAdd(b, LLVMBuildNSWSub(b, last[i], first[i], ""), rowlen, "");
+            prefetch_lines(g, base, ci64(m, 0), LLVMBuildNSWMul(b, span, eb, ""), pass);
         }
-        loop_end(g, &R, ci64(m, 1), -1);
         if (plain) if_end(g, plain);
     }
     if_end(g, after);
