@@ -2150,9 +2150,7 @@ static void group_prefetch(lg_fn *g, const lg_rows *rs, LLVMValueRef row, const 
     /* the group's rows lie one after another in each buffer (its offsets grow by a row or not
      * at all from one row to the next): the lines from its first row's start to its last
      * row's end, or none where they wrap (a buffer that varies along an inner kept axis only) */
-    LLVMValueRef *first = new_bases(g, NULL), *last = new_bases(g, NULL);
-    add_offsets(g, first, next, kept, nk);
-    add_offsets(g, last, LLVMBuildNSWAdd(b, next, ci64(m, rs->n - 1), ""), kept, nk);
+    LLVMValueRef *first = rs->next[0], *last = rs->next[rs->n - 1];
     for (int pass = 0; pass < 2; pass++) {
         /* pass 0 the reads, pass 1 the writes, which streaming kernels skip */
         LLVMBasicBlockRef plain = pass ? if_begin(g, LLVMBuildNot(b, g->stream, "")) : NULL;
@@ -2184,7 +2182,9 @@ static void row_group(lg_fn *g, lg_rows *rs, LLVMValueRef row, const int *kept, 
         rs->base[k] = new_bases(g, NULL);
         add_offsets(g, rs->base[k], LLVMBuildNSWAdd(m->b, row, ci64(m, k), ""), kept, nk);
         rs->next[k] = NULL;
-        if (p->pk->nsweeps >= 2 && nr == 1) {
+        /* the next rows' offsets: a lone row's second sweep prefetches its next row, a group
+         * the next group's (group_prefetch) */
+        if (nr == 1 && (p->pk->nsweeps >= 2 || rs->n > 1)) {
             rs->next[k] = new_bases(g, NULL);
             add_offsets(g, rs->next[k], LLVMBuildNSWAdd(m->b, row, ci64(m, rs->n + k), ""), kept,
                         nk);
